@@ -1,0 +1,312 @@
+//! `FrameReader`: a decoder and a `RecvBuf` that turn arbitrary chunks into whole frames.
+
+use std::ops::ControlFlow;
+
+use crate::codec::{Decoded, Decoder};
+use crate::error::{ConfigError, DecodeError};
+use crate::recv_buf::{DEFAULT_INITIAL_CAPACITY, RecvBuf};
+
+/// Slack above a decoder's largest frame in the buffer's maximum capacity: room for the bytes
+/// of one 64 KiB socket read that follow a frame when delivery is paused.
+const READ_SLACK: usize = 64 * 1024;
+
+/// Smallest step when appending to a buffered frame of unknown length (a delimiter not yet
+/// seen); the step doubles with the bytes already buffered.
+const MIN_APPEND_STEP: usize = 64;
+
+/// What a frame handler wants next. Handlers may also return `()` (continue) or
+/// `ControlFlow<()>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// Deliver the next frame.
+    Continue,
+    /// Stop delivering; the reader keeps every byte not yet delivered.
+    Pause,
+}
+
+impl From<()> for Flow {
+    #[inline]
+    fn from((): ()) -> Self {
+        Flow::Continue
+    }
+}
+
+impl From<ControlFlow<()>> for Flow {
+    #[inline]
+    fn from(flow: ControlFlow<()>) -> Self {
+        match flow {
+            ControlFlow::Continue(()) => Flow::Continue,
+            ControlFlow::Break(()) => Flow::Pause,
+        }
+    }
+}
+
+/// How a [`FrameReader::feed`] call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Feed {
+    /// Every whole frame was delivered; at most one partial frame is buffered.
+    Drained,
+    /// The handler paused delivery. Undelivered bytes are buffered; call
+    /// [`FrameReader::resume`] (or `feed` again) to go on.
+    Paused,
+}
+
+/// A [`Decoder`] plus a [`RecvBuf`]: feed it chunks as they arrive, get whole frames back as
+/// borrowed slices.
+///
+/// # Copies
+///
+/// While nothing is buffered, frames are decoded straight from the input and handed out
+/// without copying; only a trailing partial frame is copied into the buffer. When a partial
+/// frame is buffered, the next input first completes it (copying exactly the missing bytes
+/// when its length is known), then decoding continues straight from the input.
+///
+/// # Errors
+///
+/// A [`DecodeError`] ends the stream: the buffer is cleared, and every later `feed` returns
+/// the same error. Close the session that produced it.
+///
+/// ```
+/// use ark_frame::{Encoder, FrameReader, LengthPrefix};
+///
+/// let mut wire = Vec::new();
+/// LengthPrefix::default().encode(b"hello", &mut wire)?;
+/// LengthPrefix::default().encode(b"world", &mut wire)?;
+///
+/// let mut reader = FrameReader::new(LengthPrefix::default());
+/// let mut got = Vec::new();
+/// for chunk in wire.chunks(3) {
+///     reader.feed(chunk, |frame: &[u8]| got.push(frame.to_vec()))?;
+/// }
+/// assert_eq!(got, [b"hello".to_vec(), b"world".to_vec()]);
+/// assert_eq!(reader.buffered_len(), 0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct FrameReader<D> {
+    decoder: D,
+    buf: RecvBuf,
+    /// Bytes the buffer must hold before decoding it again (0: decode now).
+    want: usize,
+    failed: Option<DecodeError>,
+}
+
+impl<D: Decoder> FrameReader<D> {
+    /// A reader with the default 4 KiB initial buffer capacity and a maximum capacity of the
+    /// decoder's largest frame plus 64 KiB. Allocates nothing.
+    pub fn new(decoder: D) -> Self {
+        Self::with_initial_capacity(decoder, DEFAULT_INITIAL_CAPACITY)
+            .expect("the default initial capacity is valid")
+    }
+
+    /// A reader whose buffer starts at `initial` bytes once it is needed.
+    ///
+    /// # Errors
+    /// [`ConfigError::ZeroInitialCapacity`] for 0, [`ConfigError::InitialAboveMax`] when
+    /// `initial` exceeds the decoder's largest frame plus 64 KiB.
+    pub fn with_initial_capacity(decoder: D, initial: usize) -> Result<Self, ConfigError> {
+        let max = decoder.max_encoded_len().saturating_add(READ_SLACK);
+        Ok(Self::with_buffer(
+            decoder,
+            RecvBuf::with_capacity(initial, max)?,
+        ))
+    }
+
+    /// A reader over a buffer configured by the caller.
+    pub fn with_buffer(decoder: D, buf: RecvBuf) -> Self {
+        Self {
+            decoder,
+            buf,
+            want: 0,
+            failed: None,
+        }
+    }
+
+    /// Delivers every whole frame in the buffered bytes followed by `input` to `on_frame`,
+    /// in order, and keeps what is left (a partial frame, or everything after a pause).
+    ///
+    /// `on_frame` gets each frame's body and returns `()` or a [`Flow`]
+    /// (or `ControlFlow<()>`); [`Flow::Pause`] stops delivery with the rest kept.
+    ///
+    /// # Errors
+    /// A [`DecodeError`] for malformed input or a broken limit; see the type docs.
+    #[inline]
+    pub fn feed<F, R>(&mut self, input: &[u8], mut on_frame: F) -> Result<Feed, DecodeError>
+    where
+        F: FnMut(&[u8]) -> R,
+        R: Into<Flow>,
+    {
+        if let Some(error) = &self.failed {
+            return Err(error.clone());
+        }
+        let result = self.feed_inner(input, |frame| on_frame(frame).into());
+        if let Err(error) = &result {
+            self.failed = Some(error.clone());
+            self.buf.clear();
+            self.decoder.reset();
+            self.want = 0;
+        }
+        result
+    }
+
+    /// Delivers frames already buffered (after a [`Feed::Paused`]). Same as `feed(&[], ..)`.
+    ///
+    /// # Errors
+    /// As [`feed`](Self::feed).
+    pub fn resume<F, R>(&mut self, on_frame: F) -> Result<Feed, DecodeError>
+    where
+        F: FnMut(&[u8]) -> R,
+        R: Into<Flow>,
+    {
+        self.feed(&[], on_frame)
+    }
+
+    #[inline]
+    fn feed_inner(
+        &mut self,
+        input: &[u8],
+        mut on_frame: impl FnMut(&[u8]) -> Flow,
+    ) -> Result<Feed, DecodeError> {
+        let mut pos = 0;
+        // Bytes of `input` appended to the buffer since its last incomplete decode.
+        let mut appended = 0;
+
+        // Finish what is buffered first.
+        while !self.buf.is_empty() {
+            if self.want > self.buf.len() {
+                let take = (self.want - self.buf.len()).min(input.len() - pos);
+                self.buf.extend_from_slice(&input[pos..pos + take])?;
+                pos += take;
+                appended += take;
+                if self.buf.len() < self.want {
+                    return Ok(Feed::Drained);
+                }
+            }
+            match self.decoder.decode(self.buf.data())? {
+                Decoded::Frame(span) => {
+                    let total = span.total();
+                    // Bytes past the frame that were appended from `input` go back to it, so
+                    // the frames after this one are decoded from `input` without copying.
+                    let back = (self.buf.len() - total).min(appended);
+                    self.buf.truncate(self.buf.len() - back);
+                    pos -= back;
+                    appended = 0;
+                    self.want = 0;
+                    let body = &self.buf.data()[span.header..span.header + span.body];
+                    let flow = on_frame(body);
+                    self.buf.consume(total);
+                    if flow == Flow::Pause {
+                        return self.pause(&input[pos..]);
+                    }
+                }
+                Decoded::Incomplete { needed } => {
+                    let have = self.buf.len();
+                    if pos == input.len() {
+                        self.want = needed.unwrap_or(0);
+                        return Ok(Feed::Drained);
+                    }
+                    match needed {
+                        // A decoder must ask for more than it has; guard against one that
+                        // does not, so the loop always progresses.
+                        Some(needed) => {
+                            self.want = needed.max(have + 1);
+                            self.buf.reserve(self.want - have)?;
+                        }
+                        None => {
+                            let take = have.max(MIN_APPEND_STEP).min(input.len() - pos);
+                            self.buf.extend_from_slice(&input[pos..pos + take])?;
+                            pos += take;
+                            appended += take;
+                        }
+                    }
+                }
+            }
+        }
+
+        // Nothing buffered: decode straight from the input.
+        while pos < input.len() {
+            let rest = &input[pos..];
+            match self.decoder.decode(rest)? {
+                Decoded::Frame(span) => {
+                    pos += span.total();
+                    if on_frame(&rest[span.header..span.header + span.body]) == Flow::Pause {
+                        return self.pause(&input[pos..]);
+                    }
+                }
+                Decoded::Incomplete { needed } => {
+                    let needed = needed.unwrap_or(0);
+                    self.buf.reserve(needed.max(rest.len()))?;
+                    self.buf.extend_from_slice(rest)?;
+                    self.want = needed;
+                    break;
+                }
+            }
+        }
+        Ok(Feed::Drained)
+    }
+
+    /// Keeps the undelivered `rest` of the input after a pause.
+    fn pause(&mut self, rest: &[u8]) -> Result<Feed, DecodeError> {
+        self.buf.extend_from_slice(rest)?;
+        self.want = 0;
+        Ok(Feed::Paused)
+    }
+
+    /// Bytes still missing from a buffered frame whose length is known (0 if none). A
+    /// transport reads a large pending frame directly into [`spare_mut`](Self::spare_mut).
+    pub fn pending_remaining(&self) -> usize {
+        self.want.saturating_sub(self.buf.len())
+    }
+
+    /// Room for the pending frame's missing bytes (at least), for reading from a socket
+    /// directly into the buffer. Follow with [`commit`](Self::commit) and a `feed(&[], ..)`.
+    ///
+    /// # Errors
+    /// A [`DecodeError::Buffer`] if the buffer cannot grow to the pending frame.
+    pub fn spare_mut(&mut self) -> Result<&mut [u8], DecodeError> {
+        self.buf.reserve(self.pending_remaining())?;
+        Ok(self.buf.spare_mut())
+    }
+
+    /// Marks `n` bytes written into [`spare_mut`](Self::spare_mut) as received.
+    ///
+    /// # Panics
+    /// If `n` exceeds the spare region (a caller bug).
+    pub fn commit(&mut self, n: usize) {
+        self.buf.commit(n);
+    }
+
+    /// Bytes received but not yet delivered.
+    pub fn buffered_len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Heap bytes the receive buffer holds.
+    pub fn held_bytes(&self) -> usize {
+        self.buf.held_bytes()
+    }
+
+    /// Frees the receive buffer if nothing is buffered; returns the bytes freed. Transports
+    /// call it when a session goes idle so that idle sessions hold no receive memory.
+    pub fn release(&mut self) -> usize {
+        self.buf.release()
+    }
+
+    /// Discards buffered bytes and any error, starting a fresh stream.
+    pub fn reset(&mut self) {
+        self.buf.clear();
+        self.decoder.reset();
+        self.want = 0;
+        self.failed = None;
+    }
+
+    /// The decoder.
+    pub fn decoder(&self) -> &D {
+        &self.decoder
+    }
+
+    /// The receive buffer (read-only: its cursors belong to the reader).
+    pub fn recv_buf(&self) -> &RecvBuf {
+        &self.buf
+    }
+}

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# The project's test command (README.md): every crate's tests, in release mode.
+# Extra arguments go to `cargo test` (e.g. `scripts/test.sh -p ark-frame`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo test --workspace --release "$@"
