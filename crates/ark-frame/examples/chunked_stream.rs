@@ -34,5 +34,9 @@ fn main() {
     let messages: [&[u8]; 3] = [b"hello", b"", b"a somewhat longer message"];
     demo("length prefix", LengthPrefix::default(), &messages);
     demo("ArkDgram", ArkDgram::new(), &messages);
-    demo("delimiter", Delimiter::new(b"\r\n").expect("non-empty"), &messages);
+    demo(
+        "delimiter",
+        Delimiter::new(b"\r\n").expect("non-empty"),
+        &messages,
+    );
 }
