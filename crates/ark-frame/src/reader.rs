@@ -139,14 +139,27 @@ impl<D: Decoder> FrameReader<D> {
         if let Some(error) = &self.failed {
             return Err(error.clone());
         }
-        let result = self.feed_inner(input, |frame| on_frame(frame).into());
-        if let Err(error) = &result {
-            self.failed = Some(error.clone());
-            self.buf.clear();
-            self.decoder.reset();
-            self.want = 0;
+        // Fast path for small reads: all of `input` belongs to the buffered frame and does
+        // not complete it.
+        let buffered = self.buf.len();
+        if buffered != 0 && self.want > buffered + input.len() {
+            return match self.buf.extend_from_slice(input) {
+                Ok(()) => Ok(Feed::Drained),
+                Err(error) => Err(self.fail(error.into())),
+            };
         }
-        result
+        let result = self.feed_inner(input, |frame| on_frame(frame).into());
+        result.map_err(|error| self.fail(error))
+    }
+
+    /// Ends the stream with `error`: every later `feed` returns it until `reset`.
+    #[cold]
+    fn fail(&mut self, error: DecodeError) -> DecodeError {
+        self.failed = Some(error.clone());
+        self.buf.clear();
+        self.decoder.reset();
+        self.want = 0;
+        error
     }
 
     /// Delivers frames already buffered (after a [`Feed::Paused`]). Same as `feed(&[], ..)`.
@@ -161,7 +174,7 @@ impl<D: Decoder> FrameReader<D> {
         self.feed(&[], on_frame)
     }
 
-    #[inline]
+    #[inline(never)]
     fn feed_inner(
         &mut self,
         input: &[u8],

@@ -132,10 +132,18 @@ impl RecvBuf {
     /// # Errors
     /// [`BufferError::CapacityExceeded`] when the unread bytes plus `additional` exceed the
     /// maximum capacity. The buffer is unchanged then.
+    #[inline]
     pub fn reserve(&mut self, additional: usize) -> Result<(), BufferError> {
         if self.storage.len() - self.write >= additional {
             return Ok(());
         }
+        self.make_room(additional)
+    }
+
+    /// Compacts or grows so that `additional` bytes fit after the unread ones.
+    #[cold]
+    #[inline(never)]
+    fn make_room(&mut self, additional: usize) -> Result<(), BufferError> {
         let len = self.len();
         let needed = len
             .checked_add(additional)
@@ -170,6 +178,7 @@ impl RecvBuf {
     ///
     /// # Errors
     /// As [`reserve`](Self::reserve); nothing is appended then.
+    #[inline]
     pub fn extend_from_slice(&mut self, src: &[u8]) -> Result<(), BufferError> {
         self.reserve(src.len())?;
         self.storage[self.write..self.write + src.len()].copy_from_slice(src);

@@ -104,19 +104,23 @@ impl LengthPrefix {
         self.endian
     }
 
+    /// Reads the length from a header of exactly `width` bytes.
     #[inline]
     fn read_len(&self, header: &[u8]) -> u64 {
-        let mut be = [0u8; 8];
-        let n = header.len();
-        match self.endian {
-            Endian::Big => be[8 - n..].copy_from_slice(header),
-            Endian::Little => {
-                for (dst, src) in be[8 - n..].iter_mut().zip(header.iter().rev()) {
-                    *dst = *src;
-                }
-            }
+        fn array<const N: usize>(header: &[u8]) -> [u8; N] {
+            let mut bytes = [0u8; N];
+            bytes.copy_from_slice(&header[..N]);
+            bytes
         }
-        u64::from_be_bytes(be)
+        match (self.width, self.endian) {
+            (PrefixWidth::U8, _) => u64::from(header[0]),
+            (PrefixWidth::U16, Endian::Big) => u64::from(u16::from_be_bytes(array(header))),
+            (PrefixWidth::U16, Endian::Little) => u64::from(u16::from_le_bytes(array(header))),
+            (PrefixWidth::U32, Endian::Big) => u64::from(u32::from_be_bytes(array(header))),
+            (PrefixWidth::U32, Endian::Little) => u64::from(u32::from_le_bytes(array(header))),
+            (PrefixWidth::U64, Endian::Big) => u64::from_be_bytes(array(header)),
+            (PrefixWidth::U64, Endian::Little) => u64::from_le_bytes(array(header)),
+        }
     }
 }
 
