@@ -1,0 +1,117 @@
+//! SVG charts for reports (plotters): grouped bars of medians with min–max whiskers.
+
+use std::path::Path;
+
+use plotters::prelude::*;
+
+use crate::stats::Summary;
+
+/// One group of bars: a label and one summary per series (`None`: no data).
+#[derive(Debug, Clone)]
+pub struct BarGroup {
+    /// Label under the group.
+    pub label: String,
+    /// One value per series, in series order.
+    pub values: Vec<Option<Summary>>,
+}
+
+const COLORS: [RGBColor; 4] = [
+    RGBColor(0x9e, 0x9e, 0x9e),
+    RGBColor(0x42, 0x85, 0xf4),
+    RGBColor(0xdb, 0x44, 0x37),
+    RGBColor(0x0f, 0x9d, 0x58),
+];
+
+/// Draws grouped bars on a logarithmic axis: bar height is the median, the whisker spans
+/// min–max. Group labels sit in a band at the bottom of the plot.
+///
+/// # Errors
+/// The drawing backend's error, as text.
+pub fn grouped_bars_svg(
+    path: &Path,
+    title: &str,
+    y_label: &str,
+    series: &[&str],
+    groups: &[BarGroup],
+) -> Result<(), String> {
+    let values = groups
+        .iter()
+        .flat_map(|g| g.values.iter().flatten())
+        .flat_map(|s| [s.min, s.max]);
+    let (lo, hi) = values.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
+        (lo.min(v), hi.max(v))
+    });
+    if !lo.is_finite() || lo <= 0.0 {
+        return Err("no positive values to chart".to_string());
+    }
+    // Decades around the data, plus a band below for the group labels.
+    let top = 10f64.powf(hi.log10().ceil());
+    let floor = 10f64.powf(lo.log10().floor());
+    let label_band = floor / 10.0;
+
+    let root = SVGBackend::new(path, (1100, 600)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 22))
+        .margin(16)
+        .x_label_area_size(10)
+        .y_label_area_size(90)
+        .build_cartesian_2d(0f64..groups.len() as f64, (label_band..top).log_scale())
+        .map_err(|e| e.to_string())?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .disable_x_axis()
+        .y_desc(y_label)
+        .y_label_formatter(&|v| format!("{v:.0e}"))
+        .draw()
+        .map_err(|e| e.to_string())?;
+
+    let width = 0.8 / series.len() as f64;
+    for (s, name) in series.iter().enumerate() {
+        let color = COLORS[s % COLORS.len()];
+        let bars = groups.iter().enumerate().filter_map(|(g, group)| {
+            let v = group.values.get(s).copied().flatten()?;
+            let x0 = g as f64 + 0.1 + s as f64 * width;
+            Some(Rectangle::new(
+                [(x0, floor), (x0 + width * 0.9, v.median)],
+                color.filled(),
+            ))
+        });
+        chart
+            .draw_series(bars)
+            .map_err(|e| e.to_string())?
+            .label(*name)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
+        let whiskers = groups.iter().enumerate().filter_map(|(g, group)| {
+            let v = group.values.get(s).copied().flatten()?;
+            let x = g as f64 + 0.1 + s as f64 * width + width * 0.45;
+            Some(PathElement::new(
+                vec![(x, v.min), (x, v.max)],
+                BLACK.stroke_width(2),
+            ))
+        });
+        chart.draw_series(whiskers).map_err(|e| e.to_string())?;
+    }
+    let labels = groups.iter().enumerate().map(|(g, group)| {
+        Text::new(
+            group.label.clone(),
+            (g as f64 + 0.5, label_band * 3.0),
+            ("sans-serif", 13).into_font().color(&BLACK).pos(
+                plotters::style::text_anchor::Pos::new(
+                    plotters::style::text_anchor::HPos::Center,
+                    plotters::style::text_anchor::VPos::Center,
+                ),
+            ),
+        )
+    });
+    chart.draw_series(labels).map_err(|e| e.to_string())?;
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| e.to_string())?;
+    root.present().map_err(|e| e.to_string())
+}

@@ -1,0 +1,100 @@
+//! A result set on disk: `results/<machine>-<date>/` with JSON-lines records and
+//! `metadata.json`.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::metadata::{Metadata, utc_date_compact};
+
+/// The directory of one result set.
+#[derive(Debug, Clone)]
+pub struct ResultSet {
+    dir: PathBuf,
+}
+
+impl ResultSet {
+    /// `root/<machine>-<YYYYMMDD>`, created if needed.
+    pub fn create(root: &Path, machine: &str) -> std::io::Result<ResultSet> {
+        let dir = root.join(format!("{machine}-{}", utc_date_compact()));
+        std::fs::create_dir_all(&dir)?;
+        Ok(ResultSet { dir })
+    }
+
+    /// An existing result set.
+    pub fn open(dir: &Path) -> ResultSet {
+        ResultSet {
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Starts (or restarts) a JSON-lines file in the set, empty.
+    pub fn start_records(&self, name: &str) -> std::io::Result<RecordWriter> {
+        let path = self.dir.join(name);
+        File::create(&path)?;
+        Ok(RecordWriter { path })
+    }
+
+    /// Writes `metadata.json`.
+    pub fn write_metadata(&self, metadata: &Metadata) -> std::io::Result<()> {
+        let json = serde_json::to_string_pretty(metadata).map_err(std::io::Error::other)?;
+        std::fs::write(self.dir.join("metadata.json"), json + "\n")
+    }
+
+    /// Reads `metadata.json`.
+    pub fn read_metadata(&self) -> std::io::Result<Metadata> {
+        let text = std::fs::read_to_string(self.dir.join("metadata.json"))?;
+        serde_json::from_str(&text).map_err(std::io::Error::other)
+    }
+
+    /// Reads every record of a JSON-lines file in the set (an absent file reads as empty).
+    pub fn read_records<T: DeserializeOwned>(&self, name: &str) -> std::io::Result<Vec<T>> {
+        let path = self.dir.join(name);
+        if !path.exists() {
+            return Ok(Vec::new());
+        }
+        let mut records = Vec::new();
+        for (n, line) in BufReader::new(File::open(&path)?).lines().enumerate() {
+            let line = line?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let record = serde_json::from_str(&line)
+                .map_err(|e| std::io::Error::other(format!("{}:{}: {e}", path.display(), n + 1)))?;
+            records.push(record);
+        }
+        Ok(records)
+    }
+}
+
+/// Appends records to one JSON-lines file, flushing each line (a run stopped midway keeps
+/// every record written so far).
+#[derive(Debug)]
+pub struct RecordWriter {
+    path: PathBuf,
+}
+
+impl RecordWriter {
+    /// Appends one record as a line.
+    pub fn append<T: Serialize>(&self, record: &T) -> std::io::Result<()> {
+        let mut line = serde_json::to_string(record).map_err(std::io::Error::other)?;
+        line.push('\n');
+        OpenOptions::new()
+            .append(true)
+            .open(&self.path)?
+            .write_all(line.as_bytes())
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
