@@ -495,6 +495,36 @@ pub struct FramingRecord {
 }
 
 impl FramingRecord {
+    /// A record of a case that has not produced a measurement (yet): `ok` is false.
+    fn unmeasured(
+        table: &str,
+        kind: DecoderKind,
+        shape: StreamShape,
+        initial_capacity: usize,
+        repetition: u32,
+        warmup_batches: u64,
+    ) -> Self {
+        FramingRecord {
+            table: table.to_string(),
+            decoder: kind,
+            body_bytes: shape.body,
+            block_bytes: shape.block,
+            batch: shape.batch,
+            initial_capacity_bytes: initial_capacity,
+            repetition,
+            ok: false,
+            error: None,
+            warmup_batches,
+            messages: 0,
+            seconds: 0.0,
+            msg_per_s: 0.0,
+            mib_per_s: 0.0,
+            allocations_per_message: 0.0,
+            cpu_percent: None,
+            checksum: String::new(),
+        }
+    }
+
     /// A record from a measurement.
     pub fn from_measurement(
         table: &str,
@@ -506,16 +536,7 @@ impl FramingRecord {
         m: &Measurement,
     ) -> Self {
         FramingRecord {
-            table: table.to_string(),
-            decoder: kind,
-            body_bytes: shape.body,
-            block_bytes: shape.block,
-            batch: shape.batch,
-            initial_capacity_bytes: initial_capacity,
-            repetition,
             ok: true,
-            error: None,
-            warmup_batches,
             messages: m.messages,
             seconds: m.seconds,
             msg_per_s: m.msg_per_s(),
@@ -523,6 +544,14 @@ impl FramingRecord {
             allocations_per_message: m.allocations as f64 / m.messages.max(1) as f64,
             cpu_percent: m.cpu_seconds.map(|c| c / m.seconds * 100.0),
             checksum: format!("{:016x}", m.checksum),
+            ..Self::unmeasured(
+                table,
+                kind,
+                shape,
+                initial_capacity,
+                repetition,
+                warmup_batches,
+            )
         }
     }
 
@@ -537,23 +566,15 @@ impl FramingRecord {
         error: String,
     ) -> Self {
         FramingRecord {
-            table: table.to_string(),
-            decoder: kind,
-            body_bytes: shape.body,
-            block_bytes: shape.block,
-            batch: shape.batch,
-            initial_capacity_bytes: initial_capacity,
-            repetition,
-            ok: false,
             error: Some(error),
-            warmup_batches,
-            messages: 0,
-            seconds: 0.0,
-            msg_per_s: 0.0,
-            mib_per_s: 0.0,
-            allocations_per_message: 0.0,
-            cpu_percent: None,
-            checksum: String::new(),
+            ..Self::unmeasured(
+                table,
+                kind,
+                shape,
+                initial_capacity,
+                repetition,
+                warmup_batches,
+            )
         }
     }
 

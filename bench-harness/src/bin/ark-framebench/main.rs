@@ -121,9 +121,12 @@ struct SessionsArgs {
 struct ReportArgs {
     /// The result-set directory.
     dir: PathBuf,
-    /// Also write this page pointing at the set (empty to skip).
+    /// Also write this page pointing at the set.
     #[arg(long, default_value = "docs/performance/framing.md")]
     docs_page: PathBuf,
+    /// Do not write the docs page.
+    #[arg(long)]
+    no_docs_page: bool,
 }
 
 fn main() -> ExitCode {
@@ -132,7 +135,10 @@ fn main() -> ExitCode {
         Command::Run(args) => run(&args),
         Command::Case(args) => case(&args),
         Command::Sessions(args) => sessions(&args),
-        Command::Report(args) => report::render(&args.dir, &args.docs_page),
+        Command::Report(args) => report::render(
+            &args.dir,
+            (!args.no_docs_page).then_some(args.docs_page.as_path()),
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

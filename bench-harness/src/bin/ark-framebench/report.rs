@@ -62,8 +62,8 @@ fn mib(bytes: i64) -> String {
     format!("{:.1}", bytes as f64 / (1024.0 * 1024.0))
 }
 
-/// Renders `framing.md` and `framing.svg` in `dir`, and `docs_page` (unless empty).
-pub(crate) fn render(dir: &Path, docs_page: &Path) -> Result<(), String> {
+/// Renders `framing.md` and `framing.svg` in `dir`, and `docs_page` if given.
+pub(crate) fn render(dir: &Path, docs_page: Option<&Path>) -> Result<(), String> {
     let set = ResultSet::open(dir);
     let metadata = set
         .read_metadata()
@@ -112,7 +112,7 @@ pub(crate) fn render(dir: &Path, docs_page: &Path) -> Result<(), String> {
     );
     std::fs::write(dir.join("framing.md"), page).map_err(|e| e.to_string())?;
 
-    if !docs_page.as_os_str().is_empty() {
+    if let Some(docs_page) = docs_page {
         let link = relative_link(docs_page, dir);
         let docs = format!(
             "# Framing performance\n\nThe latest framing result set is [`{name}`]({link}/framing.md) \
@@ -200,66 +200,7 @@ fn tables(metadata: &Metadata, records: &[FramingRecord], sessions: &[SessionsRe
     );
 
     let _ = writeln!(out, "## Results\n");
-    let _ = writeln!(
-        out,
-        "| Body / B | Block / B | Batch | naive / msg/s | tokio-util / msg/s | ark / msg/s | ark vs naive | ark vs tokio-util | allocs/msg naive | allocs/msg tokio-util | allocs/msg ark | CPU % ark |"
-    );
-    let _ = writeln!(
-        out,
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
-    );
-    let mut target_lines = Vec::new();
-    for shape in StreamShape::SEED_ROWS {
-        let rate = |k| summarize(records, "main", k, shape, None, msg_per_s);
-        let alloc = |k| summarize(records, "main", k, shape, None, allocs);
-        let (naive, tokio, ark) = (
-            rate(DecoderKind::Naive),
-            rate(DecoderKind::TokioUtil),
-            rate(DecoderKind::Ark),
-        );
-        let vs = |other: Option<Summary>| match (ark, other) {
-            (Some(a), Some(o)) => percent_change(a.median, o.median),
-            _ => "n/a".to_string(),
-        };
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            shape.body,
-            shape.block,
-            shape.batch,
-            rate_cell(naive),
-            rate_cell(tokio),
-            rate_cell(ark),
-            vs(naive),
-            vs(tokio),
-            small_cell(alloc(DecoderKind::Naive), 2),
-            small_cell(alloc(DecoderKind::TokioUtil), 2),
-            small_cell(alloc(DecoderKind::Ark), 3),
-            small_cell(
-                summarize(records, "main", DecoderKind::Ark, shape, None, cpu),
-                1
-            ),
-        );
-        let label = format!("{}/{}/{}", shape.body, shape.block, shape.batch);
-        if let (Some(a), Some(t), Some(n)) = (ark, tokio, naive) {
-            let ratio_t = a.median / t.median;
-            let ratio_n = a.median / n.median;
-            target_lines.push(format!(
-                "| {label} | {ratio_t:.2}× | {} | {ratio_n:.2}× | {} | {} |",
-                if ratio_t >= 1.3 { "met" } else { "**missed**" },
-                if ratio_n >= 1.0 { "met" } else { "**missed**" },
-                match alloc(DecoderKind::Ark) {
-                    Some(s) if s.max == 0.0 => "met (0)".to_string(),
-                    Some(s) => format!("**missed** ({:.4})", s.max),
-                    None => "n/a".to_string(),
-                }
-            ));
-        } else {
-            target_lines.push(format!(
-                "| {label} | n/a | failed case | n/a | failed case | n/a |"
-            ));
-        }
-    }
+    let target_lines = comparison_table(&mut out, records, "main", &StreamShape::SEED_ROWS);
 
     let _ = writeln!(out, "\n### Targets\n");
     let _ = writeln!(
@@ -303,45 +244,9 @@ fn tables(metadata: &Metadata, records: &[FramingRecord], sessions: &[SessionsRe
         }
     }
 
-    let full: Vec<&FramingRecord> = records.iter().filter(|r| r.table == "full").collect();
-    if !full.is_empty() {
+    if records.iter().any(|r| r.table == "full") {
         let _ = writeln!(out, "\n## Full matrix\n");
-        let _ = writeln!(
-            out,
-            "| Body / B | Block / B | Batch | naive / msg/s | tokio-util / msg/s | ark / msg/s | ark vs naive | ark vs tokio-util | allocs/msg ark |"
-        );
-        let _ = writeln!(
-            out,
-            "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
-        );
-        for shape in StreamShape::full_matrix() {
-            let rate = |k| summarize(records, "full", k, shape, None, msg_per_s);
-            let (n, t, a) = (
-                rate(DecoderKind::Naive),
-                rate(DecoderKind::TokioUtil),
-                rate(DecoderKind::Ark),
-            );
-            let vs = |o: Option<Summary>| match (a, o) {
-                (Some(a), Some(o)) => percent_change(a.median, o.median),
-                _ => "n/a".to_string(),
-            };
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                shape.body,
-                shape.block,
-                shape.batch,
-                rate_cell(n),
-                rate_cell(t),
-                rate_cell(a),
-                vs(n),
-                vs(t),
-                small_cell(
-                    summarize(records, "full", DecoderKind::Ark, shape, None, allocs),
-                    3
-                )
-            );
-        }
+        comparison_table(&mut out, records, "full", &StreamShape::full_matrix());
     }
 
     if !sessions.is_empty() {
@@ -411,4 +316,76 @@ fn tables(metadata: &Metadata, records: &[FramingRecord], sessions: &[SessionsRe
         }
     }
     out
+}
+
+/// The throughput comparison table for `shapes` of `table`, written to `out`; returns one
+/// line of the targets table per shape.
+fn comparison_table(
+    out: &mut String,
+    records: &[FramingRecord],
+    table: &str,
+    shapes: &[StreamShape],
+) -> Vec<String> {
+    let _ = writeln!(
+        out,
+        "| Body / B | Block / B | Batch | naive / msg/s | tokio-util / msg/s | ark / msg/s | ark vs naive | ark vs tokio-util | allocs/msg naive | allocs/msg tokio-util | allocs/msg ark | CPU % ark |"
+    );
+    let _ = writeln!(
+        out,
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    );
+    let mut target_lines = Vec::new();
+    for &shape in shapes {
+        let rate = |k| summarize(records, table, k, shape, None, msg_per_s);
+        let alloc = |k| summarize(records, table, k, shape, None, allocs);
+        let (naive, tokio, ark) = (
+            rate(DecoderKind::Naive),
+            rate(DecoderKind::TokioUtil),
+            rate(DecoderKind::Ark),
+        );
+        let vs = |other: Option<Summary>| match (ark, other) {
+            (Some(a), Some(o)) => percent_change(a.median, o.median),
+            _ => "n/a".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            shape.body,
+            shape.block,
+            shape.batch,
+            rate_cell(naive),
+            rate_cell(tokio),
+            rate_cell(ark),
+            vs(naive),
+            vs(tokio),
+            small_cell(alloc(DecoderKind::Naive), 2),
+            small_cell(alloc(DecoderKind::TokioUtil), 2),
+            small_cell(alloc(DecoderKind::Ark), 3),
+            small_cell(
+                summarize(records, table, DecoderKind::Ark, shape, None, cpu),
+                1
+            ),
+        );
+        let label = format!("{}/{}/{}", shape.body, shape.block, shape.batch);
+        if let (Some(a), Some(t), Some(n)) = (ark, tokio, naive) {
+            let ratio_t = a.median / t.median;
+            let ratio_n = a.median / n.median;
+            target_lines.push(format!(
+                "| {label} | {ratio_t:.2}× | {} | {ratio_n:.2}× | {} | {} |",
+                if ratio_t >= 1.3 { "met" } else { "**missed**" },
+                if ratio_n >= 1.0 { "met" } else { "**missed**" },
+                match alloc(DecoderKind::Ark) {
+                    Some(s) if s.max == 0.0 => "met (0)".to_string(),
+                    Some(s) => format!("**missed** ({:.4})", s.max),
+                    None => "n/a".to_string(),
+                }
+            ));
+        } else {
+            target_lines.push(format!(
+                "| {label} | n/a | failed case | n/a | failed case | n/a |"
+            ));
+        }
+    }
+
+    target_lines
 }
