@@ -1,0 +1,113 @@
+//! `ReactorHandle`: a `Send + Clone` handle to post work to a reactor, stop it and read its
+//! counters from any thread.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
+
+use crossbeam_channel::Sender;
+
+use crate::reactor::Reactor;
+use crate::stats::{Counters, Stats};
+use crate::timer::TimerId;
+
+/// Work posted to a reactor, run on its thread.
+pub(crate) type Posted = Box<dyn FnOnce(&mut Reactor) + Send>;
+
+/// State shared between a reactor, its workers and its handles.
+pub(crate) struct Shared {
+    pub(crate) registry: mio::Registry,
+    pub(crate) waker: mio::Waker,
+    pub(crate) posts: Sender<Posted>,
+    pub(crate) counters: Counters,
+    pub(crate) stop: AtomicBool,
+    /// Set while the reactor is (about to be) blocked in `poll`: only then does a producer
+    /// need to wake it.
+    pub(crate) polling: AtomicBool,
+    pub(crate) timer_ids: AtomicU64,
+    pub(crate) sources: AtomicUsize,
+}
+
+impl Shared {
+    pub(crate) fn next_timer_id(&self) -> TimerId {
+        TimerId(self.timer_ids.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Wakes the reactor if it is blocked in `poll`. Call after publishing work (a post, a
+    /// worker result, the stop flag). Pairs with the reactor's store of `polling` followed by
+    /// its check of the queues: one of the two sides always sees the other.
+    pub(crate) fn notify(&self) {
+        fence(Ordering::SeqCst);
+        if self.polling.load(Ordering::SeqCst) {
+            // A failed wake means the poll instance is gone: the reactor has stopped, and
+            // there is nobody left to wake.
+            let _ = self.waker.wake();
+        }
+    }
+}
+
+/// A handle to one reactor: post closures to run on its thread, stop it, read its counters.
+/// Cheap to clone, `Send` and `Sync`.
+///
+/// Posting never blocks. A post to an idle reactor wakes it at once; posts to a busy reactor
+/// are picked up at the end of its current turn without a wakeup syscall.
+#[derive(Clone)]
+pub struct ReactorHandle {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for ReactorHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReactorHandle")
+            .field("stopped", &self.is_stopped())
+            .field("sources", &self.source_count())
+            .finish()
+    }
+}
+
+impl ReactorHandle {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        ReactorHandle { shared }
+    }
+
+    /// Runs `f` on the reactor's thread with the reactor. Returns `false` (and drops `f`) if
+    /// the reactor has stopped. Posts still queued when the reactor stops are dropped without
+    /// running.
+    pub fn post<F>(&self, f: F) -> bool
+    where
+        F: FnOnce(&mut Reactor) + Send + 'static,
+    {
+        if self.is_stopped() || self.shared.posts.send(Box::new(f)).is_err() {
+            return false;
+        }
+        self.shared.notify();
+        true
+    }
+
+    /// Asks the reactor to stop: `run` returns after every source got
+    /// `on_close(CloseReason::Stopped)`. Idempotent; callable from any thread.
+    pub fn stop(&self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        // Unconditional: a stop must never be missed, and it happens once.
+        let _ = self.shared.waker.wake();
+    }
+
+    /// Whether `stop` has been called.
+    pub fn is_stopped(&self) -> bool {
+        self.shared.stop.load(Ordering::SeqCst)
+    }
+
+    /// A copy of the reactor's counters.
+    pub fn stats(&self) -> Stats {
+        self.shared.counters.snapshot()
+    }
+
+    /// The live counters (transports bump the syscall counters through them).
+    pub fn counters(&self) -> &Counters {
+        &self.shared.counters
+    }
+
+    /// Sources currently registered (the pool's "least loaded" measure).
+    pub fn source_count(&self) -> usize {
+        self.shared.sources.load(Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,54 @@
+//! # ark-reactor
+//!
+//! The readiness reactor every ark transport runs on: ark's counterpart of an Asio
+//! `io_context` plus arknet's IO topologies, built on [mio].
+//!
+//! * [`Reactor`]: a `mio::Poll`, its events and a slab of sources, each with a [`Handler`] that
+//!   receives readiness (edge-triggered, drained until `WouldBlock` within a fairness
+//!   [`Budget`]); one-shot and periodic timers in a heap (O(log n)); closures posted from other
+//!   threads through a [`ReactorHandle`] (a `mio::Waker` plus a crossbeam-channel queue);
+//!   graceful stop; a scratch read buffer lent to the handler that is reading; [`Counters`] of
+//!   turns, events, wakeups and the syscalls transports report.
+//! * [`ReactorPool`]: runs an [`IoModel`] — `Shared { threads }` (one loop, handlers on
+//!   `threads` workers, never two at once per source) or `Sharded { reactors }` (independent
+//!   loops, one thread each) — places new sources round-robin or on the least loaded reactor,
+//!   and stops and joins everything.
+//!
+//! ```
+//! use std::time::Duration;
+//! use ark_reactor::{Reactor, ReactorConfig};
+//!
+//! let mut reactor = Reactor::new(ReactorConfig::default())?;
+//! let handle = reactor.handle();
+//! // Another thread posts work; the reactor runs it on its own thread, then stops.
+//! let poster = std::thread::spawn(move || {
+//!     handle.post(|reactor| {
+//!         reactor.add_timer(Duration::from_millis(5), None, |reactor| reactor.stop());
+//!     });
+//! });
+//! reactor.run()?;
+//! poster.join().unwrap();
+//! assert!(reactor.stats().turns >= 1);
+//! # Ok::<(), std::io::Error>(())
+//! ```
+
+#![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
+
+mod config;
+mod context;
+mod handle;
+mod pool;
+mod reactor;
+mod source;
+mod stats;
+mod timer;
+mod worker;
+
+pub use config::ReactorConfig;
+pub use context::{Budget, Context};
+pub use handle::ReactorHandle;
+pub use pool::{IoModel, Placement, ReactorPool};
+pub use reactor::Reactor;
+pub use source::{CloseReason, Handler, Ready, SourceId, Turn};
+pub use stats::{Counters, Stats};
+pub use timer::TimerId;

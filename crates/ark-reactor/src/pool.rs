@@ -1,0 +1,193 @@
+//! IO models and the pool that runs them.
+
+use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread::JoinHandle;
+
+use crate::config::ReactorConfig;
+use crate::handle::ReactorHandle;
+use crate::reactor::{Reactor, WorkerLink};
+use crate::source::Handler;
+use crate::stats::Stats;
+use crate::worker::run_worker;
+
+/// How IO is spread over threads (as in arknet's benchmarks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IoModel {
+    /// One readiness loop. With `threads == 1` it is a plain single-threaded loop; with more,
+    /// the polling thread hands ready sources to `threads` worker threads over a channel. A
+    /// source is never served by two threads at once and its events keep their order.
+    Shared {
+        /// Threads that run handlers (0 is treated as 1).
+        threads: usize,
+    },
+    /// Independent reactors, one thread and one `Poll` each; sources are spread over them.
+    Sharded {
+        /// Number of reactors (0 is treated as 1).
+        reactors: usize,
+    },
+}
+
+/// Which reactor a new source goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Placement {
+    /// Each reactor in turn.
+    #[default]
+    RoundRobin,
+    /// The reactor with the fewest registered sources.
+    LeastLoaded,
+}
+
+/// Runs an [`IoModel`]: starts its threads, places new sources on its reactors, stops and
+/// joins everything. Dropping the pool stops it too.
+#[derive(Debug)]
+pub struct ReactorPool {
+    handles: Vec<ReactorHandle>,
+    threads: Vec<JoinHandle<io::Result<()>>>,
+    next: AtomicUsize,
+    placement: Placement,
+    model: IoModel,
+}
+
+impl ReactorPool {
+    /// Starts the threads of `model`, each reactor configured by `config`.
+    ///
+    /// # Errors
+    /// A reactor could not be created or a thread could not be spawned; whatever had started
+    /// is stopped again.
+    pub fn start(model: IoModel, config: ReactorConfig) -> io::Result<ReactorPool> {
+        let mut pool = ReactorPool {
+            handles: Vec::new(),
+            threads: Vec::new(),
+            next: AtomicUsize::new(0),
+            placement: Placement::RoundRobin,
+            model,
+        };
+        let result = match model {
+            IoModel::Sharded { reactors } => {
+                (0..reactors.max(1)).try_for_each(|i| pool.spawn_reactor(i, config, 0))
+            }
+            IoModel::Shared { threads } => {
+                pool.spawn_reactor(0, config, if threads > 1 { threads } else { 0 })
+            }
+        };
+        match result {
+            Ok(()) => Ok(pool),
+            Err(e) => {
+                // The start error is the one worth reporting.
+                let _ = pool.shutdown();
+                Err(e)
+            }
+        }
+    }
+
+    /// Sets how new sources are placed (default round-robin).
+    pub fn with_placement(mut self, placement: Placement) -> Self {
+        self.placement = placement;
+        self
+    }
+
+    fn spawn_reactor(
+        &mut self,
+        index: usize,
+        config: ReactorConfig,
+        workers: usize,
+    ) -> io::Result<()> {
+        let mut reactor = Reactor::new(config)?;
+        if workers > 0 {
+            let (jobs_tx, jobs_rx) = crossbeam_channel::unbounded();
+            let (done_tx, done_rx) = crossbeam_channel::unbounded();
+            for w in 0..workers {
+                let (jobs, done, shared) =
+                    (jobs_rx.clone(), done_tx.clone(), reactor.shared().clone());
+                let thread = std::thread::Builder::new()
+                    .name(format!("ark-worker-{index}.{w}"))
+                    .spawn(move || {
+                        run_worker(jobs, done, shared, config.scratch_bytes, config.budget);
+                        Ok(())
+                    })?;
+                self.threads.push(thread);
+            }
+            reactor.attach_workers(WorkerLink {
+                jobs: jobs_tx,
+                done: done_rx,
+                lent: 0,
+            });
+        }
+        self.handles.push(reactor.handle());
+        let thread = std::thread::Builder::new()
+            .name(format!("ark-reactor-{index}"))
+            .spawn(move || reactor.run())?;
+        self.threads.push(thread);
+        Ok(())
+    }
+
+    /// The model the pool runs.
+    pub fn model(&self) -> IoModel {
+        self.model
+    }
+
+    /// Handles of every reactor.
+    pub fn handles(&self) -> &[ReactorHandle] {
+        &self.handles
+    }
+
+    /// The reactor for a new source, by the pool's placement.
+    pub fn next(&self) -> &ReactorHandle {
+        let index = match self.placement {
+            Placement::RoundRobin => self.next.fetch_add(1, Ordering::Relaxed) % self.handles.len(),
+            Placement::LeastLoaded => (0..self.handles.len())
+                .min_by_key(|&i| self.handles[i].source_count())
+                .unwrap_or(0),
+        };
+        &self.handles[index]
+    }
+
+    /// Registers `handler` on the next reactor (by placement); `false` if it has stopped.
+    /// Registration errors reach the handler as `on_close(RegistrationFailed(kind))`.
+    pub fn insert(&self, handler: Box<dyn Handler>, interest: mio::Interest) -> bool {
+        self.next().post(move |reactor| {
+            // A failure is reported to the handler itself; the reactor keeps running.
+            let _ = reactor.insert_or_close(handler, interest);
+        })
+    }
+
+    /// Counters of all reactors added up.
+    pub fn stats(&self) -> Stats {
+        let mut total = Stats::default();
+        for handle in &self.handles {
+            total.merge(&handle.stats());
+        }
+        total
+    }
+
+    /// Stops every reactor and joins every thread.
+    ///
+    /// # Errors
+    /// The first error a reactor's loop returned, or a panic in a pool thread.
+    pub fn stop(mut self) -> io::Result<()> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> io::Result<()> {
+        for handle in &self.handles {
+            handle.stop();
+        }
+        let mut result = Ok(());
+        for thread in self.threads.drain(..) {
+            let outcome = thread
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("a reactor pool thread panicked")));
+            if result.is_ok() {
+                result = outcome;
+            }
+        }
+        result
+    }
+}
+
+impl Drop for ReactorPool {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}

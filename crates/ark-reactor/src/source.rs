@@ -1,0 +1,180 @@
+//! What a registered source is: its id, the readiness it receives, and the handler contract.
+
+use std::fmt;
+
+use crate::context::Context;
+use crate::timer::TimerId;
+
+/// Identifies a source registered with one reactor: a slab index plus a generation, so a
+/// stale id (of a source that has closed) never reaches the source that reused its slot.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SourceId {
+    pub(crate) index: u32,
+    pub(crate) generation: u32,
+}
+
+impl SourceId {
+    /// The `mio::Token` the source is registered with.
+    pub(crate) fn token(self) -> mio::Token {
+        mio::Token((u64::from(self.generation) << 32 | u64::from(self.index)) as usize)
+    }
+
+    pub(crate) fn from_token(token: mio::Token) -> Self {
+        let raw = token.0 as u64;
+        SourceId {
+            index: raw as u32,
+            generation: (raw >> 32) as u32,
+        }
+    }
+}
+
+impl fmt::Debug for SourceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SourceId({}v{})", self.index, self.generation)
+    }
+}
+
+/// Readiness delivered to a handler: the union of the events seen since its last turn.
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+pub struct Ready(u8);
+
+impl Ready {
+    /// Nothing (a handler re-run after using its budget may see this).
+    pub const EMPTY: Ready = Ready(0);
+    /// The source may be read.
+    pub const READABLE: Ready = Ready(1);
+    /// The source may be written.
+    pub const WRITABLE: Ready = Ready(2);
+    /// The peer closed its writing half (reads will reach end of stream).
+    pub const READ_CLOSED: Ready = Ready(4);
+    /// The writing half is closed.
+    pub const WRITE_CLOSED: Ready = Ready(8);
+    /// The source reported an error (read it with `take_error` on the socket).
+    pub const ERROR: Ready = Ready(16);
+
+    pub(crate) fn from_event(event: &mio::event::Event) -> Ready {
+        let mut r = 0;
+        if event.is_readable() {
+            r |= Self::READABLE.0;
+        }
+        if event.is_writable() {
+            r |= Self::WRITABLE.0;
+        }
+        if event.is_read_closed() {
+            r |= Self::READ_CLOSED.0;
+        }
+        if event.is_write_closed() {
+            r |= Self::WRITE_CLOSED.0;
+        }
+        if event.is_error() {
+            r |= Self::ERROR.0;
+        }
+        Ready(r)
+    }
+
+    /// Whether every flag of `other` is set.
+    pub fn contains(self, other: Ready) -> bool {
+        self.0 & other.0 == other.0 && other.0 != 0
+    }
+
+    /// Whether no flag is set.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// Readable or read-closed: a read will not block.
+    pub fn is_readable(self) -> bool {
+        self.0 & (Self::READABLE.0 | Self::READ_CLOSED.0 | Self::ERROR.0) != 0
+    }
+
+    /// Writable or write-closed: a write will not block.
+    pub fn is_writable(self) -> bool {
+        self.0 & (Self::WRITABLE.0 | Self::WRITE_CLOSED.0 | Self::ERROR.0) != 0
+    }
+}
+
+impl std::ops::BitOr for Ready {
+    type Output = Ready;
+    fn bitor(self, rhs: Ready) -> Ready {
+        Ready(self.0 | rhs.0)
+    }
+}
+
+impl std::ops::BitOrAssign for Ready {
+    fn bitor_assign(&mut self, rhs: Ready) {
+        self.0 |= rhs.0;
+    }
+}
+
+impl fmt::Debug for Ready {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names = [
+            (Self::READABLE, "READABLE"),
+            (Self::WRITABLE, "WRITABLE"),
+            (Self::READ_CLOSED, "READ_CLOSED"),
+            (Self::WRITE_CLOSED, "WRITE_CLOSED"),
+            (Self::ERROR, "ERROR"),
+        ];
+        let set: Vec<&str> = names
+            .iter()
+            .filter(|(flag, _)| self.contains(*flag))
+            .map(|(_, name)| *name)
+            .collect();
+        write!(f, "Ready({})", set.join(" | "))
+    }
+}
+
+/// What a handler reports at the end of its turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Turn {
+    /// Drained: the last operation returned `WouldBlock` (or there was nothing to do). The
+    /// source waits for its next readiness event.
+    Done,
+    /// Stopped because the fairness budget ran out while work remained. The reactor calls
+    /// `on_ready` again (with the same readiness) before it next sleeps, after serving the
+    /// other ready sources.
+    Again,
+}
+
+/// Why a source was closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloseReason {
+    /// The handler asked for it ([`Context::close`]) or the owner removed it.
+    Closed,
+    /// The reactor is stopping.
+    Stopped,
+    /// Registering the source with the poll instance failed (a source inserted through
+    /// [`Context::insert`]).
+    RegistrationFailed(std::io::ErrorKind),
+}
+
+/// The callbacks of a registered source. They run on the thread processing the source: the
+/// reactor's thread, or a worker in the shared IO model, never two threads at once for one
+/// source.
+///
+/// # Readiness contract (edge-triggered)
+///
+/// Readiness is reported once per change, so on `on_ready` a handler must perform operations
+/// until they return `WouldBlock` — or until its [`Budget`](crate::Budget) is used, in which
+/// case it returns [`Turn::Again`] and is called again in the same loop turn cycle, after the
+/// other ready sources. A handler that returns `Done` without reaching `WouldBlock` may never
+/// be woken for the remaining data. Readiness can be spurious: an operation may still return
+/// `WouldBlock`, which is not an error.
+pub trait Handler: Send + 'static {
+    /// The mio source (socket) to register. Called on registration and removal.
+    fn source(&mut self) -> &mut dyn mio::event::Source;
+
+    /// The source is ready (or is re-run after using its budget, with the same readiness).
+    fn on_ready(&mut self, cx: &mut Context<'_>, ready: Ready) -> Turn;
+
+    /// A timer set by this source fired.
+    fn on_timer(&mut self, cx: &mut Context<'_>, timer: TimerId) -> Turn {
+        let _ = (cx, timer);
+        Turn::Done
+    }
+
+    /// The source was removed; it has been deregistered and its timers cancelled.
+    fn on_close(&mut self, reason: CloseReason) {
+        let _ = reason;
+    }
+}

@@ -1,0 +1,125 @@
+//! Timers: a binary heap of deadlines with lazy cancellation. Insert, cancel and expiry cost
+//! O(log n); cancelled entries are skipped when they reach the top.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::time::{Duration, Instant};
+
+use crate::reactor::Reactor;
+use crate::source::SourceId;
+
+/// Identifies a timer of one reactor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TimerId(pub(crate) u64);
+
+/// A callback timer: runs on the reactor thread with the reactor.
+pub(crate) type TimerCallback = Box<dyn FnMut(&mut Reactor) + Send>;
+
+/// Who a timer wakes.
+pub(crate) enum Target {
+    /// A source's `on_timer`.
+    Source(SourceId),
+    /// A closure (taken out while it runs).
+    Callback(Option<TimerCallback>),
+}
+
+pub(crate) struct Entry {
+    pub(crate) target: Target,
+    pub(crate) period: Option<Duration>,
+    deadline: Instant,
+}
+
+/// The reactor's timers.
+#[derive(Default)]
+pub(crate) struct Timers {
+    heap: BinaryHeap<Reverse<(Instant, TimerId)>>,
+    entries: HashMap<TimerId, Entry>,
+}
+
+impl Timers {
+    pub(crate) fn insert(
+        &mut self,
+        id: TimerId,
+        deadline: Instant,
+        period: Option<Duration>,
+        target: Target,
+    ) {
+        self.heap.push(Reverse((deadline, id)));
+        self.entries.insert(
+            id,
+            Entry {
+                target,
+                period,
+                deadline,
+            },
+        );
+    }
+
+    /// Cancels a timer; `true` if it was pending.
+    pub(crate) fn cancel(&mut self, id: TimerId) -> bool {
+        self.entries.remove(&id).is_some()
+    }
+
+    /// Whether `id` is still pending (not fired as a one-shot, not cancelled).
+    pub(crate) fn contains(&self, id: TimerId) -> bool {
+        self.entries.contains_key(&id)
+    }
+
+    /// The earliest live deadline.
+    pub(crate) fn next_deadline(&mut self) -> Option<Instant> {
+        while let Some(Reverse((deadline, id))) = self.heap.peek().copied() {
+            match self.entries.get(&id) {
+                Some(entry) if entry.deadline == deadline => return Some(deadline),
+                // Cancelled, or a stale heap entry of a rescheduled periodic timer.
+                _ => {
+                    self.heap.pop();
+                }
+            }
+        }
+        None
+    }
+
+    /// Pops the next timer due at `now`, rescheduling it first if periodic (a one-shot stays in
+    /// `entries` until [`finish`](Self::finish), so a cancel before delivery still wins).
+    pub(crate) fn pop_due(&mut self, now: Instant) -> Option<TimerId> {
+        let deadline = self.next_deadline()?;
+        if deadline > now {
+            return None;
+        }
+        let Reverse((_, id)) = self.heap.pop()?;
+        let entry = self.entries.get_mut(&id)?;
+        if let Some(period) = entry.period {
+            // Next deadline from the previous one, never in the past (no burst catch-up).
+            let mut next = entry.deadline + period.max(Duration::from_micros(1));
+            if next <= now {
+                next = now + period.max(Duration::from_micros(1));
+            }
+            entry.deadline = next;
+            self.heap.push(Reverse((next, id)));
+        } else {
+            // Parked until delivered: an unreachable deadline keeps it out of the heap.
+            entry.deadline = now;
+        }
+        Some(id)
+    }
+
+    pub(crate) fn get_mut(&mut self, id: TimerId) -> Option<&mut Entry> {
+        self.entries.get_mut(&id)
+    }
+
+    /// After delivering `id`: a one-shot is removed.
+    pub(crate) fn finish(&mut self, id: TimerId) {
+        if self.entries.get(&id).is_some_and(|e| e.period.is_none()) {
+            self.entries.remove(&id);
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.heap.clear();
+        self.entries.clear();
+    }
+}

@@ -1,0 +1,79 @@
+//! Worker threads of the shared IO model: run handlers lent by the polling thread.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use crossbeam_channel::{Receiver, Sender};
+
+use crate::context::{Budget, Context, Effect};
+use crate::handle::Shared;
+use crate::source::{Handler, Ready, SourceId, Turn};
+use crate::timer::TimerId;
+
+/// What a source is served for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Work {
+    Ready(Ready),
+    Timer(TimerId),
+}
+
+/// A handler lent to a worker for one turn.
+pub(crate) struct Job {
+    pub(crate) id: SourceId,
+    pub(crate) handler: Box<dyn Handler>,
+    pub(crate) work: Work,
+    pub(crate) now: Instant,
+}
+
+/// A handler given back after its turn, with what it asked for.
+pub(crate) struct Done {
+    pub(crate) id: SourceId,
+    pub(crate) handler: Box<dyn Handler>,
+    pub(crate) turn: Turn,
+    pub(crate) ready: Ready,
+    pub(crate) effects: Vec<Effect>,
+}
+
+/// Serves jobs until the reactor drops its end of the job channel.
+pub(crate) fn run_worker(
+    jobs: Receiver<Job>,
+    done: Sender<Done>,
+    shared: Arc<Shared>,
+    scratch_bytes: usize,
+    budget: Budget,
+) {
+    let mut scratch = vec![0u8; scratch_bytes];
+    let mut effects = Vec::new();
+    for job in jobs {
+        let Job {
+            id,
+            mut handler,
+            work,
+            now,
+        } = job;
+        let mut cx = Context {
+            id,
+            now,
+            scratch: &mut scratch,
+            effects: &mut effects,
+            shared: &shared,
+            budget,
+        };
+        let (turn, ready) = match work {
+            Work::Ready(ready) => (handler.on_ready(&mut cx, ready), ready),
+            Work::Timer(timer) => (handler.on_timer(&mut cx, timer), Ready::EMPTY),
+        };
+        let result = Done {
+            id,
+            handler,
+            turn,
+            ready,
+            // Most turns have no effects; an empty Vec does not allocate.
+            effects: std::mem::take(&mut effects),
+        };
+        if done.send(result).is_err() {
+            break;
+        }
+        shared.notify();
+    }
+}

@@ -1,0 +1,238 @@
+//! IO models: the shared model never runs one source on two threads; the sharded model
+//! spreads sources evenly.
+
+mod util;
+
+use std::collections::{HashMap, HashSet};
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::ThreadId;
+use std::time::{Duration, Instant};
+
+use ark_reactor::{
+    CloseReason, Context, Handler, IoModel, Placement, ReactorConfig, ReactorPool, Ready, Turn,
+};
+use mio::net::UdpSocket;
+use util::{NoSocket, Tally, TimerSource};
+
+/// Reads numbered datagrams; flags re-entry, out-of-order delivery, and records its threads.
+struct Reader {
+    socket: UdpSocket,
+    busy: Arc<AtomicBool>,
+    violations: Arc<AtomicU64>,
+    received: Arc<AtomicU64>,
+    last_seq: Option<u64>,
+    out_of_order: Arc<AtomicU64>,
+    threads: Arc<Mutex<HashSet<ThreadId>>>,
+    stopped: Arc<AtomicU64>,
+}
+
+impl Handler for Reader {
+    fn source(&mut self) -> &mut dyn mio::event::Source {
+        &mut self.socket
+    }
+
+    fn on_ready(&mut self, cx: &mut Context<'_>, _: Ready) -> Turn {
+        if self.busy.swap(true, Ordering::SeqCst) {
+            self.violations.fetch_add(1, Ordering::SeqCst);
+        }
+        self.threads
+            .lock()
+            .unwrap()
+            .insert(std::thread::current().id());
+        let budget = cx.budget().operations;
+        let mut turn = Turn::Again;
+        for _ in 0..budget {
+            let result = self.socket.recv_from(cx.scratch());
+            cx.counters().add_receives(1);
+            match result {
+                Ok((n, _)) if n >= 8 => {
+                    let seq = u64::from_be_bytes(cx.scratch()[..8].try_into().unwrap());
+                    if self.last_seq.is_some_and(|last| seq <= last) {
+                        self.out_of_order.fetch_add(1, Ordering::SeqCst);
+                    }
+                    self.last_seq = Some(seq);
+                    self.received.fetch_add(1, Ordering::SeqCst);
+                    // Widen the window in which a second thread could wrongly enter.
+                    std::hint::spin_loop();
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    turn = Turn::Done;
+                    break;
+                }
+                Err(e) => panic!("recv failed: {e}"),
+            }
+        }
+        self.busy.store(false, Ordering::SeqCst);
+        turn
+    }
+
+    fn on_close(&mut self, reason: CloseReason) {
+        assert_eq!(reason, CloseReason::Stopped);
+        self.stopped.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn shared_model_never_serves_a_source_on_two_threads() {
+    const SOURCES: usize = 8;
+    const PER_SOURCE: u64 = 4_000;
+    let pool =
+        ReactorPool::start(IoModel::Shared { threads: 4 }, ReactorConfig::default()).unwrap();
+    let violations = Arc::new(AtomicU64::new(0));
+    let out_of_order = Arc::new(AtomicU64::new(0));
+    let received = Arc::new(AtomicU64::new(0));
+    let stopped = Arc::new(AtomicU64::new(0));
+    let threads = Arc::new(Mutex::new(HashSet::new()));
+    let mut addrs = Vec::new();
+    for _ in 0..SOURCES {
+        let (socket, addr) = util::udp();
+        addrs.push(addr);
+        let reader = Reader {
+            socket,
+            busy: Arc::new(AtomicBool::new(false)),
+            violations: violations.clone(),
+            received: received.clone(),
+            last_seq: None,
+            out_of_order: out_of_order.clone(),
+            threads: threads.clone(),
+            stopped: stopped.clone(),
+        };
+        assert!(pool.insert(Box::new(reader), mio::Interest::READABLE));
+    }
+    // Let the posts register every source before the load starts.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while pool.handles()[0].source_count() < SOURCES && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let senders: Vec<_> = (0..2)
+        .map(|s| {
+            let addrs = addrs.clone();
+            std::thread::spawn(move || {
+                let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+                let mut datagram = [0u8; 64];
+                for seq in 0..PER_SOURCE {
+                    for (i, addr) in addrs.iter().enumerate() {
+                        if i % 2 == s {
+                            datagram[..8].copy_from_slice(&seq.to_be_bytes());
+                            socket.send_to(&datagram, addr).unwrap();
+                        }
+                    }
+                    if seq % 256 == 0 {
+                        std::thread::yield_now();
+                    }
+                }
+            })
+        })
+        .collect();
+    for s in senders {
+        s.join().unwrap();
+    }
+    // Wait until the readers have caught up (loopback UDP can drop when a queue is full).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut last = u64::MAX;
+    while Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        let now = received.load(Ordering::SeqCst);
+        if now == last || now == SOURCES as u64 * PER_SOURCE {
+            break;
+        }
+        last = now;
+    }
+    let stats = pool.stats();
+    pool.stop().unwrap();
+    let got = received.load(Ordering::SeqCst);
+    assert!(
+        got >= SOURCES as u64 * PER_SOURCE / 2,
+        "received only {got} datagrams"
+    );
+    assert_eq!(
+        violations.load(Ordering::SeqCst),
+        0,
+        "a source ran on two threads at once"
+    );
+    assert_eq!(
+        out_of_order.load(Ordering::SeqCst),
+        0,
+        "a source saw its datagrams out of order"
+    );
+    assert!(
+        threads.lock().unwrap().len() >= 2,
+        "the load was spread over workers"
+    );
+    assert_eq!(
+        stopped.load(Ordering::SeqCst),
+        SOURCES as u64,
+        "every source closed once at stop"
+    );
+    assert!(stats.receives >= got, "receive syscalls are counted");
+}
+
+#[test]
+fn sharded_model_spreads_sources_round_robin() {
+    let pool =
+        ReactorPool::start(IoModel::Sharded { reactors: 4 }, ReactorConfig::default()).unwrap();
+    let tally = Arc::new(Tally::default());
+    for _ in 0..1000 {
+        let handler = TimerSource {
+            socket: NoSocket,
+            fired: Arc::default(),
+            tally: tally.clone(),
+            on_first_ready: None,
+        };
+        assert!(pool.insert(Box::new(handler), mio::Interest::READABLE));
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let counts = loop {
+        let counts: Vec<usize> = pool.handles().iter().map(|h| h.source_count()).collect();
+        if counts.iter().sum::<usize>() == 1000 || Instant::now() > deadline {
+            break counts;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    assert_eq!(counts.iter().sum::<usize>(), 1000);
+    assert!(
+        counts.iter().all(|&c| (249..=251).contains(&c)),
+        "uneven: {counts:?}"
+    );
+    pool.stop().unwrap();
+    assert_eq!(tally.stopped.load(Ordering::SeqCst), 1000);
+}
+
+#[test]
+fn least_loaded_placement_fills_the_emptiest_reactor() {
+    let pool = ReactorPool::start(IoModel::Sharded { reactors: 3 }, ReactorConfig::default())
+        .unwrap()
+        .with_placement(Placement::LeastLoaded);
+    let tally = Arc::new(Tally::default());
+    let mut per_reactor: HashMap<usize, usize> = HashMap::new();
+    for _ in 0..30 {
+        let target = pool.next() as *const _ as usize;
+        *per_reactor.entry(target).or_default() += 1;
+        let handler = TimerSource {
+            socket: NoSocket,
+            fired: Arc::default(),
+            tally: tally.clone(),
+            on_first_ready: None,
+        };
+        let before: usize = pool.handles().iter().map(|h| h.source_count()).sum();
+        assert!(pool.insert(Box::new(handler), mio::Interest::READABLE));
+        // Wait for the registration so the next placement sees it.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while pool
+            .handles()
+            .iter()
+            .map(|h| h.source_count())
+            .sum::<usize>()
+            == before
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+    let counts: Vec<usize> = pool.handles().iter().map(|h| h.source_count()).collect();
+    assert_eq!(counts, vec![10, 10, 10]);
+    pool.stop().unwrap();
+}
