@@ -411,7 +411,11 @@ impl Reactor {
             return;
         };
         if !slot.occupied || slot.generation != id.generation {
-            return; // a stale event or timer of a closed source
+            // A stale event or timer of a closed source.
+            if let Work::Timer(timer) = work {
+                self.timers.cancel(timer);
+            }
+            return;
         }
         let Some(mut handler) = slot.handler.take() else {
             // Held by a worker: deliver when it comes back, in order.
