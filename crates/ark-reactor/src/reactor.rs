@@ -254,6 +254,20 @@ impl Reactor {
         self.close_source(id, CloseReason::Closed)
     }
 
+    /// Gives a source a turn soon (`on_ready` with [`Ready::EMPTY`]), for work that reached it
+    /// other than through its socket — a stop request, data queued from another thread.
+    /// Returns `false` for an unknown id.
+    pub fn wake(&mut self, id: SourceId) -> bool {
+        let known = self
+            .slots
+            .get(id.index as usize)
+            .is_some_and(|slot| slot.occupied && slot.generation == id.generation);
+        if known {
+            self.again_next.push((id, Ready::EMPTY));
+        }
+        known
+    }
+
     /// Runs `callback` on this thread after `delay`, then every `period` if given.
     pub fn add_timer<F>(
         &mut self,

@@ -27,6 +27,8 @@ pub(crate) struct Entry {
     pub(crate) target: Target,
     pub(crate) period: Option<Duration>,
     deadline: Instant,
+    /// A fired one-shot waiting for delivery: out of the heap for good.
+    parked: bool,
 }
 
 /// The reactor's timers.
@@ -51,13 +53,25 @@ impl Timers {
                 target,
                 period,
                 deadline,
+                parked: false,
             },
         );
     }
 
-    /// Cancels a timer; `true` if it was pending.
+    /// Cancels a timer; `true` if it was pending. Cancelled heap entries are dropped lazily;
+    /// when they outnumber the live timers the heap is rebuilt (amortised O(1) per cancel), so
+    /// cancelling long timers cannot grow the heap without bound.
     pub(crate) fn cancel(&mut self, id: TimerId) -> bool {
-        self.entries.remove(&id).is_some()
+        let removed = self.entries.remove(&id).is_some();
+        if self.heap.len() > 2 * self.entries.len() + 64 {
+            self.heap = self
+                .entries
+                .iter()
+                .filter(|(_, entry)| !entry.parked)
+                .map(|(&id, entry)| Reverse((entry.deadline, id)))
+                .collect();
+        }
+        removed
     }
 
     /// Whether `id` is still pending (not fired as a one-shot, not cancelled).
@@ -97,8 +111,8 @@ impl Timers {
             entry.deadline = next;
             self.heap.push(Reverse((next, id)));
         } else {
-            // Parked until delivered: an unreachable deadline keeps it out of the heap.
-            entry.deadline = now;
+            // Parked until delivered (or cancelled), out of the heap.
+            entry.parked = true;
         }
         Some(id)
     }
@@ -121,5 +135,52 @@ impl Timers {
     pub(crate) fn clear(&mut self) {
         self.heap.clear();
         self.entries.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cancelling_long_timers_keeps_the_heap_bounded() {
+        let mut timers = Timers::default();
+        let start = Instant::now();
+        for i in 0..100_000u64 {
+            let id = TimerId(i);
+            timers.insert(
+                id,
+                start + Duration::from_secs(3600),
+                None,
+                Target::Callback(None),
+            );
+            assert!(timers.cancel(id));
+        }
+        assert_eq!(timers.len(), 0);
+        assert!(
+            timers.heap.len() <= 64 + 1,
+            "heap holds {} dead entries",
+            timers.heap.len()
+        );
+    }
+
+    #[test]
+    fn a_parked_one_shot_is_not_revived_by_a_rebuild() {
+        let mut timers = Timers::default();
+        let start = Instant::now();
+        timers.insert(TimerId(0), start, None, Target::Callback(None));
+        assert_eq!(timers.pop_due(start), Some(TimerId(0)));
+        for i in 1..1000u64 {
+            timers.insert(
+                TimerId(i),
+                start + Duration::from_secs(60),
+                None,
+                Target::Callback(None),
+            );
+            timers.cancel(TimerId(i));
+        }
+        assert_eq!(timers.pop_due(start + Duration::from_secs(120)), None);
+        timers.finish(TimerId(0));
+        assert_eq!(timers.len(), 0);
     }
 }
