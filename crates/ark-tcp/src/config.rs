@@ -1,0 +1,101 @@
+//! Session options shared by servers and clients, with their defaults.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ark_reactor::{IoModel, ReactorPool};
+
+/// TCP keepalive probing (off unless set).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keepalive {
+    /// Idle time before the first probe.
+    pub idle: Duration,
+    /// Time between probes.
+    pub interval: Duration,
+    /// Unanswered probes before the connection is dropped.
+    pub probes: u32,
+}
+
+/// Options of every session of a server or client.
+#[derive(Debug, Clone)]
+pub struct SessionConfig {
+    /// Initial capacity of a session's receive buffer, allocated only when a frame spans two
+    /// reads. Default 4 KiB.
+    pub initial_recv_buffer: usize,
+    /// `TCP_NODELAY`. Default on.
+    pub nodelay: bool,
+    /// TCP keepalive. Default off.
+    pub keepalive: Option<Keepalive>,
+    /// `SO_SNDBUF` request (the kernel may double and cap it; see `Session::socket_buffers`).
+    pub send_buffer: Option<usize>,
+    /// `SO_RCVBUF` request.
+    pub recv_buffer: Option<usize>,
+    /// Close a session that received nothing for this long. Default 1 hour; `None` disables.
+    pub idle_timeout: Option<Duration>,
+    /// Most bytes a session may have queued for sending; a send that would pass it fails with
+    /// `SendError::Full`. Default 16 MiB.
+    pub send_limit: usize,
+    /// Queued bytes at which the session stops reading (backpressure towards the peer).
+    /// Default 8 MiB.
+    pub high_watermark: usize,
+    /// Queued bytes at or under which reading resumes and `on_writable` is called after a
+    /// `Full` or a pause. Default 1 MiB.
+    pub low_watermark: usize,
+    /// After a graceful close has flushed and shut down writing, how long to wait for the
+    /// peer's end of stream before closing anyway. Default 5 s.
+    pub close_linger: Duration,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        SessionConfig {
+            initial_recv_buffer: 4 * 1024,
+            nodelay: true,
+            keepalive: None,
+            send_buffer: None,
+            recv_buffer: None,
+            idle_timeout: Some(Duration::from_secs(3600)),
+            send_limit: 16 * 1024 * 1024,
+            high_watermark: 8 * 1024 * 1024,
+            low_watermark: 1024 * 1024,
+            close_linger: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Where a server's or client's sessions run.
+#[derive(Debug, Clone)]
+pub enum Runtime {
+    /// A pool of its own with this IO model, stopped with the server or client.
+    Own(IoModel),
+    /// A pool shared with others; it outlives the server or client.
+    Shared(Arc<ReactorPool>),
+}
+
+impl Default for Runtime {
+    fn default() -> Self {
+        Runtime::Own(IoModel::Shared { threads: 1 })
+    }
+}
+
+/// Applies the socket options of `config` to a socket.
+pub(crate) fn apply_socket_options(
+    socket: &socket2::SockRef<'_>,
+    config: &SessionConfig,
+) -> std::io::Result<()> {
+    socket.set_tcp_nodelay(config.nodelay)?;
+    if let Some(k) = config.keepalive {
+        let params = socket2::TcpKeepalive::new()
+            .with_time(k.idle)
+            .with_interval(k.interval)
+            .with_retries(k.probes);
+        socket.set_tcp_keepalive(&params)?;
+    }
+    if let Some(n) = config.send_buffer {
+        socket.set_send_buffer_size(n)?;
+    }
+    if let Some(n) = config.recv_buffer {
+        socket.set_recv_buffer_size(n)?;
+    }
+    Ok(())
+}
