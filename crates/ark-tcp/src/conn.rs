@@ -279,13 +279,18 @@ impl<C: Framing, H: TcpHandler> Conn<C, H> {
             }
         }
         let direct = !draining && reader.pending_remaining() >= DIRECT_READ_THRESHOLD;
-        let result = if direct {
+        let (result, asked) = if direct {
             match reader.spare_mut() {
-                Ok(spare) => stream.read(spare),
+                Ok(spare) => {
+                    let asked = spare.len();
+                    (stream.read(spare), asked)
+                }
                 Err(e) => return (ReadOutcome::Failed(CloseReason::Frame(e)), None),
             }
         } else {
-            stream.read(cx.scratch())
+            let scratch = cx.scratch();
+            let asked = scratch.len();
+            (stream.read(scratch), asked)
         };
         cx.counters().add_reads(1);
         let n = match result {
@@ -299,24 +304,21 @@ impl<C: Framing, H: TcpHandler> Conn<C, H> {
             }
             Err(e) => return (ReadOutcome::Failed(CloseReason::io(&e)), Some(0)),
         };
-        let capacity = if direct {
+        if direct {
             reader.commit(n);
             if let Some(failed) = fed(reader.feed(&[], &mut deliver), reader_paused) {
                 return (failed, Some(n));
             }
-            n + 1 // a direct read is never taken as "filled the buffer"
-        } else {
-            let scratch_len = cx.scratch().len();
-            if !draining {
-                // The scratch is lent to this call; frames are handed out of it in place.
-                let scratch = &cx.scratch()[..n];
-                if let Some(failed) = fed(reader.feed(scratch, &mut deliver), reader_paused) {
-                    return (failed, Some(n));
-                }
+        } else if !draining {
+            // The scratch is lent to this call; frames are handed out of it in place.
+            let scratch = &cx.scratch()[..n];
+            if let Some(failed) = fed(reader.feed(scratch, &mut deliver), reader_paused) {
+                return (failed, Some(n));
             }
-            scratch_len
-        };
-        let outcome = if n == capacity {
+        }
+        // A read that filled what it asked for may have left more in the socket; a short read
+        // drained it (the next arrival raises a new edge).
+        let outcome = if n == asked {
             ReadOutcome::More
         } else {
             ReadOutcome::Drained

@@ -206,7 +206,8 @@ impl Session<'_> {
     }
 
     /// Queues `payload` as one frame. Never blocks: the frame is written at the end of this
-    /// turn together with everything else queued.
+    /// turn together with everything else queued. An empty queue accepts any one frame the
+    /// codec can encode; otherwise the queue may not pass `send_limit`.
     ///
     /// # Errors
     /// [`SendError::Full`] when the queue would pass its limit, [`SendError::Encode`] when the
@@ -237,7 +238,9 @@ impl Session<'_> {
             return Err(SendError::Closed);
         }
         let queued = self.out.len();
-        if queued + needed > self.send_limit {
+        // An empty queue always takes one frame, so a frame larger than the limit (up to the
+        // codec's maximum) can still be sent.
+        if queued > 0 && queued + needed > self.send_limit {
             *self.wants_writable = true;
             return Err(SendError::Full {
                 queued,
