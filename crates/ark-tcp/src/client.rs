@@ -215,6 +215,8 @@ pub(crate) fn connect_on<C: Framing, H: TcpHandler>(
                     .session
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner) = Some((reactor.handle(), id));
+                // A first turn arms the connect timeout even if the socket never becomes ready.
+                reactor.wake(id);
             }
         }
         Err(e) => {

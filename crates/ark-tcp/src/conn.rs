@@ -420,6 +420,13 @@ impl<C: Framing, H: TcpHandler> Conn<C, H> {
                 tally.bytes_in += bytes as u64;
             }
             match outcome {
+                // The peer's FIN may have arrived with the data just read: its edge is spent,
+                // so read again until the end of stream shows.
+                ReadOutcome::Drained if ready.contains(Ready::READ_CLOSED) => {
+                    self.last_activity = cx.now();
+                    self.read_more = true;
+                    turn = Turn::Again;
+                }
                 ReadOutcome::Drained => {
                     self.last_activity = cx.now();
                     if self.reader.buffered_len() == 0 {
