@@ -57,12 +57,11 @@ fn an_oversized_frame_closes_only_its_session() {
             PingResult::Done { echoed: 300 }
         );
     }
-    assert!(util::wait_until(TIMEOUT, || echo
+    assert!(util::wait_until(TIMEOUT, || !echo
         .closes
         .lock()
         .unwrap()
-        .len()
-        >= 1));
+        .is_empty()));
     let closes = echo.closes.lock().unwrap().clone();
     assert!(
         closes.contains(&CloseReason::Frame(DecodeError::TooLarge {
