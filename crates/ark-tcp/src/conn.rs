@@ -68,6 +68,7 @@ pub(crate) struct Conn<C: Framing, H: TcpHandler> {
     held_recv: usize,
     held_send: usize,
     reactor: Option<ReactorHandle>,
+    socket_buffers: (usize, usize),
 }
 
 impl<C: Framing, H: TcpHandler> Conn<C, H> {
@@ -139,6 +140,7 @@ impl<C: Framing, H: TcpHandler> Conn<C, H> {
             held_recv: 0,
             held_send: 0,
             reactor: None,
+            socket_buffers: (0, 0),
         }
     }
 
@@ -204,6 +206,7 @@ impl<C: Framing, H: TcpHandler> Conn<C, H> {
             ending: &mut self.ending,
             wants_writable: &mut self.wants_writable,
             frames_out: &mut tally.frames_out,
+            socket_buffers: self.socket_buffers,
         };
         f(handler, &mut session);
     }
@@ -231,6 +234,7 @@ impl<C: Framing, H: TcpHandler> Conn<C, H> {
             addr,
             local,
             phase,
+            socket_buffers,
             ..
         } = self;
         let draining = *phase == Phase::ShutdownSent || *ending != Ending::None;
@@ -250,6 +254,7 @@ impl<C: Framing, H: TcpHandler> Conn<C, H> {
                 ending,
                 wants_writable,
                 frames_out: &mut tally.frames_out,
+                socket_buffers: *socket_buffers,
             };
             handler.on_message(&mut session, frame);
             if *session.ending != Ending::None {
@@ -384,6 +389,11 @@ impl<C: Framing, H: TcpHandler> Conn<C, H> {
         }
         if !self.opened {
             self.opened = true;
+            let socket = socket2::SockRef::from(&self.stream);
+            self.socket_buffers = (
+                socket.send_buffer_size().unwrap_or(0),
+                socket.recv_buffer_size().unwrap_or(0),
+            );
             self.last_activity = cx.now();
             self.owner
                 .counters()

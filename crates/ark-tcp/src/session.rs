@@ -157,6 +157,7 @@ pub struct Session<'a> {
     pub(crate) ending: &'a mut Ending,
     pub(crate) wants_writable: &'a mut bool,
     pub(crate) frames_out: &'a mut u64,
+    pub(crate) socket_buffers: (usize, usize),
 }
 
 impl std::fmt::Debug for Session<'_> {
@@ -198,6 +199,12 @@ impl Session<'_> {
     /// The local address.
     pub fn local_addr(&self) -> SocketAddr {
         self.local
+    }
+
+    /// The socket's actual `(SO_SNDBUF, SO_RCVBUF)` sizes, read when the session opened (the
+    /// kernel may have doubled or capped the requested sizes).
+    pub fn socket_buffers(&self) -> (usize, usize) {
+        self.socket_buffers
     }
 
     /// Bytes queued and not yet written.

@@ -162,3 +162,60 @@ fn window_sixteen_coalesces_writes() {
         server_stats.writes
     );
 }
+
+/// Sends a byte stream in raw pieces and collects the echoed bytes.
+struct RawStream {
+    total: usize,
+    got: Vec<u8>,
+    buffers: Arc<std::sync::Mutex<(usize, usize)>>,
+    done: mpsc::Sender<Vec<u8>>,
+}
+
+impl ark_tcp::TcpHandler for RawStream {
+    fn on_open(&mut self, session: &mut ark_tcp::Session<'_>) {
+        *self.buffers.lock().unwrap() = session.socket_buffers();
+        for piece in util::payload(1, self.total).chunks(1000) {
+            session.send(piece).unwrap();
+        }
+    }
+    fn on_message(&mut self, session: &mut ark_tcp::Session<'_>, message: &[u8]) {
+        self.got.extend_from_slice(message);
+        if self.got.len() == self.total {
+            let _ = self.done.send(std::mem::take(&mut self.got));
+            session.close();
+        }
+    }
+}
+
+#[test]
+fn raw_framing_echoes_the_byte_stream_and_buffer_sizes_are_readable() {
+    let server = TcpServer::builder()
+        .bind("127.0.0.1:0".parse().unwrap())
+        .framing(ark_frame::Raw::new())
+        .start(|_| Echo::default())
+        .unwrap();
+    let (tx, rx) = mpsc::channel();
+    let buffers = Arc::new(std::sync::Mutex::new((0, 0)));
+    let client = TcpClient::builder()
+        .framing(ark_frame::Raw::new())
+        .socket_buffers(Some(64 * 1024), Some(64 * 1024))
+        .connect(
+            server.local_addr(),
+            RawStream {
+                total: 200_000,
+                got: Vec::new(),
+                buffers: buffers.clone(),
+                done: tx,
+            },
+        )
+        .unwrap();
+    assert_eq!(rx.recv_timeout(TIMEOUT).unwrap(), util::payload(1, 200_000));
+    let (send, recv) = *buffers.lock().unwrap();
+    // Linux doubles the requested size; other kernels may round it.
+    assert!(
+        send >= 64 * 1024 && recv >= 64 * 1024,
+        "actual buffers {send} / {recv}"
+    );
+    client.stop().unwrap();
+    server.stop().unwrap();
+}
