@@ -47,7 +47,7 @@ mod worker;
 pub use config::ReactorConfig;
 pub use context::{Budget, Context};
 pub use handle::ReactorHandle;
-pub use pool::{IoModel, Placement, ReactorPool};
+pub use pool::{IoModel, Placement, ReactorPool, Runtime, release_pool};
 pub use reactor::Reactor;
 pub use source::{CloseReason, Handler, Ready, SourceId, Turn};
 pub use stats::{Counters, Stats};

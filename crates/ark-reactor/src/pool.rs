@@ -1,6 +1,7 @@
 //! IO models and the pool that runs them.
 
 use std::io;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 
@@ -26,6 +27,46 @@ pub enum IoModel {
         /// Number of reactors (0 is treated as 1).
         reactors: usize,
     },
+}
+
+/// Where a server's or client's sources run: a pool of its own, or one shared with others.
+#[derive(Debug, Clone)]
+pub enum Runtime {
+    /// A pool of its own with this IO model, stopped with its owner.
+    Own(IoModel),
+    /// A pool shared with others; it outlives its users.
+    Shared(Arc<ReactorPool>),
+}
+
+impl Default for Runtime {
+    fn default() -> Self {
+        Runtime::Own(IoModel::Shared { threads: 1 })
+    }
+}
+
+impl Runtime {
+    /// The pool to use (started here for [`Runtime::Own`]) and whether it is owned.
+    ///
+    /// # Errors
+    /// An own pool could not start.
+    pub fn pool(self, config: ReactorConfig) -> io::Result<(Arc<ReactorPool>, bool)> {
+        match self {
+            Runtime::Own(model) => Ok((Arc::new(ReactorPool::start(model, config)?), true)),
+            Runtime::Shared(pool) => Ok((pool, false)),
+        }
+    }
+}
+
+/// Stops a pool obtained from [`Runtime::pool`] if it is owned and no one else holds it.
+///
+/// # Errors
+/// Stopping the pool failed.
+pub fn release_pool(pool: Arc<ReactorPool>, owned: bool) -> io::Result<()> {
+    match Arc::try_unwrap(pool) {
+        Ok(pool) if owned => pool.stop(),
+        // Shared, or still held elsewhere: it stops when its last holder drops it.
+        _ => Ok(()),
+    }
 }
 
 /// Which reactor a new source goes to.

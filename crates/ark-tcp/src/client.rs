@@ -7,10 +7,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use ark_frame::LengthPrefix;
-use ark_reactor::{IoModel, Reactor, ReactorConfig, ReactorHandle, ReactorPool, SourceId};
+use ark_reactor::{
+    IoModel, Reactor, ReactorConfig, ReactorHandle, ReactorPool, Runtime, SourceId, release_pool,
+};
 use mio::net::TcpStream;
 
-use crate::config::{Keepalive, Runtime, SessionConfig, apply_socket_options};
+use crate::config::{Keepalive, SessionConfig, apply_socket_options};
 use crate::conn::{Conn, Framing};
 use crate::owner::Owner;
 use crate::server::session_options;
@@ -346,13 +348,9 @@ impl TcpClientHandle {
                 std::thread::sleep(Duration::from_millis(1));
             }
         }
-        match self.pool.take() {
-            Some(pool) if self.own_pool => match Arc::try_unwrap(pool) {
-                Ok(pool) => pool.stop(),
-                Err(_) => Ok(()),
-            },
-            _ => Ok(()),
-        }
+        self.pool
+            .take()
+            .map_or(Ok(()), |pool| release_pool(pool, self.own_pool))
     }
 }
 

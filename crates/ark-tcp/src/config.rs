@@ -1,9 +1,6 @@
 //! Session options shared by servers and clients, with their defaults.
 
-use std::sync::Arc;
 use std::time::Duration;
-
-use ark_reactor::{IoModel, ReactorPool};
 
 /// TCP keepalive probing (off unless set).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,21 +57,6 @@ impl Default for SessionConfig {
             low_watermark: 1024 * 1024,
             close_linger: Duration::from_secs(5),
         }
-    }
-}
-
-/// Where a server's or client's sessions run.
-#[derive(Debug, Clone)]
-pub enum Runtime {
-    /// A pool of its own with this IO model, stopped with the server or client.
-    Own(IoModel),
-    /// A pool shared with others; it outlives the server or client.
-    Shared(Arc<ReactorPool>),
-}
-
-impl Default for Runtime {
-    fn default() -> Self {
-        Runtime::Own(IoModel::Shared { threads: 1 })
     }
 }
 

@@ -61,8 +61,9 @@ mod server;
 mod session;
 mod stats;
 
+pub use ark_reactor::Runtime;
 pub use client::{Reconnect, TcpClient, TcpClientBuilder, TcpClientHandle};
-pub use config::{Keepalive, Runtime, SessionConfig};
+pub use config::{Keepalive, SessionConfig};
 pub use conn::Framing;
 pub use server::{TcpServer, TcpServerBuilder, TcpServerHandle};
 pub use session::{CloseReason, SendError, Session, TcpHandler};

@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 
 use ark_frame::LengthPrefix;
 use ark_reactor::{
-    Context, Handler, IoModel, ReactorConfig, ReactorHandle, ReactorPool, Ready, SourceId, TimerId,
-    Turn,
+    Context, Handler, IoModel, ReactorConfig, ReactorHandle, ReactorPool, Ready, Runtime, SourceId,
+    TimerId, Turn, release_pool,
 };
 use mio::net::TcpListener;
 
-use crate::config::{Keepalive, Runtime, SessionConfig, apply_socket_options};
+use crate::config::{Keepalive, SessionConfig, apply_socket_options};
 use crate::conn::{Conn, Framing};
 use crate::owner::{Owner, ServerShared};
 use crate::session::TcpHandler;
@@ -357,13 +357,9 @@ impl TcpServerHandle {
         while !self.shared.sessions().is_empty() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(1));
         }
-        match self.pool.take() {
-            Some(pool) if self.own_pool => match Arc::try_unwrap(pool) {
-                Ok(pool) => pool.stop(),
-                Err(_) => Ok(()), // still shared by someone: it stops when they drop it
-            },
-            _ => Ok(()),
-        }
+        self.pool
+            .take()
+            .map_or(Ok(()), |pool| release_pool(pool, self.own_pool))
     }
 }
 

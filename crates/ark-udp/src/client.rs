@@ -1,0 +1,144 @@
+//! `UdpClient`: a connected socket with one session.
+
+use std::io;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ark_reactor::{
+    IoModel, ReactorConfig, ReactorHandle, ReactorPool, Runtime, SourceId, release_pool,
+};
+
+use crate::config::UdpConfig;
+use crate::endpoint::{Endpoint, Mode};
+use crate::server::{bind_socket, granted_buffers, register, udp_options};
+use crate::session::UdpHandler;
+use crate::stats::{UdpCounters, UdpStats};
+
+/// Entry point: [`UdpClient::builder`].
+#[derive(Debug)]
+pub struct UdpClient;
+
+impl UdpClient {
+    /// A builder with the defaults of [`UdpConfig`] (batch 8 for a client) and a
+    /// single-threaded pool of its own.
+    pub fn builder() -> UdpClientBuilder {
+        UdpClientBuilder {
+            config: UdpConfig {
+                batch: 8,
+                session_expiry: None,
+                ..UdpConfig::default()
+            },
+            runtime: Runtime::default(),
+            reactor_config: ReactorConfig::default(),
+        }
+    }
+}
+
+/// Configures and starts a [`UdpClient`].
+#[derive(Debug)]
+pub struct UdpClientBuilder {
+    config: UdpConfig,
+    runtime: Runtime,
+    reactor_config: ReactorConfig,
+}
+
+impl UdpClientBuilder {
+    udp_options!();
+
+    /// Binds an ephemeral port, connects the socket to `peer` and starts the session
+    /// (`on_open` runs first on the socket's thread).
+    ///
+    /// # Errors
+    /// Binding, connecting or starting the pool failed.
+    pub fn connect<H: UdpHandler>(
+        self,
+        peer: SocketAddr,
+        handler: H,
+    ) -> io::Result<UdpClientHandle> {
+        let any: SocketAddr = match peer {
+            SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
+            SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
+        };
+        let config = Arc::new(self.config);
+        let socket = bind_socket(any, &config, false)?;
+        socket.connect(peer)?;
+        let local_addr = socket.local_addr()?;
+        let socket_buffers = granted_buffers(&socket);
+        let (pool, own_pool) = self.runtime.pool(self.reactor_config)?;
+        let counters = Arc::new(UdpCounters::default());
+        let endpoint = Endpoint::new(
+            socket,
+            Mode::client(peer, handler),
+            config,
+            counters.clone(),
+        );
+        let reactor = pool.next().clone();
+        let id = register(&reactor, endpoint, true)?;
+        Ok(UdpClientHandle {
+            local_addr,
+            socket_buffers,
+            counters,
+            endpoint: Some((reactor, id)),
+            pool: Some(pool),
+            own_pool,
+        })
+    }
+}
+
+/// A running UDP client.
+#[derive(Debug)]
+pub struct UdpClientHandle {
+    local_addr: SocketAddr,
+    socket_buffers: (usize, usize),
+    counters: Arc<UdpCounters>,
+    endpoint: Option<(ReactorHandle, SourceId)>,
+    pool: Option<Arc<ReactorPool>>,
+    own_pool: bool,
+}
+
+impl UdpClientHandle {
+    /// The local address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The granted `(SO_SNDBUF, SO_RCVBUF)` sizes.
+    pub fn socket_buffers(&self) -> (usize, usize) {
+        self.socket_buffers
+    }
+
+    /// A copy of the counters.
+    pub fn stats(&self) -> UdpStats {
+        self.counters.snapshot()
+    }
+
+    /// Closes the socket (`on_close(Stopped)`) and stops an own pool.
+    ///
+    /// # Errors
+    /// Stopping the own pool failed.
+    pub fn stop(mut self) -> io::Result<()> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> io::Result<()> {
+        if let Some((reactor, id)) = self.endpoint.take() {
+            let (tx, rx) = std::sync::mpsc::channel();
+            if reactor.post(move |r| {
+                r.remove(id);
+                let _ = tx.send(());
+            }) {
+                let _ = rx.recv_timeout(Duration::from_secs(10));
+            }
+        }
+        self.pool
+            .take()
+            .map_or(Ok(()), |pool| release_pool(pool, self.own_pool))
+    }
+}
+
+impl Drop for UdpClientHandle {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}

@@ -1,0 +1,45 @@
+//! UDP socket options with their defaults.
+
+use std::time::Duration;
+
+/// Options of a UDP server or client socket.
+#[derive(Debug, Clone)]
+pub struct UdpConfig {
+    /// `SO_SNDBUF` request (Linux doubles it and caps it at `net.core.wmem_max`; the granted
+    /// size is readable from the handle).
+    pub send_buffer: Option<usize>,
+    /// `SO_RCVBUF` request (doubled and capped at `net.core.rmem_max`).
+    pub recv_buffer: Option<usize>,
+    /// Receive slot size: a longer datagram is detected as truncated and dropped. Default
+    /// 65,536 (any UDP datagram).
+    pub max_datagram: usize,
+    /// Datagrams per `recvmmsg`/`sendmmsg`. Default 32. Memory: `batch × max_datagram` per
+    /// socket (2 MiB by default; lower `max_datagram` for small messages).
+    pub batch: usize,
+    /// Batched syscalls (`recvmmsg`/`sendmmsg`); off uses one `recvfrom`/`sendto` per
+    /// datagram. Default on.
+    pub batching: bool,
+    /// A session with no datagram for this long is closed. Default 60 s; `None` keeps
+    /// sessions until stop.
+    pub session_expiry: Option<Duration>,
+    /// Most sessions per socket; datagrams from further new peers are dropped and counted.
+    /// Default 100,000.
+    pub max_sessions: usize,
+    /// Most bytes queued for sending per socket before `SendError::Full`. Default 4 MiB.
+    pub send_queue_limit: usize,
+}
+
+impl Default for UdpConfig {
+    fn default() -> Self {
+        UdpConfig {
+            send_buffer: None,
+            recv_buffer: None,
+            max_datagram: 65_536,
+            batch: 32,
+            batching: true,
+            session_expiry: Some(Duration::from_secs(60)),
+            max_sessions: 100_000,
+            send_queue_limit: 4 * 1024 * 1024,
+        }
+    }
+}

@@ -1,0 +1,68 @@
+//! # ark-udp
+//!
+//! The UDP transport of the ark networking library, on [`ark_reactor`]:
+//!
+//! * [`UdpServer`]: sessions keyed by the peer's address, opened by its first datagram and
+//!   closed when idle; in the sharded IO model one `SO_REUSEPORT` socket per shard, so the
+//!   kernel spreads peers over shards.
+//! * [`UdpClient`]: a connected socket with one session.
+//! * Batched syscalls: `recvmmsg` receives up to `batch` datagrams per call and the replies
+//!   queued during a readiness turn leave with `sendmmsg`; batching can be turned off to
+//!   compare.
+//! * Sizes and loss: sends over the UDP maximum are a typed error ([`SendError::TooLarge`]),
+//!   truncated receives are detected (`MSG_TRUNC`), counted and never delivered as whole,
+//!   empty datagrams are messages, and [`NetCounters`] reads the kernel's drop counters.
+//!
+//! ```
+//! use std::sync::mpsc;
+//! use std::time::Duration;
+//! use ark_udp::{UdpClient, UdpHandler, UdpServer, UdpSession};
+//!
+//! struct Echo;
+//! impl UdpHandler for Echo {
+//!     fn on_message(&mut self, session: &mut UdpSession<'_>, datagram: &[u8]) {
+//!         let _ = session.send(datagram);
+//!     }
+//! }
+//!
+//! struct Ask(mpsc::Sender<Vec<u8>>);
+//! impl UdpHandler for Ask {
+//!     fn on_open(&mut self, session: &mut UdpSession<'_>) {
+//!         session.send(b"hello").unwrap();
+//!     }
+//!     fn on_message(&mut self, _: &mut UdpSession<'_>, datagram: &[u8]) {
+//!         self.0.send(datagram.to_vec()).unwrap();
+//!     }
+//! }
+//!
+//! let server = UdpServer::builder().bind("127.0.0.1:0".parse()?).start(|_peer| Echo)?;
+//! let (tx, rx) = mpsc::channel();
+//! let client = UdpClient::builder().connect(server.local_addr(), Ask(tx))?;
+//! assert_eq!(rx.recv_timeout(Duration::from_secs(10))?, b"hello");
+//! client.stop()?;
+//! server.stop()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
+
+mod client;
+mod config;
+mod endpoint;
+mod limits;
+mod server;
+mod session;
+mod snmp;
+mod stats;
+mod sys;
+
+pub use ark_reactor::Runtime;
+pub use client::{UdpClient, UdpClientBuilder, UdpClientHandle};
+pub use config::UdpConfig;
+pub use limits::{
+    MAX_PAYLOAD_V4, MAX_PAYLOAD_V6, max_payload, unfragmented_payload_v4, unfragmented_payload_v6,
+};
+pub use server::{UdpServer, UdpServerBuilder, UdpServerHandle};
+pub use session::{CloseReason, DatagramError, SendError, UdpHandler, UdpSession};
+pub use snmp::NetCounters;
+pub use stats::UdpStats;

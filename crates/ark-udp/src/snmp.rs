@@ -1,0 +1,106 @@
+//! Loss accounting from the kernel's UDP and IP counters (`/proc/net/snmp`, Linux).
+
+/// UDP and IP counters of the current network namespace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NetCounters {
+    /// `Udp: InDatagrams`: datagrams delivered to sockets.
+    pub udp_in_datagrams: u64,
+    /// `Udp: InErrors`: datagrams dropped on receive (all causes).
+    pub udp_in_errors: u64,
+    /// `Udp: RcvbufErrors`: dropped because a socket's receive buffer was full.
+    pub udp_rcvbuf_errors: u64,
+    /// `Udp: SndbufErrors`: dropped because a send buffer was full.
+    pub udp_sndbuf_errors: u64,
+    /// `Ip: ReasmReqds`: fragments needing reassembly.
+    pub ip_reasm_reqds: u64,
+    /// `Ip: ReasmFails`: reassembly failures.
+    pub ip_reasm_fails: u64,
+    /// `Ip: FragCreates`: fragments created.
+    pub ip_frag_creates: u64,
+}
+
+impl NetCounters {
+    /// Reads the counters now; `None` where `/proc/net/snmp` does not exist (non-Linux) or
+    /// cannot be parsed.
+    pub fn snapshot() -> Option<NetCounters> {
+        Self::parse(&std::fs::read_to_string("/proc/net/snmp").ok()?)
+    }
+
+    /// Parses the text of `/proc/net/snmp` (header line then value line per protocol).
+    pub fn parse(text: &str) -> Option<NetCounters> {
+        let lines: Vec<&str> = text.lines().collect();
+        let field = |proto: &str, name: &str| -> Option<u64> {
+            let prefix = format!("{proto}:");
+            let mut rows = lines.iter().filter(|l| l.starts_with(&prefix));
+            let header = rows.next()?;
+            let values = rows.next()?;
+            let index = header.split_whitespace().position(|h| h == name)?;
+            values.split_whitespace().nth(index)?.parse().ok()
+        };
+        Some(NetCounters {
+            udp_in_datagrams: field("Udp", "InDatagrams")?,
+            udp_in_errors: field("Udp", "InErrors")?,
+            udp_rcvbuf_errors: field("Udp", "RcvbufErrors")?,
+            udp_sndbuf_errors: field("Udp", "SndbufErrors")?,
+            ip_reasm_reqds: field("Ip", "ReasmReqds")?,
+            ip_reasm_fails: field("Ip", "ReasmFails")?,
+            ip_frag_creates: field("Ip", "FragCreates")?,
+        })
+    }
+
+    /// What changed since `earlier` (saturating: counters never go back).
+    pub fn since(&self, earlier: &NetCounters) -> NetCounters {
+        NetCounters {
+            udp_in_datagrams: self
+                .udp_in_datagrams
+                .saturating_sub(earlier.udp_in_datagrams),
+            udp_in_errors: self.udp_in_errors.saturating_sub(earlier.udp_in_errors),
+            udp_rcvbuf_errors: self
+                .udp_rcvbuf_errors
+                .saturating_sub(earlier.udp_rcvbuf_errors),
+            udp_sndbuf_errors: self
+                .udp_sndbuf_errors
+                .saturating_sub(earlier.udp_sndbuf_errors),
+            ip_reasm_reqds: self.ip_reasm_reqds.saturating_sub(earlier.ip_reasm_reqds),
+            ip_reasm_fails: self.ip_reasm_fails.saturating_sub(earlier.ip_reasm_fails),
+            ip_frag_creates: self.ip_frag_creates.saturating_sub(earlier.ip_frag_creates),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = "Ip: Forwarding DefaultTTL InReceives InHdrErrors InAddrErrors ForwDatagrams InUnknownProtos InDiscards InDelivers OutRequests OutDiscards OutNoRoutes ReasmTimeout ReasmReqds ReasmOKs ReasmFails FragOKs FragFails FragCreates OutTransmits
+Ip: 1 64 1000 0 0 0 0 0 1000 900 0 0 0 4 2 1 0 0 6 900
+Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors InCsumErrors IgnoredMulti MemErrors
+Udp: 500 3 7 400 5 2 0 0 0
+";
+
+    #[test]
+    fn parses_and_subtracts() {
+        let c = NetCounters::parse(SAMPLE).unwrap();
+        assert_eq!(c.udp_in_datagrams, 500);
+        assert_eq!(c.udp_in_errors, 7);
+        assert_eq!(c.udp_rcvbuf_errors, 5);
+        assert_eq!(c.udp_sndbuf_errors, 2);
+        assert_eq!(c.ip_reasm_reqds, 4);
+        assert_eq!(c.ip_reasm_fails, 1);
+        assert_eq!(c.ip_frag_creates, 6);
+        let later = NetCounters {
+            udp_rcvbuf_errors: 9,
+            ..c
+        };
+        assert_eq!(later.since(&c).udp_rcvbuf_errors, 4);
+        assert!(NetCounters::parse("garbage").is_none());
+    }
+
+    #[test]
+    fn snapshot_on_this_machine() {
+        // Linux has the file; elsewhere None is the contract.
+        if cfg!(target_os = "linux") {
+            assert!(NetCounters::snapshot().is_some());
+        }
+    }
+}

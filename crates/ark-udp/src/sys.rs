@@ -1,0 +1,288 @@
+//! The datagram syscalls: batched `recvmmsg`/`sendmmsg` and single `recvfrom`/`sendto`, with
+//! truncation detection. The only `unsafe` of the crate lives here.
+
+use std::io;
+use std::mem::{size_of, zeroed};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
+use std::os::fd::RawFd;
+
+/// One received datagram, in slot `slot` of a [`RecvBatch`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Received {
+    /// Bytes stored in the slot (at most the slot size).
+    pub(crate) len: usize,
+    pub(crate) from: SocketAddr,
+    /// The datagram was longer than the slot: the tail was cut off.
+    pub(crate) truncated: bool,
+}
+
+/// Reusable buffers for receiving up to `slots` datagrams of at most `slot` bytes per call.
+pub(crate) struct RecvBatch {
+    pub(crate) data: Vec<u8>,
+    pub(crate) slot: usize,
+    addrs: Vec<libc::sockaddr_storage>,
+    iovecs: Vec<libc::iovec>,
+    headers: Vec<libc::mmsghdr>,
+    pub(crate) received: Vec<Received>,
+}
+
+// SAFETY: the raw pointers inside the headers and iovecs point only into this struct's own
+// heap buffers (which move with it), are rewritten before every syscall and are never
+// dereferenced by Rust code; nothing is shared, so moving the batch to another thread is sound.
+unsafe impl Send for RecvBatch {}
+
+impl RecvBatch {
+    pub(crate) fn new(slots: usize, slot: usize) -> Self {
+        let slots = slots.max(1);
+        RecvBatch {
+            data: vec![0; slots * slot.max(1)],
+            slot: slot.max(1),
+            // SAFETY: `sockaddr_storage`, `iovec` and `mmsghdr` are plain C structs of integers
+            // and raw pointers, for which all-zero bytes (0 and null) are valid values.
+            addrs: (0..slots).map(|_| unsafe { zeroed() }).collect(),
+            iovecs: (0..slots).map(|_| unsafe { zeroed() }).collect(),
+            headers: (0..slots).map(|_| unsafe { zeroed() }).collect(),
+            received: Vec::with_capacity(slots),
+        }
+    }
+
+    pub(crate) fn slots(&self) -> usize {
+        self.headers.len()
+    }
+
+    /// The bytes of received datagram `i`.
+    pub(crate) fn datagram(&self, i: usize) -> &[u8] {
+        let r = &self.received[i];
+        &self.data[i * self.slot..i * self.slot + r.len]
+    }
+
+    /// Receives up to `slots` datagrams with one `recvmmsg`. Returns how many arrived.
+    pub(crate) fn recv_mmsg(&mut self, fd: RawFd) -> io::Result<usize> {
+        self.received.clear();
+        let base = self.data.as_mut_ptr();
+        for i in 0..self.headers.len() {
+            self.iovecs[i] = libc::iovec {
+                // SAFETY: `i * slot` is within `data`, which holds `slots * slot` bytes.
+                iov_base: unsafe { base.add(i * self.slot) }.cast(),
+                iov_len: self.slot,
+            };
+            let header = &mut self.headers[i].msg_hdr;
+            header.msg_name = (&mut self.addrs[i] as *mut libc::sockaddr_storage).cast();
+            header.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            header.msg_iov = &mut self.iovecs[i];
+            header.msg_iovlen = 1;
+            header.msg_control = std::ptr::null_mut();
+            header.msg_controllen = 0;
+            header.msg_flags = 0;
+            self.headers[i].msg_len = 0;
+        }
+        // SAFETY: every header points at an iovec into `data` and at a `sockaddr_storage` of
+        // the size it announces, all alive and unaliased for the call; the count matches.
+        let n = unsafe {
+            libc::recvmmsg(
+                fd,
+                self.headers.as_mut_ptr(),
+                self.headers.len() as libc::c_uint,
+                0,
+                std::ptr::null_mut(),
+            )
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        for i in 0..n as usize {
+            let header = &self.headers[i];
+            let from = sockaddr_to_std(&self.addrs[i])
+                .ok_or_else(|| io::Error::other("datagram from a non-IP address"))?;
+            self.received.push(Received {
+                len: header.msg_len as usize,
+                from,
+                truncated: header.msg_hdr.msg_flags & libc::MSG_TRUNC != 0,
+            });
+        }
+        Ok(n as usize)
+    }
+
+    /// Receives one datagram into slot 0 with `recvfrom`. Returns 1, or `WouldBlock`.
+    pub(crate) fn recv_one(&mut self, fd: RawFd) -> io::Result<usize> {
+        self.received.clear();
+        // SAFETY: as in `new`: all-zero is a valid `sockaddr_storage`.
+        let mut addr: libc::sockaddr_storage = unsafe { zeroed() };
+        let mut addr_len = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        // MSG_TRUNC makes Linux return the datagram's real length even when it was cut.
+        // SAFETY: the buffer is the first `slot` bytes of `data`; the address buffer is a
+        // `sockaddr_storage` whose size is passed.
+        let n = unsafe {
+            libc::recvfrom(
+                fd,
+                self.data.as_mut_ptr().cast(),
+                self.slot,
+                libc::MSG_TRUNC,
+                (&mut addr as *mut libc::sockaddr_storage).cast(),
+                &mut addr_len,
+            )
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let real = n as usize;
+        let from = sockaddr_to_std(&addr)
+            .ok_or_else(|| io::Error::other("datagram from a non-IP address"))?;
+        self.received.push(Received {
+            len: real.min(self.slot),
+            from,
+            truncated: real > self.slot,
+        });
+        Ok(1)
+    }
+}
+
+/// Datagrams queued for sending: contiguous bytes plus (destination, range) entries.
+#[derive(Default)]
+pub(crate) struct SendBatch {
+    pub(crate) data: Vec<u8>,
+    /// Destination (`None`: the connected peer), start, length.
+    pub(crate) entries: Vec<(Option<socket2::SockAddr>, usize, usize)>,
+    /// Entries before this one were sent.
+    pub(crate) sent: usize,
+    iovecs: Vec<libc::iovec>,
+    headers: Vec<libc::mmsghdr>,
+}
+
+// SAFETY: as for `RecvBatch`: the header and iovec pointers are scratch space rewritten before
+// every `sendmmsg`, pointing into this struct's own buffers, never dereferenced by Rust code.
+unsafe impl Send for SendBatch {}
+
+impl SendBatch {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.sent == self.entries.len()
+    }
+
+    pub(crate) fn push(&mut self, to: Option<SocketAddr>, payload: &[u8]) {
+        let start = self.data.len();
+        self.data.extend_from_slice(payload);
+        self.entries
+            .push((to.map(socket2::SockAddr::from), start, payload.len()));
+    }
+
+    fn reset_if_done(&mut self) {
+        if self.is_empty() {
+            self.data.clear();
+            self.entries.clear();
+            self.sent = 0;
+        }
+    }
+
+    /// Sends up to `max` queued datagrams with one `sendmmsg`; returns how many went out.
+    pub(crate) fn send_mmsg(&mut self, fd: RawFd, max: usize) -> io::Result<usize> {
+        let count = (self.entries.len() - self.sent).min(max.max(1));
+        if count == 0 {
+            return Ok(0);
+        }
+        while self.headers.len() < count {
+            // SAFETY: plain C structs; all-zero is valid (see `RecvBatch::new`).
+            self.headers.push(unsafe { zeroed() });
+            self.iovecs.push(unsafe { zeroed() });
+        }
+        let base = self.data.as_ptr();
+        for i in 0..count {
+            let (to, start, len) = &self.entries[self.sent + i];
+            self.iovecs[i] = libc::iovec {
+                // SAFETY: `start..start + len` lies within `data`. `sendmmsg` only reads it.
+                iov_base: unsafe { base.add(*start) } as *mut libc::c_void,
+                iov_len: *len,
+            };
+            let header = &mut self.headers[i].msg_hdr;
+            match to {
+                Some(addr) => {
+                    header.msg_name = addr.as_ptr() as *mut libc::c_void;
+                    header.msg_namelen = addr.len();
+                }
+                None => {
+                    header.msg_name = std::ptr::null_mut();
+                    header.msg_namelen = 0;
+                }
+            }
+            header.msg_iov = &mut self.iovecs[i];
+            header.msg_iovlen = 1;
+            header.msg_control = std::ptr::null_mut();
+            header.msg_controllen = 0;
+            header.msg_flags = 0;
+        }
+        // SAFETY: `count` headers, each pointing at a live iovec over `data` and at a live
+        // socket address (or none); the kernel only reads them and writes `msg_len`.
+        let n = unsafe { libc::sendmmsg(fd, self.headers.as_mut_ptr(), count as libc::c_uint, 0) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        self.sent += n as usize;
+        self.reset_if_done();
+        Ok(n as usize)
+    }
+
+    /// Sends the next queued datagram with one `sendto`/`send`.
+    pub(crate) fn send_one(&mut self, fd: RawFd) -> io::Result<usize> {
+        let Some((to, start, len)) = self.entries.get(self.sent) else {
+            return Ok(0);
+        };
+        let bytes = &self.data[*start..*start + *len];
+        let (name, name_len) = match to {
+            Some(addr) => (addr.as_ptr(), addr.len()),
+            None => (std::ptr::null(), 0),
+        };
+        // SAFETY: `bytes` and the address are live for the call and their lengths are given.
+        let n = unsafe {
+            libc::sendto(
+                fd,
+                bytes.as_ptr().cast(),
+                bytes.len(),
+                0,
+                name.cast(),
+                name_len,
+            )
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        self.sent += 1;
+        self.reset_if_done();
+        Ok(1)
+    }
+
+    /// Drops the next queued datagram (it failed for a reason a retry will not fix).
+    pub(crate) fn skip_one(&mut self) {
+        if self.sent < self.entries.len() {
+            self.sent += 1;
+        }
+        self.reset_if_done();
+    }
+}
+
+/// An IPv4 or IPv6 socket address from a `sockaddr_storage`.
+fn sockaddr_to_std(storage: &libc::sockaddr_storage) -> Option<SocketAddr> {
+    match i32::from(storage.ss_family) {
+        libc::AF_INET => {
+            // SAFETY: the family says the storage holds a `sockaddr_in`, which it is large and
+            // aligned enough to contain.
+            let sin =
+                unsafe { &*(storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            Some(SocketAddr::V4(SocketAddrV4::new(
+                Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)),
+                u16::from_be(sin.sin_port),
+            )))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: as above, for `sockaddr_in6`.
+            let sin6 = unsafe {
+                &*(storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>()
+            };
+            Some(SocketAddr::V6(SocketAddrV6::new(
+                Ipv6Addr::from(sin6.sin6_addr.s6_addr),
+                u16::from_be(sin6.sin6_port),
+                sin6.sin6_flowinfo,
+                sin6.sin6_scope_id,
+            )))
+        }
+        _ => None,
+    }
+}
