@@ -1,0 +1,166 @@
+//! Echo over IPv4 and IPv6, batched and unbatched; many peers; session open and expiry;
+//! SO_REUSEPORT shards.
+
+mod util;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use ark_reactor::{IoModel, ReactorConfig, ReactorPool};
+use ark_udp::{CloseReason, UdpClient, UdpServer};
+use util::{Echo, Pinger};
+
+const TIMEOUT: Duration = Duration::from_secs(20);
+
+fn echo(addr: &str, batching: bool) {
+    let addr: SocketAddr = addr.parse().unwrap();
+    let server = UdpServer::builder()
+        .bind(addr)
+        .batching(batching, 32)
+        .start(|_| Echo::default())
+        .unwrap();
+    let (tx, rx) = mpsc::channel();
+    let client = UdpClient::builder()
+        .batching(batching, 8)
+        .connect(
+            server.local_addr(),
+            Pinger {
+                total: 2_000,
+                window: 8,
+                size: 512,
+                sent: 0,
+                echoed: 0,
+                done: tx,
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        rx.recv_timeout(TIMEOUT).unwrap(),
+        2_000,
+        "{addr} batching={batching}"
+    );
+    // Counters are published at the end of the turn that delivered the last echo.
+    assert!(util::wait_until(TIMEOUT, || client.stats().datagrams_in == 2_000));
+    client.stop().unwrap();
+    assert!(util::wait_until(TIMEOUT, || server.stats().datagrams_sent == 2_000));
+    let server_stats = server.stats();
+    server.stop().unwrap();
+    assert_eq!(server_stats.sessions_opened, 1);
+    assert_eq!(server_stats.datagrams_in, 2_000);
+    if !batching {
+        // One syscall per datagram each way (plus the final WouldBlock reads).
+        assert!(server_stats.sends >= 2_000);
+    }
+}
+
+#[test]
+fn echo_over_ipv4_and_ipv6_batched_and_unbatched() {
+    for batching in [true, false] {
+        echo("127.0.0.1:0", batching);
+        echo("[::1]:0", batching);
+    }
+}
+
+#[test]
+fn one_hundred_peers_open_sessions_that_expire() {
+    let echo = Echo::default();
+    let e = echo.clone();
+    let server = UdpServer::builder()
+        .bind("127.0.0.1:0".parse().unwrap())
+        .session_expiry(Some(Duration::from_millis(150)))
+        .start(move |_| e.clone())
+        .unwrap();
+    let pool = Arc::new(
+        ReactorPool::start(IoModel::Shared { threads: 1 }, ReactorConfig::default()).unwrap(),
+    );
+    let (tx, rx) = mpsc::channel();
+    let clients: Vec<_> = (0..100)
+        .map(|_| {
+            UdpClient::builder()
+                .pool(pool.clone())
+                .connect(
+                    server.local_addr(),
+                    Pinger {
+                        total: 20,
+                        window: 2,
+                        size: 64,
+                        sent: 0,
+                        echoed: 0,
+                        done: tx.clone(),
+                    },
+                )
+                .unwrap()
+        })
+        .collect();
+    for _ in 0..100 {
+        assert_eq!(rx.recv_timeout(TIMEOUT).unwrap(), 20);
+    }
+    assert_eq!(
+        echo.opened.load(Ordering::SeqCst),
+        100,
+        "one session per peer"
+    );
+    // Silence: every session expires.
+    assert!(util::wait_until(TIMEOUT, || echo
+        .closes
+        .lock()
+        .unwrap()
+        .len()
+        == 100));
+    assert!(
+        echo.closes
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|r| *r == CloseReason::Expired(Duration::from_millis(150)))
+    );
+    assert_eq!(server.stats().sessions_closed, 100);
+    for c in clients {
+        c.stop().unwrap();
+    }
+    server.stop().unwrap();
+}
+
+#[test]
+fn sharded_server_spreads_peers_over_reuseport_sockets() {
+    let server = UdpServer::builder()
+        .bind("127.0.0.1:0".parse().unwrap())
+        .io_model(IoModel::Sharded { reactors: 2 })
+        .start(|_| Echo::default())
+        .unwrap();
+    let (tx, rx) = mpsc::channel();
+    let clients: Vec<_> = (0..40)
+        .map(|_| {
+            UdpClient::builder()
+                .connect(
+                    server.local_addr(),
+                    Pinger {
+                        total: 10,
+                        window: 1,
+                        size: 32,
+                        sent: 0,
+                        echoed: 0,
+                        done: tx.clone(),
+                    },
+                )
+                .unwrap()
+        })
+        .collect();
+    for _ in 0..40 {
+        assert_eq!(rx.recv_timeout(TIMEOUT).unwrap(), 10);
+    }
+    let shards = server.shard_stats();
+    assert_eq!(shards.len(), 2);
+    assert_eq!(shards.iter().map(|s| s.sessions_opened).sum::<u64>(), 40);
+    assert!(
+        shards.iter().all(|s| s.sessions_opened > 0),
+        "peers on both shards: {shards:?}"
+    );
+    for c in clients {
+        c.stop().unwrap();
+    }
+    server.stop().unwrap();
+}

@@ -1,0 +1,86 @@
+//! Helpers shared by the ark-udp tests.
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ark_udp::{CloseReason, DatagramError, UdpHandler, UdpSession};
+
+/// Echoes every datagram; counts opens, closes and datagram errors.
+#[derive(Clone, Default)]
+pub struct Echo {
+    pub opened: Arc<AtomicU64>,
+    pub closes: Arc<Mutex<Vec<CloseReason>>>,
+    pub errors: Arc<Mutex<Vec<DatagramError>>>,
+    pub messages: Arc<AtomicU64>,
+}
+
+impl UdpHandler for Echo {
+    fn on_open(&mut self, _: &mut UdpSession<'_>) {
+        self.opened.fetch_add(1, Ordering::SeqCst);
+    }
+    fn on_message(&mut self, session: &mut UdpSession<'_>, datagram: &[u8]) {
+        self.messages.fetch_add(1, Ordering::SeqCst);
+        session.send(datagram).expect("echo fits");
+    }
+    fn on_datagram_error(&mut self, _: &mut UdpSession<'_>, error: &DatagramError) {
+        self.errors.lock().unwrap().push(error.clone());
+    }
+    fn on_close(&mut self, reason: &CloseReason) {
+        self.closes.lock().unwrap().push(reason.clone());
+    }
+}
+
+/// Sends `total` numbered datagrams of `size` bytes keeping `window` in flight; reports the
+/// number echoed once all came back.
+pub struct Pinger {
+    pub total: u64,
+    pub window: u64,
+    pub size: usize,
+    pub sent: u64,
+    pub echoed: u64,
+    pub done: mpsc::Sender<u64>,
+}
+
+impl Pinger {
+    fn pump(&mut self, session: &mut UdpSession<'_>) {
+        while self.sent < self.total && self.sent - self.echoed < self.window {
+            let mut datagram = vec![0u8; self.size];
+            if self.size >= 8 {
+                datagram[..8].copy_from_slice(&self.sent.to_be_bytes());
+            }
+            session.send(&datagram).unwrap();
+            self.sent += 1;
+        }
+    }
+}
+
+impl UdpHandler for Pinger {
+    fn on_open(&mut self, session: &mut UdpSession<'_>) {
+        self.pump(session);
+    }
+    fn on_message(&mut self, session: &mut UdpSession<'_>, datagram: &[u8]) {
+        assert_eq!(datagram.len(), self.size);
+        self.echoed += 1;
+        if self.echoed == self.total {
+            let _ = self.done.send(self.echoed);
+        }
+        self.pump(session);
+    }
+}
+
+/// Waits for `condition`, polling every millisecond, for at most `timeout`.
+pub fn wait_until(timeout: Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if condition() {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
