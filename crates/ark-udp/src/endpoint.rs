@@ -35,6 +35,8 @@ pub(crate) enum Mode<H> {
         handler: H,
         opened: bool,
     },
+    /// An unconnected socket with one handler for every sender.
+    Cast { handler: H, opened: bool },
 }
 
 impl<H> Mode<H> {
@@ -42,6 +44,13 @@ impl<H> Mode<H> {
         Mode::Server {
             sessions: HashMap::new(),
             factory,
+        }
+    }
+
+    pub(crate) fn cast(handler: H) -> Self {
+        Mode::Cast {
+            handler,
+            opened: false,
         }
     }
 
@@ -136,7 +145,7 @@ impl<H: UdpHandler> Endpoint<H> {
                             .handler
                     }
                 }
-                Mode::Client { handler, .. } => handler,
+                Mode::Client { handler, .. } | Mode::Cast { handler, .. } => handler,
             };
             if received.truncated {
                 tally.truncated += 1;
@@ -229,19 +238,23 @@ impl<H: UdpHandler> Endpoint<H> {
         }
         let local = self.local;
         let limit = self.config.send_queue_limit;
-        if let Mode::Client {
-            peer,
-            handler,
-            opened,
-        } = &mut self.mode
-            && !*opened
-        {
+        let (peer, handler, opened, connected) = match &mut self.mode {
+            Mode::Client {
+                peer,
+                handler,
+                opened,
+            } => (*peer, handler, opened, true),
+            // A cast socket's "peer" before any datagram is its own address.
+            Mode::Cast { handler, opened } => (local, handler, opened, false),
+            Mode::Server { .. } => return,
+        };
+        if !*opened {
             *opened = true;
             tally.sessions_opened += 1;
             let mut session = UdpSession {
-                peer: *peer,
+                peer,
                 local,
-                connected: true,
+                connected,
                 out: &mut self.send,
                 send_limit: limit,
                 datagrams_out: &mut tally.datagrams_out,
@@ -292,7 +305,8 @@ impl<H: UdpHandler> Handler for Endpoint<H> {
             }
             Mode::Client {
                 handler, opened, ..
-            } => {
+            }
+            | Mode::Cast { handler, opened } => {
                 if *opened {
                     handler.on_close(&CloseReason::Stopped);
                     closed += 1;

@@ -6,6 +6,8 @@
 //!   closed when idle; in the sharded IO model one `SO_REUSEPORT` socket per shard, so the
 //!   kernel spreads peers over shards.
 //! * [`UdpClient`]: a connected socket with one session.
+//! * [`UdpCast`]: an unconnected socket that sends to and receives from any address
+//!   (broadcast and multicast only when enabled).
 //! * Batched syscalls: `recvmmsg` receives up to `batch` datagrams per call and the replies
 //!   queued during a readiness turn leave with `sendmmsg`; batching can be turned off to
 //!   compare.
@@ -46,6 +48,7 @@
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
+mod cast;
 mod client;
 mod config;
 mod endpoint;
@@ -57,6 +60,7 @@ mod stats;
 mod sys;
 
 pub use ark_reactor::Runtime;
+pub use cast::{UdpCast, UdpCastBuilder, UdpCastHandle};
 pub use client::{UdpClient, UdpClientBuilder, UdpClientHandle};
 pub use config::UdpConfig;
 pub use limits::{

@@ -44,6 +44,9 @@ pub enum SendError {
         /// The maximum for the destination's address family.
         max: usize,
     },
+    /// `send_to` on a connected socket (a client): use `send`.
+    #[error("send_to on a connected socket")]
+    Connected,
     /// The socket's send queue would pass `UdpConfig::send_queue_limit` (the kernel's send
     /// buffer is full and replies are waiting).
     #[error("send queue full: {queued} bytes queued, limit {limit}")]
@@ -91,7 +94,26 @@ impl UdpSession<'_> {
     /// [`SendError::TooLarge`] over the UDP maximum for the address family (never truncated);
     /// [`SendError::Full`] when the queue is at its limit.
     pub fn send(&mut self, payload: &[u8]) -> Result<(), SendError> {
-        let max = max_payload(&self.peer);
+        let peer = self.peer;
+        self.queue(peer, payload)
+    }
+
+    /// Queues one datagram to any address (unconnected sockets: servers and [`UdpCast`]).
+    /// Broadcast and multicast destinations work only where the socket enabled them.
+    ///
+    /// [`UdpCast`]: crate::UdpCast
+    ///
+    /// # Errors
+    /// As [`send`](Self::send), plus [`SendError::Connected`] on a client's connected socket.
+    pub fn send_to(&mut self, to: std::net::SocketAddr, payload: &[u8]) -> Result<(), SendError> {
+        if self.connected {
+            return Err(SendError::Connected);
+        }
+        self.queue(to, payload)
+    }
+
+    fn queue(&mut self, to: SocketAddr, payload: &[u8]) -> Result<(), SendError> {
+        let max = max_payload(&to);
         if payload.len() > max {
             return Err(SendError::TooLarge {
                 len: payload.len(),
@@ -105,8 +127,7 @@ impl UdpSession<'_> {
                 limit: self.send_limit,
             });
         }
-        self.out
-            .push((!self.connected).then_some(self.peer), payload);
+        self.out.push((!self.connected).then_some(to), payload);
         *self.datagrams_out += 1;
         Ok(())
     }

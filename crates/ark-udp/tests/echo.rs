@@ -164,3 +164,51 @@ fn sharded_server_spreads_peers_over_reuseport_sockets() {
     }
     server.stop().unwrap();
 }
+
+/// Sends "ping" to `to` on open (if given); answers "ping" with "pong"; reports a "pong".
+struct PingPong {
+    to: Option<SocketAddr>,
+    got_pong: mpsc::Sender<SocketAddr>,
+}
+
+impl ark_udp::UdpHandler for PingPong {
+    fn on_open(&mut self, session: &mut ark_udp::UdpSession<'_>) {
+        if let Some(to) = self.to {
+            session.send_to(to, b"ping").unwrap();
+        }
+    }
+    fn on_message(&mut self, session: &mut ark_udp::UdpSession<'_>, datagram: &[u8]) {
+        match datagram {
+            b"ping" => session.send(b"pong").unwrap(), // replies to the sender
+            b"pong" => self.got_pong.send(session.peer_addr()).unwrap(),
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn cast_sockets_send_to_any_address_and_reply_to_senders() {
+    let (tx, rx) = mpsc::channel();
+    let b = ark_udp::UdpCast::builder()
+        .bind("127.0.0.1:0".parse().unwrap())
+        .start(PingPong {
+            to: None,
+            got_pong: tx.clone(),
+        })
+        .unwrap();
+    let a = ark_udp::UdpCast::builder()
+        .bind("127.0.0.1:0".parse().unwrap())
+        .start(PingPong {
+            to: Some(b.local_addr()),
+            got_pong: tx,
+        })
+        .unwrap();
+    assert_eq!(
+        rx.recv_timeout(TIMEOUT).unwrap(),
+        b.local_addr(),
+        "A ({}) got B's pong",
+        a.local_addr()
+    );
+    a.stop().unwrap();
+    b.stop().unwrap();
+}

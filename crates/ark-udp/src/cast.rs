@@ -1,0 +1,162 @@
+//! `UdpCast`: an unconnected socket that sends to and receives from any address.
+
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ark_reactor::{
+    IoModel, ReactorConfig, ReactorHandle, ReactorPool, Runtime, SourceId, release_pool,
+};
+
+use crate::config::UdpConfig;
+use crate::endpoint::{Endpoint, Mode};
+use crate::server::{bind_socket, granted_buffers, register, udp_options};
+use crate::session::UdpHandler;
+use crate::stats::{UdpCounters, UdpStats};
+
+/// Entry point: [`UdpCast::builder`].
+#[derive(Debug)]
+pub struct UdpCast;
+
+impl UdpCast {
+    /// A builder with the defaults of [`UdpConfig`] (no sessions, no expiry), broadcast off and
+    /// no multicast group.
+    pub fn builder() -> UdpCastBuilder {
+        UdpCastBuilder {
+            addr: None,
+            broadcast: false,
+            multicast_v4: Vec::new(),
+            config: UdpConfig {
+                session_expiry: None,
+                ..UdpConfig::default()
+            },
+            runtime: Runtime::default(),
+            reactor_config: ReactorConfig::default(),
+        }
+    }
+}
+
+/// Configures and starts a [`UdpCast`] socket.
+#[derive(Debug)]
+pub struct UdpCastBuilder {
+    addr: Option<SocketAddr>,
+    broadcast: bool,
+    multicast_v4: Vec<(Ipv4Addr, Ipv4Addr)>,
+    config: UdpConfig,
+    runtime: Runtime,
+    reactor_config: ReactorConfig,
+}
+
+impl UdpCastBuilder {
+    /// The address to bind.
+    pub fn bind(mut self, addr: SocketAddr) -> Self {
+        self.addr = Some(addr);
+        self
+    }
+
+    /// Allows sending to broadcast addresses (`SO_BROADCAST`). Off by default.
+    pub fn broadcast(mut self, on: bool) -> Self {
+        self.broadcast = on;
+        self
+    }
+
+    /// Joins an IPv4 multicast `group` on `interface` (`0.0.0.0`: the default one). None by
+    /// default.
+    pub fn join_multicast_v4(mut self, group: Ipv4Addr, interface: Ipv4Addr) -> Self {
+        self.multicast_v4.push((group, interface));
+        self
+    }
+
+    udp_options!();
+
+    /// Binds and starts; `handler` gets every datagram (`on_message`, with the sender as the
+    /// session's peer, so `send` replies to it) and sends anywhere with `send_to`. `on_open`
+    /// runs first, with the socket's own address as the peer.
+    ///
+    /// # Errors
+    /// No address, binding, an option or the pool failed.
+    pub fn start<H: UdpHandler>(self, handler: H) -> io::Result<UdpCastHandle> {
+        let addr = self.addr.ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidInput, "UdpCast: no bind address")
+        })?;
+        let config = Arc::new(self.config);
+        let socket = bind_socket(addr, &config, false)?;
+        socket.set_broadcast(self.broadcast)?;
+        for (group, interface) in &self.multicast_v4 {
+            socket.join_multicast_v4(group, interface)?;
+        }
+        let local_addr = socket.local_addr()?;
+        let socket_buffers = granted_buffers(&socket);
+        let (pool, own_pool) = self.runtime.pool(self.reactor_config)?;
+        let counters = Arc::new(UdpCounters::default());
+        let endpoint = Endpoint::new(socket, Mode::cast(handler), config, counters.clone());
+        let reactor = pool.next().clone();
+        let id = register(&reactor, endpoint, true)?;
+        Ok(UdpCastHandle {
+            local_addr,
+            socket_buffers,
+            counters,
+            endpoint: Some((reactor, id)),
+            pool: Some(pool),
+            own_pool,
+        })
+    }
+}
+
+/// A running [`UdpCast`] socket.
+#[derive(Debug)]
+pub struct UdpCastHandle {
+    local_addr: SocketAddr,
+    socket_buffers: (usize, usize),
+    counters: Arc<UdpCounters>,
+    endpoint: Option<(ReactorHandle, SourceId)>,
+    pool: Option<Arc<ReactorPool>>,
+    own_pool: bool,
+}
+
+impl UdpCastHandle {
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The granted `(SO_SNDBUF, SO_RCVBUF)` sizes.
+    pub fn socket_buffers(&self) -> (usize, usize) {
+        self.socket_buffers
+    }
+
+    /// A copy of the counters.
+    pub fn stats(&self) -> UdpStats {
+        self.counters.snapshot()
+    }
+
+    /// Closes the socket (`on_close(Stopped)`) and stops an own pool.
+    ///
+    /// # Errors
+    /// Stopping the own pool failed.
+    pub fn stop(mut self) -> io::Result<()> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> io::Result<()> {
+        if let Some((reactor, id)) = self.endpoint.take() {
+            let (tx, rx) = std::sync::mpsc::channel();
+            if reactor.post(move |r| {
+                r.remove(id);
+                let _ = tx.send(());
+            }) {
+                let _ = rx.recv_timeout(Duration::from_secs(10));
+            }
+        }
+        self.pool
+            .take()
+            .map_or(Ok(()), |pool| release_pool(pool, self.own_pool))
+    }
+}
+
+impl Drop for UdpCastHandle {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}
