@@ -1,0 +1,65 @@
+//! # ark-ws
+//!
+//! WebSocket servers and clients for the ark networking library: [tungstenite] speaks the
+//! protocol, ark-tcp's sessions do the IO on ark's reactor. tungstenite reads from and writes
+//! to an in-memory stream, so its handshake and reads resume across `WouldBlock` naturally, its
+//! writes never block, and everything a turn produced — replies, automatic pongs, close frames —
+//! leaves in one write per turn.
+//!
+//! * Small idle memory: tungstenite's read buffer is 4 KiB here (its default 128 KiB costs that
+//!   much per idle session), and the in-memory buffers are released when a session is idle.
+//! * Bad input closes only its session: a bad upgrade gets an HTTP error response; invalid
+//!   UTF-8 closes with 1007, an oversized message with 1009, a protocol violation with 1002.
+//!
+//! ```
+//! use std::sync::mpsc;
+//! use std::time::Duration;
+//! use ark_ws::{Message, Request, WsClient, WsHandler, WsServer, WsSession};
+//!
+//! struct Echo;
+//! impl WsHandler for Echo {
+//!     fn on_message(&mut self, session: &mut WsSession<'_>, message: Message) {
+//!         match message {
+//!             Message::Text(text) => { let _ = session.send_text(&text); }
+//!             Message::Binary(data) => { let _ = session.send_binary(&data); }
+//!             _ => {}
+//!         }
+//!     }
+//! }
+//!
+//! struct Hello(mpsc::Sender<String>);
+//! impl WsHandler for Hello {
+//!     fn on_open(&mut self, session: &mut WsSession<'_>, _: &Request) {
+//!         session.send_text("hello").unwrap();
+//!     }
+//!     fn on_message(&mut self, session: &mut WsSession<'_>, message: Message) {
+//!         self.0.send(message.to_text().unwrap().to_string()).unwrap();
+//!         session.close(1000, "done");
+//!     }
+//! }
+//!
+//! let server = WsServer::builder().bind("127.0.0.1:0".parse()?).start(|_| Echo)?;
+//! let (tx, rx) = mpsc::channel();
+//! let url = format!("ws://{}/", server.local_addr());
+//! let client = WsClient::builder().connect(&url, Hello(tx))?;
+//! assert_eq!(rx.recv_timeout(Duration::from_secs(10))?, "hello");
+//! client.stop()?;
+//! server.stop()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
+
+mod client;
+mod config;
+mod conn;
+mod server;
+mod session;
+mod stream;
+
+pub use client::{WsClient, WsClientBuilder, WsClientHandle};
+pub use config::{UpgradeHook, WsConfig};
+pub use server::{WsServer, WsServerBuilder, WsServerHandle};
+pub use session::{Request, SendError, WsHandler, WsSession};
+pub use tungstenite::Message;
+pub use tungstenite::protocol::frame::coding::CloseCode;

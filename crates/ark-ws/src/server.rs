@@ -1,0 +1,180 @@
+//! `WsServer`: WebSocket sessions on an ark-tcp server.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ark_frame::Raw;
+use ark_reactor::{IoModel, ReactorPool};
+use ark_tcp::{TcpServer, TcpServerHandle, TcpStats};
+
+use crate::config::{UpgradeHook, WsConfig};
+use crate::conn::WsConn;
+use crate::session::{Request, WsHandler};
+
+/// Entry point: [`WsServer::builder`].
+#[derive(Debug)]
+pub struct WsServer;
+
+impl WsServer {
+    /// A builder with the defaults of [`WsConfig`] and a single-threaded pool of its own.
+    pub fn builder() -> WsServerBuilder {
+        WsServerBuilder {
+            addr: None,
+            config: WsConfig::default(),
+            io_model: None,
+            pool: None,
+        }
+    }
+}
+
+/// Configures and starts a [`WsServer`].
+#[derive(Debug)]
+pub struct WsServerBuilder {
+    addr: Option<SocketAddr>,
+    config: WsConfig,
+    io_model: Option<IoModel>,
+    pool: Option<Arc<ReactorPool>>,
+}
+
+macro_rules! ws_options {
+    () => {
+        /// Largest message and frame (default 16 MiB each).
+        pub fn max_message(mut self, message: usize, frame: usize) -> Self {
+            self.config.max_message = message;
+            self.config.max_frame = frame;
+            self
+        }
+
+        /// tungstenite's read buffer per session (default 4 KiB).
+        pub fn read_buffer(mut self, bytes: usize) -> Self {
+            self.config.read_buffer = bytes;
+            self
+        }
+
+        /// Most encoded bytes waiting to be written before sends fail with `Full`.
+        pub fn write_buffer_limit(mut self, bytes: usize) -> Self {
+            self.config.write_buffer_limit = bytes;
+            self
+        }
+
+        /// How long the close handshake may take (default 30 s).
+        pub fn close_timeout(mut self, timeout: Duration) -> Self {
+            self.config.close_timeout = timeout;
+            self
+        }
+
+        /// Idle timeout (default 1 h; `None` disables).
+        pub fn idle_timeout(mut self, timeout: Option<Duration>) -> Self {
+            self.config.idle_timeout = timeout;
+            self
+        }
+
+        /// Subprotocols, in preference order.
+        pub fn subprotocols(mut self, protocols: &[&str]) -> Self {
+            self.config.subprotocols = protocols.iter().map(|p| p.to_string()).collect();
+            self
+        }
+
+        /// Runs on a pool of its own with this IO model.
+        pub fn io_model(mut self, model: IoModel) -> Self {
+            self.io_model = Some(model);
+            self
+        }
+
+        /// Runs on a shared pool.
+        pub fn pool(mut self, pool: Arc<ReactorPool>) -> Self {
+            self.pool = Some(pool);
+            self
+        }
+    };
+}
+pub(crate) use ws_options;
+
+impl WsServerBuilder {
+    /// The address to listen on.
+    pub fn bind(mut self, addr: SocketAddr) -> Self {
+        self.addr = Some(addr);
+        self
+    }
+
+    /// The upgrade path (default `/`); other paths are answered with 404.
+    pub fn path(mut self, path: &str) -> Self {
+        self.config.path = path.to_string();
+        self
+    }
+
+    /// Inspects each upgrade request; `Err((status, reason))` rejects it with that status.
+    pub fn on_upgrade<F>(mut self, hook: F) -> Self
+    where
+        F: Fn(&Request) -> Result<(), (u16, String)> + Send + Sync + 'static,
+    {
+        let hook: UpgradeHook = Arc::new(hook);
+        self.config.upgrade_hook = Some(hook);
+        self
+    }
+
+    ws_options!();
+
+    /// Starts listening; `factory(peer)` makes each session's handler.
+    ///
+    /// # Errors
+    /// No address, binding failed, or the pool could not start.
+    pub fn start<H, F>(self, factory: F) -> io::Result<WsServerHandle>
+    where
+        H: WsHandler,
+        F: Fn(SocketAddr) -> H + Send + Sync + 'static,
+    {
+        let addr = self.addr.ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidInput, "WsServer: no bind address")
+        })?;
+        let config = Arc::new(self.config);
+        let mut tcp = TcpServer::builder()
+            .bind(addr)
+            .framing(Raw::new().max_frame_len(64 * 1024))
+            .nodelay(true)
+            .idle_timeout(config.idle_timeout)
+            .close_linger(config.close_timeout)
+            .send_queue(
+                config.write_buffer_limit.saturating_add(config.max_frame),
+                config.write_buffer_limit / 4,
+                config.write_buffer_limit.saturating_add(config.max_frame),
+            );
+        if let Some(model) = self.io_model {
+            tcp = tcp.io_model(model);
+        }
+        if let Some(pool) = self.pool {
+            tcp = tcp.pool(pool);
+        }
+        let c = config.clone();
+        let inner = tcp.start(move |peer| WsConn::server(c.clone(), factory(peer)))?;
+        Ok(WsServerHandle { inner })
+    }
+}
+
+/// A running WebSocket server.
+#[derive(Debug)]
+pub struct WsServerHandle {
+    inner: TcpServerHandle,
+}
+
+impl WsServerHandle {
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.inner.local_addr()
+    }
+
+    /// The underlying TCP counters (sessions, bytes, syscalls, buffers held).
+    pub fn stats(&self) -> TcpStats {
+        self.inner.stats()
+    }
+
+    /// Stops gracefully (see `TcpServerHandle::stop`).
+    ///
+    /// # Errors
+    /// Stopping the own pool failed.
+    pub fn stop(self) -> io::Result<()> {
+        self.inner.stop()
+    }
+}

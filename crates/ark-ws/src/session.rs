@@ -1,0 +1,167 @@
+//! What a handler sees: `WsSession`, `WsHandler`, send errors.
+
+use std::net::SocketAddr;
+
+use tungstenite::protocol::CloseFrame;
+use tungstenite::protocol::frame::coding::CloseCode;
+use tungstenite::{Bytes, Message, WebSocket};
+
+use crate::stream::MemStream;
+
+/// The HTTP upgrade request of a session (the server's received request, or the client's sent
+/// one).
+pub type Request = tungstenite::http::Request<()>;
+
+/// Why a send was refused. Nothing was queued.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SendError {
+    /// Bytes waiting to be written would pass the write-buffer limit
+    /// (`WsConfig::write_buffer_limit`).
+    #[error("write buffer full: {queued} bytes waiting, limit {limit}")]
+    Full {
+        /// Bytes waiting (encoded frames not yet written to the socket).
+        queued: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// The message is over the maximum message size.
+    #[error("message of {len} bytes exceeds the maximum of {max}")]
+    TooLarge {
+        /// Message length.
+        len: usize,
+        /// `WsConfig::max_message`.
+        max: usize,
+    },
+    /// The session is closing (a close frame was sent or received).
+    #[error("the WebSocket session is closing")]
+    Closed,
+}
+
+/// A handler's view of its WebSocket session during a callback.
+pub struct WsSession<'a> {
+    pub(crate) ws: &'a mut WebSocket<MemStream>,
+    pub(crate) peer: SocketAddr,
+    pub(crate) id: u64,
+    /// Bytes the TCP session already has queued.
+    pub(crate) tcp_queued: usize,
+    pub(crate) limit: usize,
+    pub(crate) max_message: usize,
+    pub(crate) close_sent: &'a mut Option<(u16, String)>,
+}
+
+impl std::fmt::Debug for WsSession<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WsSession")
+            .field("id", &self.id)
+            .field("peer", &self.peer)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WsSession<'_> {
+    /// The session's id.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The peer's address.
+    pub fn peer_addr(&self) -> SocketAddr {
+        self.peer
+    }
+
+    fn check(&self, len: usize) -> Result<(), SendError> {
+        if self.close_sent.is_some() || !self.ws.can_write() {
+            return Err(SendError::Closed);
+        }
+        if len > self.max_message {
+            return Err(SendError::TooLarge {
+                len,
+                max: self.max_message,
+            });
+        }
+        let queued = self.tcp_queued + self.ws.get_ref().outbox.len();
+        if queued > 0 && queued + len > self.limit {
+            return Err(SendError::Full {
+                queued,
+                limit: self.limit,
+            });
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, message: Message) -> Result<(), SendError> {
+        // Writing into the in-memory stream cannot block; a protocol error here means the
+        // connection is closing.
+        self.ws.write(message).map_err(|_| SendError::Closed)
+    }
+
+    /// Queues a binary message (written with everything else at the end of the turn).
+    ///
+    /// # Errors
+    /// [`SendError::Full`], [`SendError::TooLarge`] or [`SendError::Closed`].
+    pub fn send_binary(&mut self, data: &[u8]) -> Result<(), SendError> {
+        self.check(data.len())?;
+        self.write(Message::Binary(Bytes::copy_from_slice(data)))
+    }
+
+    /// Queues a text message.
+    ///
+    /// # Errors
+    /// As [`send_binary`](Self::send_binary).
+    pub fn send_text(&mut self, text: &str) -> Result<(), SendError> {
+        self.check(text.len())?;
+        self.write(Message::text(text))
+    }
+
+    /// Queues a ping (payload at most 125 bytes); the peer's pong arrives as
+    /// [`Message::Pong`].
+    ///
+    /// # Errors
+    /// As [`send_binary`](Self::send_binary); a payload over 125 bytes is `TooLarge`.
+    pub fn ping(&mut self, payload: &[u8]) -> Result<(), SendError> {
+        if payload.len() > 125 {
+            return Err(SendError::TooLarge {
+                len: payload.len(),
+                max: 125,
+            });
+        }
+        self.check(payload.len())?;
+        self.write(Message::Ping(Bytes::copy_from_slice(payload)))
+    }
+
+    /// Starts the close handshake with `code` and `reason`; `on_close` follows when it
+    /// completes (or after the close timeout).
+    pub fn close(&mut self, code: u16, reason: &str) {
+        if self.close_sent.is_some() {
+            return;
+        }
+        *self.close_sent = Some((code, reason.to_string()));
+        let frame = CloseFrame {
+            code: CloseCode::from(code),
+            reason: reason.into(),
+        };
+        let _ = self.ws.close(Some(frame));
+    }
+}
+
+/// The callbacks of a WebSocket session; one handler value per session, every callback on the
+/// thread serving the session, never two at once.
+pub trait WsHandler: Send + 'static {
+    /// The handshake completed. `request` is the upgrade request (the server's received one,
+    /// or the client's sent one).
+    fn on_open(&mut self, session: &mut WsSession<'_>, request: &Request) {
+        let _ = (session, request);
+    }
+
+    /// A whole message arrived: `Text` (valid UTF-8) or `Binary`, fragmented messages already
+    /// reassembled; `Pong` replies to our pings are delivered too. Pings are answered
+    /// automatically.
+    fn on_message(&mut self, session: &mut WsSession<'_>, message: Message);
+
+    /// The session ended with `code` (1006 when the connection was lost without a close
+    /// frame) and `reason`.
+    fn on_close(&mut self, code: u16, reason: &str) {
+        let _ = (code, reason);
+    }
+}
