@@ -233,11 +233,12 @@ impl<C: Framing, H: TcpHandler> Conn<C, H> {
             id,
             addr,
             local,
-            phase,
             socket_buffers,
             ..
         } = self;
-        let draining = *phase == Phase::ShutdownSent || *ending != Ending::None;
+        // After a graceful close the peer's remaining messages are still delivered (until its
+        // end of stream); after an abort nothing is.
+        let draining = *ending == Ending::Abort;
         let high = config.high_watermark;
         let mut deliver = |frame: &[u8]| -> Flow {
             tally.frames_in += 1;
@@ -257,7 +258,7 @@ impl<C: Framing, H: TcpHandler> Conn<C, H> {
                 socket_buffers: *socket_buffers,
             };
             handler.on_message(&mut session, frame);
-            if *session.ending != Ending::None {
+            if *session.ending == Ending::Abort {
                 return Flow::Pause;
             }
             if session.out.len() >= high {

@@ -89,6 +89,8 @@ pub(crate) struct WsConn<H> {
     opened: bool,
     close_sent: Option<(u16, String)>,
     close_received: Option<(u16, String)>,
+    /// `on_close` was called.
+    reported: bool,
     /// Encoded bytes the TCP queue refused (full); written on `on_writable`.
     held: Vec<u8>,
 }
@@ -118,6 +120,7 @@ impl<H: WsHandler> WsConn<H> {
             opened: false,
             close_sent: None,
             close_received: None,
+            reported: false,
             held: Vec::new(),
         }
     }
@@ -132,6 +135,7 @@ impl<H: WsHandler> WsConn<H> {
             opened: false,
             close_sent: None,
             close_received: None,
+            reported: false,
             held: Vec::new(),
         }
     }
@@ -270,8 +274,17 @@ impl<H: WsHandler> WsConn<H> {
                     let outcome = self.read_messages(&mut ws, tcp);
                     self.state = State::Open(ws);
                     match outcome {
+                        // The peer's close frame arrived (tungstenite queued the reply, or it
+                        // answered ours): the handshake is complete; close the connection.
+                        Read::Blocked if self.close_received.is_some() => {
+                            self.report_close();
+                            self.flush(tcp);
+                            tcp.close();
+                            self.state = State::Done;
+                        }
                         Read::Blocked => {}
                         Read::Closed => {
+                            self.report_close();
                             self.flush(tcp);
                             tcp.close();
                             self.state = State::Done;
@@ -292,6 +305,20 @@ impl<H: WsHandler> WsConn<H> {
             // the close timeout, the TCP close linger).
             tcp.close();
         }
+    }
+
+    /// Calls `on_close` once, with the code of whoever closed first.
+    fn report_close(&mut self) {
+        if self.reported || !self.opened {
+            return;
+        }
+        self.reported = true;
+        let (code, reason) = self
+            .close_sent
+            .clone()
+            .or_else(|| self.close_received.clone())
+            .unwrap_or((1005, String::new()));
+        self.handler.on_close(code, &reason);
     }
 
     fn open(&mut self, tcp: &mut Session<'_>) {
@@ -375,14 +402,16 @@ impl<H: WsHandler> TcpHandler for WsConn<H> {
     }
 
     fn on_close(&mut self, reason: &CloseReason) {
-        if !self.opened {
+        if !self.opened || self.reported {
             return;
         }
-        let (code, text) = self
-            .close_received
-            .clone()
-            .or_else(|| self.close_sent.clone())
-            .unwrap_or_else(|| (1006, format!("connection lost: {reason}")));
-        self.handler.on_close(code, &text);
+        if self.close_sent.is_none() && self.close_received.is_none() {
+            // No close frame either way: the connection was lost.
+            self.reported = true;
+            self.handler
+                .on_close(1006, &format!("connection lost: {reason}"));
+            return;
+        }
+        self.report_close();
     }
 }

@@ -1,0 +1,215 @@
+//! Echo, fragmentation, ping/pong, close from either side, and bad input.
+
+mod util;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use ark_ws::{Message, Request, WsClient, WsHandler, WsSession};
+use tungstenite::protocol::frame::Frame;
+use tungstenite::protocol::frame::coding::{Data, OpCode};
+use util::{blocking_client, echo_server};
+
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+fn close_code(message: Message) -> u16 {
+    match message {
+        Message::Close(Some(frame)) => u16::from(frame.code),
+        other => panic!("expected a close frame, got {other:?}"),
+    }
+}
+
+#[test]
+fn binary_and_text_echo_with_ark_client_and_server() {
+    struct Check {
+        got: mpsc::Sender<Message>,
+    }
+    impl WsHandler for Check {
+        fn on_open(&mut self, session: &mut WsSession<'_>, request: &Request) {
+            assert_eq!(request.uri().path(), "/");
+            session.send_text("héllo").unwrap();
+            session.send_binary(&[0, 1, 2, 255]).unwrap();
+            session.send_binary(&vec![7u8; 300_000]).unwrap();
+        }
+        fn on_message(&mut self, _: &mut WsSession<'_>, message: Message) {
+            self.got.send(message).unwrap();
+        }
+    }
+    let (server, _) = echo_server(16 * 1024 * 1024);
+    let (tx, rx) = mpsc::channel();
+    let client = WsClient::builder()
+        .connect(&format!("ws://{}/", server.local_addr()), Check { got: tx })
+        .unwrap();
+    assert_eq!(rx.recv_timeout(TIMEOUT).unwrap(), Message::text("héllo"));
+    assert_eq!(
+        rx.recv_timeout(TIMEOUT).unwrap(),
+        Message::binary(vec![0, 1, 2, 255])
+    );
+    assert_eq!(
+        rx.recv_timeout(TIMEOUT).unwrap(),
+        Message::binary(vec![7u8; 300_000])
+    );
+    client.stop().unwrap();
+    server.stop().unwrap();
+}
+
+#[test]
+fn a_fragmented_message_is_delivered_whole_and_ping_gets_pong() {
+    let (server, _) = echo_server(1 << 20);
+    let mut ws = blocking_client(server.local_addr());
+    ws.send(Message::Frame(Frame::message(
+        "frag",
+        OpCode::Data(Data::Text),
+        false,
+    )))
+    .unwrap();
+    ws.send(Message::Frame(Frame::message(
+        "men",
+        OpCode::Data(Data::Continue),
+        false,
+    )))
+    .unwrap();
+    ws.send(Message::Frame(Frame::message(
+        "ted",
+        OpCode::Data(Data::Continue),
+        true,
+    )))
+    .unwrap();
+    assert_eq!(ws.read().unwrap(), Message::text("fragmented"));
+    ws.send(Message::Ping("are you there".into())).unwrap();
+    assert_eq!(ws.read().unwrap(), Message::Pong("are you there".into()));
+    ws.close(None).unwrap();
+    drop(ws);
+    server.stop().unwrap();
+}
+
+#[test]
+fn close_initiated_by_either_side() {
+    let (server, echo) = echo_server(1 << 20);
+    // Client-initiated.
+    let mut ws = blocking_client(server.local_addr());
+    ws.close(Some(tungstenite::protocol::CloseFrame {
+        code: 1000.into(),
+        reason: "client done".into(),
+    }))
+    .unwrap();
+    assert_eq!(
+        close_code(ws.read().unwrap()),
+        1000,
+        "the server answers the close"
+    );
+    assert!(util::wait_until(TIMEOUT, || echo
+        .closes
+        .lock()
+        .unwrap()
+        .len()
+        == 1));
+    assert_eq!(
+        echo.closes.lock().unwrap()[0],
+        (1000, "client done".to_string())
+    );
+    // Server-initiated.
+    let mut ws = blocking_client(server.local_addr());
+    ws.send(Message::text("bye")).unwrap();
+    assert_eq!(close_code(ws.read().unwrap()), 4000);
+    // tungstenite queued its reply when it read the close frame; flushing sends it.
+    let _ = ws.flush();
+    assert!(util::wait_until(TIMEOUT, || echo
+        .closes
+        .lock()
+        .unwrap()
+        .len()
+        == 2));
+    assert_eq!(echo.closes.lock().unwrap()[1].0, 4000);
+    drop(ws);
+    server.stop().unwrap();
+}
+
+fn raw_upgrade(addr: std::net::SocketAddr, path: &str, with_key: bool) -> String {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let key = if with_key {
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+    } else {
+        ""
+    };
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n{key}Sec-WebSocket-Version: 13\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    response
+}
+
+#[test]
+fn bad_upgrades_get_an_http_error_and_other_sessions_go_on() {
+    let (server, _) = echo_server(1 << 20);
+    let mut good = blocking_client(server.local_addr());
+    let wrong_path = raw_upgrade(server.local_addr(), "/elsewhere", true);
+    assert!(wrong_path.starts_with("HTTP/1.1 404"), "{wrong_path}");
+    let no_key = raw_upgrade(server.local_addr(), "/", false);
+    assert!(no_key.starts_with("HTTP/1.1 400"), "{no_key}");
+    good.send(Message::text("still here")).unwrap();
+    assert_eq!(good.read().unwrap(), Message::text("still here"));
+    drop(good);
+    server.stop().unwrap();
+}
+
+#[test]
+fn the_upgrade_hook_can_reject() {
+    let server = ark_ws::WsServer::builder()
+        .bind("127.0.0.1:0".parse().unwrap())
+        .on_upgrade(|request| {
+            if request.headers().contains_key("x-token") {
+                Ok(())
+            } else {
+                Err((401, "token required".to_string()))
+            }
+        })
+        .start(|_| util::Echo::default())
+        .unwrap();
+    let response = raw_upgrade(server.local_addr(), "/", true);
+    assert!(response.starts_with("HTTP/1.1 401"), "{response}");
+    assert!(response.contains("token required"));
+    server.stop().unwrap();
+}
+
+#[test]
+fn oversized_messages_close_with_1009_and_invalid_utf8_with_1007() {
+    let (server, _) = echo_server(1024);
+    let mut ws = blocking_client(server.local_addr());
+    ws.send(Message::binary(vec![0u8; 2000])).unwrap();
+    assert_eq!(close_code(ws.read().unwrap()), 1009);
+    drop(ws);
+
+    let mut ws = blocking_client(server.local_addr());
+    ws.send(Message::Frame(Frame::message(
+        vec![0xff, 0xfe, 0x41],
+        OpCode::Data(Data::Text),
+        true,
+    )))
+    .unwrap();
+    assert_eq!(close_code(ws.read().unwrap()), 1007);
+    drop(ws);
+
+    // A protocol violation: a continuation frame with nothing to continue.
+    let mut ws = blocking_client(server.local_addr());
+    ws.send(Message::Frame(Frame::message(
+        "x",
+        OpCode::Data(Data::Continue),
+        true,
+    )))
+    .unwrap();
+    assert_eq!(close_code(ws.read().unwrap()), 1002);
+
+    // And the server still serves others.
+    let mut ok = blocking_client(server.local_addr());
+    ok.send(Message::text("fine")).unwrap();
+    assert_eq!(ok.read().unwrap(), Message::text("fine"));
+    drop((ws, ok));
+    server.stop().unwrap();
+}

@@ -1,0 +1,64 @@
+//! Helpers shared by the ark-ws tests.
+#![allow(dead_code)]
+
+use std::net::{SocketAddr, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ark_ws::{Message, WsHandler, WsServer, WsServerHandle, WsSession};
+use tungstenite::WebSocket;
+
+/// Echoes text and binary messages; "bye" makes the server close with 4000; records closes.
+#[derive(Clone, Default)]
+pub struct Echo {
+    pub closes: Arc<Mutex<Vec<(u16, String)>>>,
+}
+
+impl WsHandler for Echo {
+    fn on_message(&mut self, session: &mut WsSession<'_>, message: Message) {
+        match message {
+            Message::Text(text) if text.as_str() == "bye" => session.close(4000, "server says bye"),
+            Message::Text(text) => session.send_text(&text).unwrap(),
+            Message::Binary(data) => session.send_binary(&data).unwrap(),
+            _ => {}
+        }
+    }
+    fn on_close(&mut self, code: u16, reason: &str) {
+        self.closes.lock().unwrap().push((code, reason.to_string()));
+    }
+}
+
+pub fn echo_server(max_message: usize) -> (WsServerHandle, Echo) {
+    let echo = Echo::default();
+    let e = echo.clone();
+    let server = WsServer::builder()
+        .bind("127.0.0.1:0".parse().unwrap())
+        .max_message(max_message, max_message)
+        .start(move |_| e.clone())
+        .unwrap();
+    (server, echo)
+}
+
+/// A blocking tungstenite client (an independent implementation of the client side).
+pub fn blocking_client(addr: SocketAddr) -> WebSocket<TcpStream> {
+    let stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let (ws, _) = tungstenite::client::client(format!("ws://{addr}/"), stream).unwrap();
+    ws
+}
+
+/// Waits for `condition`, polling every millisecond, for at most `timeout`.
+pub fn wait_until(timeout: Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if condition() {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
