@@ -423,7 +423,10 @@ impl<C: Framing, H: TcpHandler> Conn<C, H> {
         }
 
         let mut turn = Turn::Done;
-        if !self.paused && (ready.is_readable() || self.read_more || self.reader_paused) {
+        // After shutting down writing, any event may be the peer's end of stream: read.
+        let closing = self.phase == Phase::ShutdownSent;
+        if !self.paused && (ready.is_readable() || self.read_more || self.reader_paused || closing)
+        {
             self.read_more = false;
             let (outcome, read) = self.read_once(cx, tally);
             if let Some(bytes) = read {

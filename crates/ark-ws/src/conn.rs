@@ -91,8 +91,6 @@ pub(crate) struct WsConn<H> {
     close_received: Option<(u16, String)>,
     /// `on_close` was called.
     reported: bool,
-    /// Encoded bytes the TCP queue refused (full); written on `on_writable`.
-    held: Vec<u8>,
 }
 
 impl<H: WsHandler> WsConn<H> {
@@ -121,7 +119,6 @@ impl<H: WsHandler> WsConn<H> {
             close_sent: None,
             close_received: None,
             reported: false,
-            held: Vec::new(),
         }
     }
 
@@ -136,7 +133,6 @@ impl<H: WsHandler> WsConn<H> {
             close_sent: None,
             close_received: None,
             reported: false,
-            held: Vec::new(),
         }
     }
 
@@ -150,32 +146,17 @@ impl<H: WsHandler> WsConn<H> {
     }
 
     /// Moves encoded bytes to the TCP session's queue (one write per turn happens there).
+    /// Bytes the queue refuses (full) stay in the stream's outbox until `on_writable`.
     fn flush(&mut self, tcp: &mut Session<'_>) {
         if let State::Open(ws) = &mut self.state {
             let _ = ws.flush(); // writes into the in-memory stream; cannot block
         }
-        if let Some(stream) = self.stream()
-            && !stream.outbox.is_empty()
-        {
-            let outbox = std::mem::take(&mut stream.outbox);
-            self.held.extend_from_slice(&outbox);
-            // Give the (cleared) allocation back to the stream for reuse.
-            let mut outbox = outbox;
-            outbox.clear();
-            if let Some(stream) = self.stream() {
-                stream.outbox = outbox;
-            }
+        let keep = self.config.read_buffer;
+        let Some(stream) = self.stream() else { return };
+        if !stream.outbox.is_empty() && tcp.send_raw(&stream.outbox).is_ok() {
+            stream.outbox.clear();
         }
-        if !self.held.is_empty() && tcp.send_raw(&self.held).is_ok() {
-            self.held.clear();
-        }
-        if let Some(stream) = self.stream() {
-            stream.shrink_if_idle();
-        }
-        if self.held.is_empty() && self.held.capacity() > 0 && matches!(self.state, State::Open(_))
-        {
-            self.held = Vec::new();
-        }
+        stream.shrink_if_idle(keep);
     }
 
     /// Answers a failed upgrade with an HTTP error and closes.
@@ -207,13 +188,12 @@ impl<H: WsHandler> WsConn<H> {
         tcp: &Session<'_>,
         config: &WsConfig,
         close_sent: &'a mut Option<(u16, String)>,
-        held: usize,
     ) -> WsSession<'a> {
         WsSession {
             ws,
             peer: tcp.peer_addr(),
             id: tcp.id(),
-            tcp_queued: tcp.queued_bytes() + held,
+            tcp_queued: tcp.queued_bytes(),
             limit: config.write_buffer_limit,
             max_message: config.max_message,
             close_sent,
@@ -325,8 +305,7 @@ impl<H: WsHandler> WsConn<H> {
         self.opened = true;
         let request = self.request.take().unwrap_or_else(|| Request::new(()));
         if let State::Open(ws) = &mut self.state {
-            let mut session =
-                Self::session(ws, tcp, &self.config, &mut self.close_sent, self.held.len());
+            let mut session = Self::session(ws, tcp, &self.config, &mut self.close_sent);
             self.handler.on_open(&mut session, &request);
         }
         self.request = Some(request);
@@ -342,8 +321,7 @@ impl<H: WsHandler> WsConn<H> {
                 }
                 Ok(Message::Ping(_)) | Ok(Message::Frame(_)) => {} // pongs are automatic
                 Ok(message) => {
-                    let mut session =
-                        Self::session(ws, tcp, &self.config, &mut self.close_sent, self.held.len());
+                    let mut session = Self::session(ws, tcp, &self.config, &mut self.close_sent);
                     self.handler.on_message(&mut session, message);
                 }
                 Err(Error::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock => {

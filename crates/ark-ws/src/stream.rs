@@ -30,12 +30,18 @@ impl MemStream {
         self.inbox.len() - self.read_pos
     }
 
-    /// Releases the buffers' memory when both are empty (idle sessions).
-    pub(crate) fn shrink_if_idle(&mut self) {
+    /// When both buffers are empty, releases any that grew past `keep` bytes (a large message
+    /// passed through), so idle sessions stay small without reallocating per message.
+    pub(crate) fn shrink_if_idle(&mut self, keep: usize) {
         if self.pending_in() == 0 && self.outbox.is_empty() {
-            self.inbox = Vec::new();
+            self.inbox.clear();
             self.read_pos = 0;
-            self.outbox = Vec::new();
+            if self.inbox.capacity() > keep {
+                self.inbox = Vec::new();
+            }
+            if self.outbox.capacity() > keep {
+                self.outbox = Vec::new();
+            }
         }
     }
 }
@@ -89,7 +95,7 @@ mod tests {
         s.write_all(b"out").unwrap();
         assert_eq!(s.outbox, b"out");
         s.outbox.clear();
-        s.shrink_if_idle();
+        s.shrink_if_idle(0);
         assert_eq!(
             s.inbox.capacity() + s.outbox.capacity(),
             0,

@@ -110,6 +110,7 @@ fn close_initiated_by_either_side() {
         echo.closes.lock().unwrap()[0],
         (1000, "client done".to_string())
     );
+    drop(ws);
     // Server-initiated.
     let mut ws = blocking_client(server.local_addr());
     ws.send(Message::text("bye")).unwrap();

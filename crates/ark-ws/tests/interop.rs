@@ -1,0 +1,35 @@
+//! Interop with an independent client: Python's `websockets` library drives the echo server
+//! (installed by `scripts/setup-test-deps.sh`, which `.ci/run` calls).
+
+mod util;
+
+use std::process::Command;
+use std::time::Duration;
+
+#[test]
+fn python_websockets_client_talks_to_the_server() {
+    let (server, echo) = util::echo_server(16 * 1024 * 1024);
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop_client.py");
+    let output = Command::new("python3")
+        .arg(script)
+        .arg(format!("ws://{}/", server.local_addr()))
+        .output()
+        .expect("python3 runs (scripts/setup-test-deps.sh installs websockets)");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "python client failed:\n{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("interop ok"), "{stdout}");
+    assert!(util::wait_until(Duration::from_secs(10), || !echo
+        .closes
+        .lock()
+        .unwrap()
+        .is_empty()));
+    assert_eq!(
+        echo.closes.lock().unwrap()[0],
+        (1000, "python done".to_string())
+    );
+    server.stop().unwrap();
+}

@@ -1,0 +1,36 @@
+"""Drives an ark-ws echo server with Python's `websockets` library (an independent client).
+
+Usage: python3 interop_client.py ws://127.0.0.1:PORT/
+Exits 0 when every check passes; prints the failing check and exits 1 otherwise.
+"""
+import asyncio
+import sys
+
+import websockets
+
+
+async def main(url: str) -> None:
+    async with websockets.connect(url, max_size=2**24) as ws:
+        await ws.send("hello from python")
+        assert await ws.recv() == "hello from python", "text echo"
+        await ws.send(b"\x00\x01\xfe\xff")
+        assert await ws.recv() == b"\x00\x01\xfe\xff", "binary echo"
+        big = bytes(range(256)) * 4096  # 1 MiB
+        await ws.send(big)
+        assert await ws.recv() == big, "1 MiB binary echo"
+        # A fragmented text message (websockets fragments an iterable of strings).
+        await ws.send(["frag", "men", "ted"])
+        assert await ws.recv() == "fragmented", "fragmented text reassembled"
+        pong = await ws.ping(b"ping!")
+        await asyncio.wait_for(pong, timeout=5)
+        await ws.close(code=1000, reason="python done")
+        assert ws.close_code == 1000, f"close code {ws.close_code}"
+
+
+if __name__ == "__main__":
+    try:
+        asyncio.run(asyncio.wait_for(main(sys.argv[1]), timeout=30))
+    except Exception as error:  # report any failure with its cause
+        print(f"interop failure: {error!r}")
+        sys.exit(1)
+    print("interop ok")
