@@ -1,0 +1,54 @@
+//! Run with `cargo run --release -p ark-ws --example echo_server -- 127.0.0.1:7880 30`
+//! (address, seconds to run; defaults as shown). Pair it with the `echo_client` example, or
+//! any WebSocket client (`ws://127.0.0.1:7880/`).
+//!
+//! Echoes text and binary messages; stops by itself after the given time.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use ark_ws::{Message, WsHandler, WsServer, WsSession};
+
+struct Echo;
+
+impl WsHandler for Echo {
+    fn on_message(&mut self, session: &mut WsSession<'_>, message: Message) {
+        let sent = match message {
+            Message::Text(text) => session.send_text(&text),
+            Message::Binary(data) => session.send_binary(&data),
+            _ => Ok(()),
+        };
+        if let Err(e) = sent {
+            eprintln!("session {}: {e}; closing", session.id());
+            session.close(1011, "cannot echo");
+        }
+    }
+
+    fn on_close(&mut self, code: u16, reason: &str) {
+        if code != 1000 {
+            eprintln!("session closed: {code} {reason}");
+        }
+    }
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let addr: SocketAddr = args
+        .next()
+        .unwrap_or_else(|| "127.0.0.1:7880".into())
+        .parse()?;
+    let seconds: u64 = args.next().map_or(Ok(30), |s| s.parse())?;
+    let server = WsServer::builder().bind(addr).start(|_peer| Echo)?;
+    println!(
+        "WebSocket echo on ws://{}/ for {seconds} s",
+        server.local_addr()
+    );
+    std::thread::sleep(Duration::from_secs(seconds));
+    let stats = server.stats();
+    server.stop()?;
+    println!(
+        "sessions {}, bytes in {}, bytes out {}, reads {}, writes {}",
+        stats.sessions_total, stats.bytes_in, stats.bytes_out, stats.reads, stats.writes
+    );
+    Ok(())
+}
