@@ -1,0 +1,162 @@
+//! The command line, arknet-compatible.
+
+use std::net::SocketAddr;
+
+use clap::{Parser, ValueEnum};
+
+/// Transport under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Protocol {
+    /// TCP with a 4-byte big-endian length prefix.
+    Tcp,
+    /// One UDP datagram per message.
+    Udp,
+    /// WebSocket binary messages.
+    Websocket,
+}
+
+/// IO model: one shared loop, or sharded loops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IoModelArg {
+    /// One readiness loop served by `--io-threads` threads.
+    Shared,
+    /// `--io-threads` independent loops, one thread each.
+    Sharded,
+}
+
+/// Loopback address family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Family {
+    /// 127.0.0.1
+    Ipv4,
+    /// ::1
+    Ipv6,
+}
+
+/// On or off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Switch {
+    /// On.
+    On,
+    /// Off.
+    Off,
+}
+
+/// Which side(s) this process runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Role {
+    /// Server and clients in this process.
+    Both,
+    /// Only the echo server (`--bind`).
+    Server,
+    /// Only the clients (`--connect`).
+    Client,
+}
+
+fn seconds(range: (f64, f64), open_low: bool) -> impl Fn(&str) -> Result<f64, String> + Clone {
+    move |s: &str| {
+        let v: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
+        let low_ok = if open_low { v > range.0 } else { v >= range.0 };
+        if low_ok && v <= range.1 && v.is_finite() {
+            Ok(v)
+        } else {
+            let low = if open_low { "(" } else { "[" };
+            Err(format!("{v} is outside {low}{}, {}]", range.0, range.1))
+        }
+    }
+}
+
+/// `ark-loopback`: echo round trips over loopback; prints one JSON record.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "ark-loopback",
+    version,
+    about = "Loopback echo benchmark for ark (arknet-compatible flags and JSON record)"
+)]
+pub struct Args {
+    /// Transport.
+    #[arg(long, value_enum, default_value_t = Protocol::Tcp)]
+    pub protocol: Protocol,
+    /// Payload bytes per message (16..=65507).
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(16..=65507))]
+    pub payload: u32,
+    /// Client connections / sockets (1..=1024).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub clients: u32,
+    /// Messages in flight per client, closed loop (1..=1024).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub window: u32,
+    /// Measured phase in seconds, (0, 3600].
+    #[arg(long, default_value_t = 1.0, value_parser = seconds((0.0, 3600.0), true))]
+    pub seconds: f64,
+    /// Warm-up in seconds, [0, 3600].
+    #[arg(long, default_value_t = 0.25, value_parser = seconds((0.0, 3600.0), false))]
+    pub warmup: f64,
+    /// IO model.
+    #[arg(long = "io-model", value_enum, default_value_t = IoModelArg::Shared)]
+    pub io_model: IoModelArg,
+    /// IO threads (1..=64): shared = threads serving one loop, sharded = loops.
+    #[arg(long = "io-threads", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub io_threads: u32,
+    /// xorshift iterations per echo on the server (0..=10,000,000).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
+    pub work: u64,
+    /// Loopback address family.
+    #[arg(long = "address-family", value_enum, default_value_t = Family::Ipv4)]
+    pub address_family: Family,
+    /// Requested SO_RCVBUF of the UDP server.
+    #[arg(long = "udp-server-receive-buffer", default_value_t = 4_194_304)]
+    pub udp_server_receive_buffer: usize,
+    /// Requested SO_RCVBUF of UDP client sockets.
+    #[arg(long = "udp-receive-buffer", default_value_t = 4_194_304)]
+    pub udp_receive_buffer: usize,
+    /// Requested SO_SNDBUF of UDP client sockets (and of the server).
+    #[arg(long = "udp-send-buffer", default_value_t = 65_536)]
+    pub udp_send_buffer: usize,
+    /// Batched UDP syscalls (recvmmsg/sendmmsg) or one per datagram.
+    #[arg(long = "udp-batch", value_enum, default_value_t = Switch::On)]
+    pub udp_batch: Switch,
+    /// Seconds to wait for in-flight messages after the measured phase, [0, 3600].
+    #[arg(long, default_value_t = 2.0, value_parser = seconds((0.0, 3600.0), false))]
+    pub drain: f64,
+    /// Run both sides, or only the server or the clients.
+    #[arg(long, value_enum, default_value_t = Role::Both)]
+    pub role: Role,
+    /// Server address for `--role server` (default: the family's loopback, port 0).
+    #[arg(long)]
+    pub bind: Option<SocketAddr>,
+    /// Server address for `--role client`.
+    #[arg(long)]
+    pub connect: Option<SocketAddr>,
+}
+
+impl Args {
+    /// Checks what clap cannot: the in-flight volume, role addresses. The error names the flag.
+    pub fn validate(&self) -> Result<(), String> {
+        let volume = u64::from(self.clients) * u64::from(self.window) * u64::from(self.payload);
+        if volume > 256 * 1024 * 1024 {
+            return Err(format!(
+                "--clients × --window × --payload = {volume} bytes exceeds 268435456 (256 MiB)"
+            ));
+        }
+        if self.role == Role::Client && self.connect.is_none() {
+            return Err("--role client needs --connect ADDR".to_string());
+        }
+        if let Some(addr) = self.connect.or(self.bind)
+            && !addr.ip().is_loopback()
+        {
+            return Err(format!(
+                "--bind/--connect {addr}: only loopback addresses are allowed"
+            ));
+        }
+        Ok(())
+    }
+
+    /// The server's bind address.
+    pub fn server_addr(&self) -> SocketAddr {
+        self.bind.unwrap_or_else(|| match self.address_family {
+            Family::Ipv4 => "127.0.0.1:0".parse().expect("valid"),
+            Family::Ipv6 => "[::1]:0".parse().expect("valid"),
+        })
+    }
+}

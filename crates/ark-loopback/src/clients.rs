@@ -1,0 +1,278 @@
+//! The closed-loop clients: keep `window` messages in flight, check every echo, time it.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicI64, AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use hdrhistogram::Histogram;
+
+use crate::message::{self, MEASURED, WARMUP};
+
+/// Phase of the whole run, read by every client before it sends.
+pub const PHASE_WARMUP: u8 = 0;
+/// Measured phase.
+pub const PHASE_MEASURED: u8 = 1;
+/// Drain: no new messages.
+pub const PHASE_DRAIN: u8 = 2;
+
+/// Counters of all clients together.
+#[derive(Debug)]
+pub struct Totals {
+    /// The run's phase.
+    pub phase: AtomicU8,
+    /// Messages sent in the measured phase.
+    pub sent_measured: AtomicU64,
+    /// Echoes of measured messages received during the measured phase.
+    pub messages: AtomicU64,
+    /// Echoes of measured messages received at any time (measured phase or drain).
+    pub measured_done: AtomicU64,
+    /// Messages in flight now.
+    pub in_flight: AtomicI64,
+    /// Echoes of warm-up messages.
+    pub warmup_received: AtomicU64,
+    /// Bad echoes during warm-up.
+    pub warmup_errors: AtomicU64,
+    /// Echoes whose content was wrong.
+    pub content_errors: AtomicU64,
+    /// Echoes out of order.
+    pub order_errors: AtomicU64,
+    /// Echoes of messages not in flight.
+    pub unexpected: AtomicU64,
+    /// Sends the client transport refused.
+    pub send_rejections: AtomicU64,
+    /// Connections lost before the end.
+    pub disconnects: AtomicU64,
+    /// Round-trip times of measured echoes, microseconds.
+    pub rtt: Mutex<Histogram<u64>>,
+}
+
+impl Totals {
+    /// Fresh counters in the warm-up phase.
+    pub fn new() -> Arc<Totals> {
+        Arc::new(Totals {
+            phase: AtomicU8::new(PHASE_WARMUP),
+            sent_measured: AtomicU64::new(0),
+            messages: AtomicU64::new(0),
+            measured_done: AtomicU64::new(0),
+            in_flight: AtomicI64::new(0),
+            warmup_received: AtomicU64::new(0),
+            warmup_errors: AtomicU64::new(0),
+            content_errors: AtomicU64::new(0),
+            order_errors: AtomicU64::new(0),
+            unexpected: AtomicU64::new(0),
+            send_rejections: AtomicU64::new(0),
+            disconnects: AtomicU64::new(0),
+            rtt: Mutex::new(
+                Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid histogram bounds"),
+            ),
+        })
+    }
+}
+
+/// One client's loop state, shared by the three transports' handlers.
+#[derive(Debug)]
+pub struct Core {
+    id: u32,
+    window: usize,
+    buf: Vec<u8>,
+    next_seq: u64,
+    /// Sequence, send time and phase of each message in flight, oldest first.
+    in_flight: VecDeque<(u64, Instant, u8)>,
+    last_seq: Option<u64>,
+    /// Exact order expected (TCP, WebSocket); UDP only needs increasing sequences.
+    exact_order: bool,
+    totals: Arc<Totals>,
+    rtt: Histogram<u64>,
+    unflushed: u32,
+}
+
+impl Core {
+    /// A client with `id`, sending `payload`-byte messages, `window` in flight.
+    pub fn new(
+        id: u32,
+        payload: usize,
+        window: usize,
+        exact_order: bool,
+        totals: Arc<Totals>,
+    ) -> Self {
+        Core {
+            id,
+            window,
+            buf: vec![0; payload],
+            next_seq: 0,
+            in_flight: VecDeque::with_capacity(window),
+            last_seq: None,
+            exact_order,
+            rtt: Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid histogram bounds"),
+            totals,
+            unflushed: 0,
+        }
+    }
+
+    /// Sends until `window` messages are in flight (none once draining). `send` returns
+    /// whether the transport took the message.
+    pub fn pump(&mut self, mut send: impl FnMut(&[u8]) -> bool) {
+        let phase = self.totals.phase.load(Ordering::Relaxed);
+        if phase == PHASE_DRAIN {
+            return;
+        }
+        let byte = if phase == PHASE_MEASURED {
+            MEASURED
+        } else {
+            WARMUP
+        };
+        while self.in_flight.len() < self.window {
+            message::fill(&mut self.buf, byte, self.id, self.next_seq);
+            if !send(&self.buf) {
+                self.totals.send_rejections.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            self.in_flight
+                .push_back((self.next_seq, Instant::now(), byte));
+            self.totals.in_flight.fetch_add(1, Ordering::Relaxed);
+            if byte == MEASURED {
+                self.totals.sent_measured.fetch_add(1, Ordering::Relaxed);
+            }
+            self.next_seq += 1;
+        }
+    }
+
+    /// Checks one echo, records its round trip, and refills the window.
+    pub fn on_echo(&mut self, echo: &[u8], send: impl FnMut(&[u8]) -> bool) {
+        let now = Instant::now();
+        let phase = self.totals.phase.load(Ordering::Relaxed);
+        match message::check(echo, self.id, self.buf.len()) {
+            None => {
+                let counter = if phase == PHASE_WARMUP {
+                    &self.totals.warmup_errors
+                } else {
+                    &self.totals.content_errors
+                };
+                counter.fetch_add(1, Ordering::Relaxed);
+                // Keep the loop going: the oldest message is answered, badly.
+                if self.in_flight.pop_front().is_some() {
+                    self.totals.in_flight.fetch_sub(1, Ordering::Relaxed);
+                }
+            }
+            Some(parsed) => {
+                let position = self
+                    .in_flight
+                    .iter()
+                    .position(|&(seq, _, _)| seq == parsed.seq);
+                let Some(position) = position else {
+                    self.totals.unexpected.fetch_add(1, Ordering::Relaxed);
+                    return self.pump(send);
+                };
+                let in_order = if self.exact_order {
+                    position == 0
+                } else {
+                    self.last_seq.is_none_or(|last| parsed.seq > last)
+                };
+                if !in_order {
+                    self.totals.order_errors.fetch_add(1, Ordering::Relaxed);
+                }
+                self.last_seq = Some(parsed.seq);
+                let (_, sent_at, sent_phase) = self
+                    .in_flight
+                    .remove(position)
+                    .expect("position is in range");
+                self.totals.in_flight.fetch_sub(1, Ordering::Relaxed);
+                if sent_phase != parsed.phase {
+                    self.totals.content_errors.fetch_add(1, Ordering::Relaxed);
+                } else if parsed.phase == MEASURED {
+                    self.totals.measured_done.fetch_add(1, Ordering::Relaxed);
+                    if phase == PHASE_MEASURED {
+                        self.totals.messages.fetch_add(1, Ordering::Relaxed);
+                        let micros = now.duration_since(sent_at).as_micros().max(1) as u64;
+                        let _ = self.rtt.record(micros.min(60_000_000));
+                        self.unflushed += 1;
+                        if self.unflushed >= 1024 {
+                            self.flush_rtt();
+                        }
+                    } else {
+                        self.flush_rtt();
+                    }
+                } else {
+                    self.totals.warmup_received.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        self.pump(send);
+    }
+
+    /// Adds this client's round trips to the totals.
+    pub fn flush_rtt(&mut self) {
+        if self.unflushed > 0 {
+            let mut all = self
+                .totals
+                .rtt
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let _ = all.add(&self.rtt);
+            self.rtt.reset();
+            self.unflushed = 0;
+        }
+    }
+
+    /// The connection ended; counts it as an error unless the run is draining.
+    pub fn on_disconnect(&mut self) {
+        self.flush_rtt();
+        if self.totals.phase.load(Ordering::Relaxed) != PHASE_DRAIN {
+            self.totals.disconnects.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// TCP client handler.
+#[derive(Debug)]
+pub struct TcpClient(pub Core);
+
+impl ark_tcp::TcpHandler for TcpClient {
+    fn on_open(&mut self, session: &mut ark_tcp::Session<'_>) {
+        self.0.pump(|m| session.send(m).is_ok());
+    }
+    fn on_message(&mut self, session: &mut ark_tcp::Session<'_>, message: &[u8]) {
+        self.0.on_echo(message, |m| session.send(m).is_ok());
+    }
+    fn on_writable(&mut self, session: &mut ark_tcp::Session<'_>) {
+        self.0.pump(|m| session.send(m).is_ok());
+    }
+    fn on_close(&mut self, _: &ark_tcp::CloseReason) {
+        self.0.on_disconnect();
+    }
+}
+
+/// UDP client handler.
+#[derive(Debug)]
+pub struct UdpClient(pub Core);
+
+impl ark_udp::UdpHandler for UdpClient {
+    fn on_open(&mut self, session: &mut ark_udp::UdpSession<'_>) {
+        self.0.pump(|m| session.send(m).is_ok());
+    }
+    fn on_message(&mut self, session: &mut ark_udp::UdpSession<'_>, datagram: &[u8]) {
+        self.0.on_echo(datagram, |m| session.send(m).is_ok());
+    }
+    fn on_close(&mut self, _: &ark_udp::CloseReason) {
+        self.0.flush_rtt();
+    }
+}
+
+/// WebSocket client handler.
+#[derive(Debug)]
+pub struct WsClient(pub Core);
+
+impl ark_ws::WsHandler for WsClient {
+    fn on_open(&mut self, session: &mut ark_ws::WsSession<'_>, _: &ark_ws::Request) {
+        self.0.pump(|m| session.send_binary(m).is_ok());
+    }
+    fn on_message(&mut self, session: &mut ark_ws::WsSession<'_>, message: ark_ws::Message) {
+        if let ark_ws::Message::Binary(data) = message {
+            self.0.on_echo(&data, |m| session.send_binary(m).is_ok());
+        }
+    }
+    fn on_close(&mut self, _: u16, _: &str) {
+        self.0.on_disconnect();
+    }
+}

@@ -1,0 +1,24 @@
+//! # ark-loopback
+//!
+//! The loopback echo benchmark of the ark networking library, as a library so the binary
+//! stays small and tests can reach its parts: [`args`] (arknet's flags), [`message`] (arknet's
+//! message layout and the server's optional work), [`clients`] (closed-loop clients that check
+//! and time every echo), [`servers`] (the echo servers), [`record`] (the JSON record) and
+//! [`run`] (one run).
+//!
+//! ```
+//! use ark_loopback::message::{check, fill, MEASURED};
+//!
+//! let mut message = vec![0u8; 64];
+//! fill(&mut message, MEASURED, 3, 42);
+//! assert_eq!(check(&message, 3, 64).map(|p| p.seq), Some(42));
+//! ```
+
+#![warn(missing_docs, missing_debug_implementations)]
+
+pub mod args;
+pub mod clients;
+pub mod message;
+pub mod record;
+pub mod run;
+pub mod servers;

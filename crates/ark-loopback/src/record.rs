@@ -1,0 +1,87 @@
+//! The JSON record: arknet's schema-1 fields, plus ark's additions.
+
+use serde::Serialize;
+
+/// Kernel UDP counter deltas over the run.
+#[derive(Debug, Clone, Serialize)]
+pub struct UdpKernel {
+    /// `Udp: InDatagrams` delta.
+    pub in_datagrams: u64,
+    /// `Udp: InErrors` delta.
+    pub in_errors: u64,
+    /// `Udp: RcvbufErrors` delta.
+    pub rcvbuf_errors: u64,
+    /// `Udp: SndbufErrors` delta.
+    pub sndbuf_errors: u64,
+    /// `Ip: ReasmReqds` delta.
+    pub reasm_reqds: u64,
+    /// `Ip: ReasmFails` delta.
+    pub reasm_fails: u64,
+    /// `Ip: FragCreates` delta.
+    pub frag_creates: u64,
+}
+
+/// One run. Field names and meanings follow arknet's loopback record (schema 1) where they
+/// exist; `docs/loopback.md` explains each.
+#[derive(Debug, Clone, Serialize)]
+#[allow(missing_docs)]
+pub struct Record {
+    pub schema_version: u32,
+    pub implementation: &'static str,
+    pub version: &'static str,
+    pub git_commit: Option<String>,
+    pub protocol: &'static str,
+    pub address_family: &'static str,
+    pub payload_bytes: u32,
+    pub clients: u32,
+    pub window: u32,
+    pub io_model: &'static str,
+    pub handler_work: u64,
+    pub io_contexts: u32,
+    pub io_threads: u32,
+    pub server_and_clients_share_io_threads: bool,
+    pub requested_seconds: f64,
+    pub warmup_seconds: f64,
+    pub elapsed_seconds: f64,
+    pub messages_sent: u64,
+    pub messages: u64,
+    pub payload_roundtrip_bytes: u64,
+    pub roundtrips_per_second: f64,
+    pub payload_mib_per_second: f64,
+    pub rtt_samples: u64,
+    pub rtt_p50_us: Option<f64>,
+    pub rtt_p95_us: Option<f64>,
+    pub rtt_p99_us: Option<f64>,
+    pub rtt_p999_us: Option<f64>,
+    pub rtt_max_us: Option<f64>,
+    pub client_send_rejections: u64,
+    pub server_send_rejections: u64,
+    pub content_errors: u64,
+    pub order_errors: u64,
+    pub unexpected_messages: u64,
+    pub disconnect_errors: u64,
+    pub udp_lost_messages: Option<u64>,
+    pub udp_loss_rate: Option<f64>,
+    pub unfinished_messages: u64,
+    pub drain_timeouts: u64,
+    pub warmup_ok: bool,
+    pub warmup_errors: u64,
+    pub udp_batch: Option<bool>,
+    pub udp_send_buffer_requested_bytes: Option<usize>,
+    pub udp_receive_buffer_requested_bytes: Option<usize>,
+    pub udp_server_send_buffer_bytes: Option<usize>,
+    pub udp_server_receive_buffer_bytes: Option<usize>,
+    pub udp_client_send_buffer_min_bytes: Option<usize>,
+    pub udp_client_send_buffer_max_bytes: Option<usize>,
+    pub udp_client_receive_buffer_min_bytes: Option<usize>,
+    pub udp_client_receive_buffer_max_bytes: Option<usize>,
+    pub udp_kernel: Option<UdpKernel>,
+    pub allocations_per_message: Option<f64>,
+    pub syscalls_per_message: Option<f64>,
+    pub cpu_seconds: f64,
+    pub cpu_elapsed_seconds: f64,
+    pub cpu_percent: f64,
+    pub peak_rss_bytes: u64,
+    pub ok: bool,
+    pub error: Option<String>,
+}

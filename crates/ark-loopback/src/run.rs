@@ -1,0 +1,491 @@
+//! One benchmark run: start the pool, the server and the clients, warm up, measure, drain,
+//! and fill the record.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use ark_frame::LengthPrefix;
+use ark_reactor::{IoModel, ReactorConfig, ReactorPool, Stats};
+use ark_udp::NetCounters;
+
+use crate::args::{Args, Family, IoModelArg, Protocol, Role, Switch};
+use crate::clients::{self, Core, PHASE_DRAIN, PHASE_MEASURED, Totals};
+use crate::record::{Record, UdpKernel};
+use crate::servers::{Echo, ServerCounters};
+
+/// A running server of any protocol.
+enum Server {
+    Tcp(ark_tcp::TcpServerHandle),
+    Udp(ark_udp::UdpServerHandle),
+    Ws(ark_ws::WsServerHandle),
+}
+
+impl Server {
+    fn addr(&self) -> SocketAddr {
+        match self {
+            Server::Tcp(s) => s.local_addr(),
+            Server::Udp(s) => s.local_addr(),
+            Server::Ws(s) => s.local_addr(),
+        }
+    }
+
+    fn stop(self) -> std::io::Result<()> {
+        match self {
+            Server::Tcp(s) => s.stop(),
+            Server::Udp(s) => s.stop(),
+            Server::Ws(s) => s.stop(),
+        }
+    }
+}
+
+/// A running client of any protocol.
+enum Client {
+    Tcp(ark_tcp::TcpClientHandle),
+    Udp(ark_udp::UdpClientHandle),
+    Ws(ark_ws::WsClientHandle),
+}
+
+impl Client {
+    fn stop(self) -> std::io::Result<()> {
+        match self {
+            Client::Tcp(c) => c.stop(),
+            Client::Udp(c) => c.stop(),
+            Client::Ws(c) => c.stop(),
+        }
+    }
+}
+
+fn pool(args: &Args) -> std::io::Result<Arc<ReactorPool>> {
+    let threads = args.io_threads as usize;
+    let model = match args.io_model {
+        IoModelArg::Shared => IoModel::Shared { threads },
+        IoModelArg::Sharded => IoModel::Sharded { reactors: threads },
+    };
+    Ok(Arc::new(ReactorPool::start(
+        model,
+        ReactorConfig::default(),
+    )?))
+}
+
+fn start_server(
+    args: &Args,
+    pool: &Arc<ReactorPool>,
+    counters: &Arc<ServerCounters>,
+) -> std::io::Result<Server> {
+    let echo = Echo {
+        work: args.work,
+        counters: counters.clone(),
+    };
+    let addr = args.server_addr();
+    Ok(match args.protocol {
+        Protocol::Tcp => Server::Tcp(
+            ark_tcp::TcpServer::builder()
+                .bind(addr)
+                .framing(LengthPrefix::default())
+                .pool(pool.clone())
+                .start(move |_| echo.clone())?,
+        ),
+        Protocol::Udp => Server::Udp(
+            ark_udp::UdpServer::builder()
+                .bind(addr)
+                .socket_buffers(
+                    Some(args.udp_send_buffer),
+                    Some(args.udp_server_receive_buffer),
+                )
+                .max_datagram(args.payload as usize + 1)
+                .batching(args.udp_batch == Switch::On, 32)
+                .pool(pool.clone())
+                .start(move |_| echo.clone())?,
+        ),
+        Protocol::Websocket => Server::Ws(
+            ark_ws::WsServer::builder()
+                .bind(addr)
+                .pool(pool.clone())
+                .start(move |_| echo.clone())?,
+        ),
+    })
+}
+
+fn start_client(
+    args: &Args,
+    id: u32,
+    server: SocketAddr,
+    pool: &Arc<ReactorPool>,
+    totals: &Arc<Totals>,
+) -> std::io::Result<(Client, Option<(usize, usize)>)> {
+    let exact = args.protocol != Protocol::Udp;
+    let core = Core::new(
+        id,
+        args.payload as usize,
+        args.window as usize,
+        exact,
+        totals.clone(),
+    );
+    Ok(match args.protocol {
+        Protocol::Tcp => (
+            Client::Tcp(
+                ark_tcp::TcpClient::builder()
+                    .pool(pool.clone())
+                    .connect_timeout(Duration::from_secs(10))
+                    .connect(server, clients::TcpClient(core))?,
+            ),
+            None,
+        ),
+        Protocol::Udp => {
+            let client = ark_udp::UdpClient::builder()
+                .socket_buffers(Some(args.udp_send_buffer), Some(args.udp_receive_buffer))
+                .max_datagram(args.payload as usize + 1)
+                .batching(args.udp_batch == Switch::On, 8)
+                .pool(pool.clone())
+                .connect(server, clients::UdpClient(core))?;
+            let buffers = client.socket_buffers();
+            (Client::Udp(client), Some(buffers))
+        }
+        Protocol::Websocket => (
+            Client::Ws(
+                ark_ws::WsClient::builder()
+                    .pool(pool.clone())
+                    .connect_timeout(Duration::from_secs(10))
+                    .connect(&format!("ws://{server}/"), clients::WsClient(core))?,
+            ),
+            None,
+        ),
+    })
+}
+
+/// Process CPU seconds (all threads).
+fn cpu_seconds() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable `timespec` for the call; the clock id is a constant.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    if rc == 0 {
+        ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+    } else {
+        0.0
+    }
+}
+
+/// Peak resident set size (`VmHWM`), bytes.
+fn peak_rss() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|kib| kib.parse::<u64>().ok())
+        .map_or(0, |kib| kib * 1024)
+}
+
+fn git_commit() -> Option<String> {
+    let out = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+fn syscalls(stats: &Stats) -> u64 {
+    stats.reads + stats.writes + stats.receives + stats.sends
+}
+
+fn min_max(values: impl Iterator<Item = usize> + Clone) -> (Option<usize>, Option<usize>) {
+    (values.clone().min(), values.max())
+}
+
+/// Runs the server only (`--role server`) for warm-up + measured + drain + 5 s, then prints
+/// what it served.
+///
+/// # Errors
+/// The pool or server could not start.
+pub fn run_server(args: &Args) -> std::io::Result<serde_json::Value> {
+    let pool = pool(args)?;
+    let counters = Arc::new(ServerCounters::default());
+    let server = start_server(args, &pool, &counters)?;
+    let addr = server.addr();
+    eprintln!("ark-loopback server on {addr}");
+    std::thread::sleep(Duration::from_secs_f64(
+        args.warmup + args.seconds + args.drain + 5.0,
+    ));
+    let stats = pool.stats();
+    server.stop()?;
+    Ok(serde_json::json!({
+        "role": "server",
+        "address": addr.to_string(),
+        "protocol": format!("{:?}", args.protocol).to_lowercase(),
+        "server_send_rejections": counters.send_rejections.load(Ordering::Relaxed),
+        "syscalls": syscalls(&stats),
+        "ok": true,
+    }))
+}
+
+/// One run with server and clients (`--role both`) or clients only (`--role client`).
+/// `allocations` reads the process's allocation counter when the binary installed one.
+pub fn run(args: &Args, allocations: Option<fn() -> u64>) -> Record {
+    match run_inner(args, allocations) {
+        Ok(record) => record,
+        Err(e) => failed_record(args, e.to_string()),
+    }
+}
+
+fn run_inner(args: &Args, allocations: Option<fn() -> u64>) -> std::io::Result<Record> {
+    let pool = pool(args)?;
+    let server_counters = Arc::new(ServerCounters::default());
+    let server = match args.role {
+        Role::Client => None,
+        _ => Some(start_server(args, &pool, &server_counters)?),
+    };
+    let target = match (&server, args.connect) {
+        (Some(server), _) => server.addr(),
+        (None, Some(addr)) => addr,
+        (None, None) => return Err(std::io::Error::other("--role client needs --connect")),
+    };
+    let kernel_before = NetCounters::snapshot();
+    let totals = Totals::new();
+    let mut clients = Vec::with_capacity(args.clients as usize);
+    let mut udp_buffers = Vec::new();
+    for id in 0..args.clients {
+        let (client, buffers) = start_client(args, id, target, &pool, &totals)?;
+        clients.push(client);
+        udp_buffers.extend(buffers);
+    }
+
+    std::thread::sleep(Duration::from_secs_f64(args.warmup));
+    let (cpu0, stats0, allocs0) = (cpu_seconds(), pool.stats(), allocations.map(|f| f()));
+    totals.phase.store(PHASE_MEASURED, Ordering::SeqCst);
+    let started = Instant::now();
+    std::thread::sleep(Duration::from_secs_f64(args.seconds));
+    totals.phase.store(PHASE_DRAIN, Ordering::SeqCst);
+    let elapsed = started.elapsed().as_secs_f64();
+    let (cpu1, stats1, allocs1) = (cpu_seconds(), pool.stats(), allocations.map(|f| f()));
+
+    let drain_deadline = Instant::now() + Duration::from_secs_f64(args.drain);
+    while totals.in_flight.load(Ordering::SeqCst) > 0 && Instant::now() < drain_deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let drained = totals.in_flight.load(Ordering::SeqCst) <= 0;
+    let kernel = match (kernel_before, NetCounters::snapshot()) {
+        (Some(before), Some(after)) if args.protocol == Protocol::Udp => {
+            let d = after.since(&before);
+            Some(UdpKernel {
+                in_datagrams: d.udp_in_datagrams,
+                in_errors: d.udp_in_errors,
+                rcvbuf_errors: d.udp_rcvbuf_errors,
+                sndbuf_errors: d.udp_sndbuf_errors,
+                reasm_reqds: d.ip_reasm_reqds,
+                reasm_fails: d.ip_reasm_fails,
+                frag_creates: d.ip_frag_creates,
+            })
+        }
+        _ => None,
+    };
+    let udp_server_buffers = match &server {
+        Some(Server::Udp(s)) => Some(s.socket_buffers()),
+        _ => None,
+    };
+    for client in clients {
+        client.stop()?;
+    }
+    if let Some(server) = server {
+        server.stop()?;
+    }
+    drop(pool);
+
+    let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::SeqCst);
+    let messages = get(&totals.messages);
+    let sent = get(&totals.sent_measured);
+    let missing = sent.saturating_sub(get(&totals.measured_done));
+    let udp = args.protocol == Protocol::Udp;
+    let rtt = totals
+        .rtt
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    let q = |p: f64| (!rtt.is_empty()).then(|| rtt.value_at_quantile(p) as f64);
+    let payload = u64::from(args.payload);
+    let cpu = cpu1 - cpu0;
+    let errors = get(&totals.content_errors)
+        + get(&totals.order_errors)
+        + get(&totals.unexpected)
+        + get(&totals.disconnects)
+        + get(&totals.warmup_errors);
+    let warmup_ok = args.warmup == 0.0 || get(&totals.warmup_received) > 0;
+    let unfinished = if udp { 0 } else { missing };
+    let mut error = None;
+    if messages == 0 {
+        error = Some("no round trip completed in the measured phase".to_string());
+    } else if errors > 0 {
+        error = Some(format!(
+            "{errors} message errors (content, order, unexpected, disconnects, warm-up)"
+        ));
+    } else if unfinished > 0 {
+        error = Some(format!("{unfinished} messages unfinished after the drain"));
+    } else if !warmup_ok {
+        error = Some("no echo during the warm-up".to_string());
+    }
+    let (csend_min, csend_max) = min_max(udp_buffers.iter().map(|b| b.0));
+    let (crecv_min, crecv_max) = min_max(udp_buffers.iter().map(|b| b.1));
+    Ok(Record {
+        schema_version: 1,
+        implementation: "ark",
+        version: env!("CARGO_PKG_VERSION"),
+        git_commit: git_commit(),
+        protocol: protocol_name(args.protocol),
+        address_family: match args.address_family {
+            Family::Ipv4 => "ipv4",
+            Family::Ipv6 => "ipv6",
+        },
+        payload_bytes: args.payload,
+        clients: args.clients,
+        window: args.window,
+        io_model: match args.io_model {
+            IoModelArg::Shared => "shared",
+            IoModelArg::Sharded => "sharded",
+        },
+        handler_work: args.work,
+        io_contexts: match args.io_model {
+            IoModelArg::Shared => 1,
+            IoModelArg::Sharded => args.io_threads,
+        },
+        io_threads: args.io_threads,
+        server_and_clients_share_io_threads: args.role == Role::Both,
+        requested_seconds: args.seconds,
+        warmup_seconds: args.warmup,
+        elapsed_seconds: elapsed,
+        messages_sent: sent,
+        messages,
+        payload_roundtrip_bytes: messages * payload,
+        roundtrips_per_second: messages as f64 / elapsed,
+        payload_mib_per_second: (messages * payload) as f64 / elapsed / (1024.0 * 1024.0),
+        rtt_samples: rtt.len(),
+        rtt_p50_us: q(0.5),
+        rtt_p95_us: q(0.95),
+        rtt_p99_us: q(0.99),
+        rtt_p999_us: q(0.999),
+        rtt_max_us: (!rtt.is_empty()).then(|| rtt.max() as f64),
+        client_send_rejections: get(&totals.send_rejections),
+        server_send_rejections: get(&server_counters.send_rejections),
+        content_errors: get(&totals.content_errors),
+        order_errors: get(&totals.order_errors),
+        unexpected_messages: get(&totals.unexpected),
+        disconnect_errors: get(&totals.disconnects),
+        udp_lost_messages: udp.then_some(missing),
+        udp_loss_rate: udp.then(|| {
+            if sent == 0 {
+                0.0
+            } else {
+                missing as f64 / sent as f64
+            }
+        }),
+        unfinished_messages: unfinished,
+        drain_timeouts: u64::from(!drained),
+        warmup_ok,
+        warmup_errors: get(&totals.warmup_errors),
+        udp_batch: udp.then_some(args.udp_batch == Switch::On),
+        udp_send_buffer_requested_bytes: udp.then_some(args.udp_send_buffer),
+        udp_receive_buffer_requested_bytes: udp.then_some(args.udp_receive_buffer),
+        udp_server_send_buffer_bytes: udp_server_buffers.map(|b| b.0),
+        udp_server_receive_buffer_bytes: udp_server_buffers.map(|b| b.1),
+        udp_client_send_buffer_min_bytes: csend_min,
+        udp_client_send_buffer_max_bytes: csend_max,
+        udp_client_receive_buffer_min_bytes: crecv_min,
+        udp_client_receive_buffer_max_bytes: crecv_max,
+        udp_kernel: kernel,
+        allocations_per_message: match (allocs0, allocs1) {
+            (Some(a), Some(b)) if messages > 0 => Some((b - a) as f64 / messages as f64),
+            _ => None,
+        },
+        syscalls_per_message: (messages > 0)
+            .then(|| (syscalls(&stats1) - syscalls(&stats0)) as f64 / messages as f64),
+        cpu_seconds: cpu,
+        cpu_elapsed_seconds: elapsed,
+        cpu_percent: cpu / elapsed * 100.0,
+        peak_rss_bytes: peak_rss(),
+        ok: error.is_none(),
+        error,
+    })
+}
+
+fn protocol_name(p: Protocol) -> &'static str {
+    match p {
+        Protocol::Tcp => "tcp",
+        Protocol::Udp => "udp",
+        Protocol::Websocket => "websocket",
+    }
+}
+
+fn failed_record(args: &Args, error: String) -> Record {
+    Record {
+        schema_version: 1,
+        implementation: "ark",
+        version: env!("CARGO_PKG_VERSION"),
+        git_commit: git_commit(),
+        protocol: protocol_name(args.protocol),
+        address_family: match args.address_family {
+            Family::Ipv4 => "ipv4",
+            Family::Ipv6 => "ipv6",
+        },
+        payload_bytes: args.payload,
+        clients: args.clients,
+        window: args.window,
+        io_model: match args.io_model {
+            IoModelArg::Shared => "shared",
+            IoModelArg::Sharded => "sharded",
+        },
+        handler_work: args.work,
+        io_contexts: 0,
+        io_threads: args.io_threads,
+        server_and_clients_share_io_threads: args.role == Role::Both,
+        requested_seconds: args.seconds,
+        warmup_seconds: args.warmup,
+        elapsed_seconds: 0.0,
+        messages_sent: 0,
+        messages: 0,
+        payload_roundtrip_bytes: 0,
+        roundtrips_per_second: 0.0,
+        payload_mib_per_second: 0.0,
+        rtt_samples: 0,
+        rtt_p50_us: None,
+        rtt_p95_us: None,
+        rtt_p99_us: None,
+        rtt_p999_us: None,
+        rtt_max_us: None,
+        client_send_rejections: 0,
+        server_send_rejections: 0,
+        content_errors: 0,
+        order_errors: 0,
+        unexpected_messages: 0,
+        disconnect_errors: 0,
+        udp_lost_messages: None,
+        udp_loss_rate: None,
+        unfinished_messages: 0,
+        drain_timeouts: 0,
+        warmup_ok: false,
+        warmup_errors: 0,
+        udp_batch: None,
+        udp_send_buffer_requested_bytes: None,
+        udp_receive_buffer_requested_bytes: None,
+        udp_server_send_buffer_bytes: None,
+        udp_server_receive_buffer_bytes: None,
+        udp_client_send_buffer_min_bytes: None,
+        udp_client_send_buffer_max_bytes: None,
+        udp_client_receive_buffer_min_bytes: None,
+        udp_client_receive_buffer_max_bytes: None,
+        udp_kernel: None,
+        allocations_per_message: None,
+        syscalls_per_message: None,
+        cpu_seconds: 0.0,
+        cpu_elapsed_seconds: 0.0,
+        cpu_percent: 0.0,
+        peak_rss_bytes: peak_rss(),
+        ok: false,
+        error: Some(error),
+    }
+}

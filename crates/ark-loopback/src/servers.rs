@@ -1,0 +1,65 @@
+//! The echo servers: every message goes back as it came, after the optional work.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::message::work;
+
+/// Server-side counters.
+#[derive(Debug, Default)]
+pub struct ServerCounters {
+    /// Echoes the transport refused.
+    pub send_rejections: AtomicU64,
+}
+
+/// Echo handler for every transport.
+#[derive(Debug, Clone)]
+pub struct Echo {
+    /// xorshift iterations per echo.
+    pub work: u64,
+    /// Shared counters.
+    pub counters: Arc<ServerCounters>,
+}
+
+impl Echo {
+    fn before_echo(&self, message: &[u8]) {
+        if self.work > 0 {
+            work(message.last().copied().unwrap_or(0), self.work);
+        }
+    }
+
+    fn rejected(&self) {
+        self.counters
+            .send_rejections
+            .fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl ark_tcp::TcpHandler for Echo {
+    fn on_message(&mut self, session: &mut ark_tcp::Session<'_>, message: &[u8]) {
+        self.before_echo(message);
+        if session.send(message).is_err() {
+            self.rejected();
+        }
+    }
+}
+
+impl ark_udp::UdpHandler for Echo {
+    fn on_message(&mut self, session: &mut ark_udp::UdpSession<'_>, datagram: &[u8]) {
+        self.before_echo(datagram);
+        if session.send(datagram).is_err() {
+            self.rejected();
+        }
+    }
+}
+
+impl ark_ws::WsHandler for Echo {
+    fn on_message(&mut self, session: &mut ark_ws::WsSession<'_>, message: ark_ws::Message) {
+        if let ark_ws::Message::Binary(data) = message {
+            self.before_echo(&data);
+            if session.send_binary(&data).is_err() {
+                self.rejected();
+            }
+        }
+    }
+}
