@@ -1,0 +1,176 @@
+//! The binary end to end: every protocol, both IO models, both families; bad flags; --help;
+//! a server and a client in two processes.
+
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+fn binary() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_ark-loopback"))
+}
+
+fn run(args: &[&str]) -> (Option<i32>, Value, String) {
+    let out = binary().args(args).output().expect("ark-loopback starts");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let record = stdout
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or(Value::Null);
+    (
+        out.status.code(),
+        record,
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+fn assert_clean(record: &Value, what: &str) {
+    assert_eq!(record["ok"], true, "{what}: {record}");
+    assert!(record["messages"].as_u64().unwrap() > 0, "{what}: {record}");
+    for field in [
+        "content_errors",
+        "order_errors",
+        "unexpected_messages",
+        "disconnect_errors",
+        "unfinished_messages",
+        "warmup_errors",
+    ] {
+        assert_eq!(record[field], 0, "{what}: {field} in {record}");
+    }
+    assert_eq!(record["schema_version"], 1);
+    assert_eq!(record["implementation"], "ark");
+    assert!(record["rtt_p99_us"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn every_protocol_io_model_and_family_completes_cleanly() {
+    for protocol in ["tcp", "udp", "websocket"] {
+        for (model, threads) in [("shared", "1"), ("shared", "2"), ("sharded", "2")] {
+            for family in ["ipv4", "ipv6"] {
+                let what = format!("{protocol} {model}×{threads} {family}");
+                let (code, record, stderr) = run(&[
+                    "--protocol",
+                    protocol,
+                    "--clients",
+                    "4",
+                    "--window",
+                    "4",
+                    "--payload",
+                    "256",
+                    "--seconds",
+                    "0.2",
+                    "--warmup",
+                    "0.05",
+                    "--drain",
+                    "2",
+                    "--io-model",
+                    model,
+                    "--io-threads",
+                    threads,
+                    "--address-family",
+                    family,
+                ]);
+                assert_eq!(code, Some(0), "{what}: {stderr}");
+                assert_clean(&record, &what);
+                assert_eq!(record["protocol"], protocol);
+                assert_eq!(record["address_family"], family);
+            }
+        }
+    }
+}
+
+#[test]
+fn udp_records_buffers_and_kernel_counters() {
+    let (code, record, stderr) = run(&[
+        "--protocol",
+        "udp",
+        "--clients",
+        "2",
+        "--seconds",
+        "0.1",
+        "--udp-batch",
+        "off",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(record["udp_batch"], false);
+    assert!(record["udp_server_receive_buffer_bytes"].as_u64().unwrap() > 0);
+    assert!(record["udp_client_send_buffer_min_bytes"].as_u64().unwrap() > 0);
+    assert!(record["udp_kernel"].is_object(), "{record}");
+    assert_eq!(record["udp_lost_messages"], 0);
+}
+
+#[test]
+fn bad_flags_exit_2_naming_the_flag() {
+    for (args, flag) in [
+        (vec!["--payload", "8"], "--payload"),
+        (vec!["--clients", "0"], "--clients"),
+        (vec!["--window", "5000"], "--window"),
+        (vec!["--seconds", "0"], "--seconds"),
+        (vec!["--protocol", "sctp"], "--protocol"),
+        (
+            vec!["--clients", "1024", "--window", "1024", "--payload", "1024"],
+            "--window",
+        ),
+        (vec!["--role", "client"], "--connect"),
+    ] {
+        let out = binary().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(flag), "{args:?}: {stderr}");
+    }
+    let help = binary().arg("--help").output().unwrap();
+    assert!(help.status.success());
+    let text = String::from_utf8_lossy(&help.stdout);
+    for flag in [
+        "--protocol",
+        "--payload",
+        "--clients",
+        "--window",
+        "--io-model",
+        "--udp-batch",
+        "--role",
+    ] {
+        assert!(text.contains(flag), "--help mentions {flag}");
+    }
+}
+
+#[test]
+fn server_and_client_in_two_processes() {
+    for protocol in ["tcp", "udp", "websocket"] {
+        let port = {
+            let probe = TcpListener::bind("127.0.0.1:0").unwrap();
+            probe.local_addr().unwrap().port()
+        };
+        let addr = format!("127.0.0.1:{port}");
+        let common = [
+            "--protocol",
+            protocol,
+            "--seconds",
+            "0.2",
+            "--warmup",
+            "0.05",
+            "--drain",
+            "1",
+        ];
+        let server = binary()
+            .args(common)
+            .args(["--role", "server", "--bind", &addr])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let (code, record, stderr) = {
+            let mut args = common.to_vec();
+            args.extend(["--role", "client", "--connect", &addr, "--clients", "2"]);
+            run(&args)
+        };
+        assert_eq!(code, Some(0), "{protocol}: {stderr}");
+        assert_clean(&record, protocol);
+        assert_eq!(record["server_and_clients_share_io_threads"], false);
+        let server_out = server.wait_with_output().unwrap();
+        assert!(server_out.status.success());
+        assert!(String::from_utf8_lossy(&server_out.stdout).contains("\"role\":\"server\""));
+    }
+}
