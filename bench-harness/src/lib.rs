@@ -5,8 +5,9 @@
 //! every case in a fresh process, repetition-major, and report helpers (medians with min–max,
 //! Markdown tables, SVG charts).
 //!
-//! The framing benchmark (`ark-framebench`) lives in [`framing`]; the loopback harness will
-//! reuse [`metadata`], [`result_set`], [`runner`], [`stats`] and [`chart`].
+//! The framing benchmark (`ark-framebench`) lives in [`framing`]; the loopback harness
+//! (`ark-bench`) adds [`matrix`]; both use [`metadata`], [`result_set`], [`runner`], [`stats`] and
+//! [`chart`].
 //!
 //! ```
 //! use bench_harness::stats::Summary;
@@ -20,6 +21,7 @@
 pub mod alloc_counter;
 pub mod chart;
 pub mod framing;
+pub mod matrix;
 pub mod metadata;
 pub mod result_set;
 pub mod runner;

@@ -27,13 +27,65 @@ pub struct Outcome {
     pub elapsed: Duration,
 }
 
+/// Runs `binary` with `args`, killing it after `timeout`; returns exit success, stdout and
+/// stderr, or why it could not finish.
+pub fn run_with_timeout(
+    binary: &Path,
+    args: &[String],
+    timeout: Duration,
+) -> Result<(bool, String, String), String> {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = Command::new(binary)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("could not start: {e}"))?;
+    let mut stdout = child.stdout.take().expect("piped");
+    let mut stderr = child.stderr.take().expect("piped");
+    let out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
+    let err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let deadline = std::time::Instant::now() + timeout;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5))
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+        }
+    };
+    let (out, err) = (
+        out.join().unwrap_or_default(),
+        err.join().unwrap_or_default(),
+    );
+    match status {
+        Some(status) => Ok((status.success(), out, err)),
+        None => Err(format!("timed out after {timeout:?}")),
+    }
+}
+
 /// Runs `cases` × `repetitions` fresh processes of `binary`, repetition-major, calling
-/// `on_outcome` after each with its case.
+/// `on_outcome` after each with its case; `on_outcome` returns `false` to stop the run.
 pub fn run_repetition_major(
     binary: &Path,
     cases: &[Case],
     repetitions: u32,
-    mut on_outcome: impl FnMut(&Case, &Outcome),
+    timeout: Duration,
+    mut on_outcome: impl FnMut(&Case, &Outcome) -> bool,
 ) {
     for repetition in 1..=repetitions {
         for case in cases {
@@ -45,19 +97,18 @@ pub fn run_repetition_major(
                 .collect::<Vec<_>>()
                 .join(" ");
             let started = std::time::Instant::now();
-            let result = match Command::new(binary).args(&args).output() {
-                Err(e) => Err(format!("could not start: {e}")),
-                Ok(out) => {
-                    let stdout = String::from_utf8_lossy(&out.stdout);
+            let result = match run_with_timeout(binary, &args, timeout) {
+                Err(e) => Err(e),
+                Ok((success, stdout, stderr)) => {
                     let last = stdout.lines().rev().find(|l| !l.trim().is_empty());
-                    match (out.status.success(), last) {
+                    match (success, last) {
                         (true, Some(line)) => Ok(line.to_string()),
                         (true, None) => Err("exited 0 but printed no record".to_string()),
-                        (false, _) => Err(format!(
-                            "{}: {}",
-                            out.status,
-                            String::from_utf8_lossy(&out.stderr).trim()
-                        )),
+                        // A failed run may still print its record (with ok: false): keep it.
+                        (false, Some(line)) if line.trim_start().starts_with('{') => {
+                            Ok(line.to_string())
+                        }
+                        (false, _) => Err(format!("failed: {}", stderr.trim())),
                     }
                 }
             };
@@ -67,7 +118,9 @@ pub fn run_repetition_major(
                 result,
                 elapsed: started.elapsed(),
             };
-            on_outcome(case, &outcome);
+            if !on_outcome(case, &outcome) {
+                return;
+            }
         }
     }
 }

@@ -36,6 +36,18 @@ impl Summary {
     }
 }
 
+/// The nearest-rank percentile (`p` in 0..=100) of `values`: the smallest value with at least
+/// `p`% of the values at or below it. `None` for no values.
+pub fn nearest_rank(values: &[f64], p: f64) -> Option<f64> {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let rank = ((p.clamp(0.0, 100.0) / 100.0) * v.len() as f64).ceil() as usize;
+    Some(v[rank.clamp(1, v.len()) - 1])
+}
+
 /// Formats an integer-like figure with thousands separators: `12,345,678`.
 pub fn thousands(value: f64) -> String {
     let rounded = value.round();
@@ -71,6 +83,19 @@ mod tests {
         assert_eq!(Summary::of(&[5.0, 1.0, 3.0]).unwrap().median, 3.0);
         assert_eq!(Summary::of(&[4.0, 1.0, 3.0, 2.0]).unwrap().median, 2.5);
         assert!(Summary::of(&[f64::NAN]).is_none());
+    }
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let v = [15.0, 20.0, 35.0, 40.0, 50.0];
+        assert_eq!(nearest_rank(&v, 5.0), Some(15.0));
+        assert_eq!(nearest_rank(&v, 30.0), Some(20.0));
+        assert_eq!(nearest_rank(&v, 40.0), Some(20.0));
+        assert_eq!(nearest_rank(&v, 50.0), Some(35.0));
+        assert_eq!(nearest_rank(&v, 100.0), Some(50.0));
+        assert_eq!(nearest_rank(&[], 50.0), None);
+        let s = Summary::of(&[3.0, 9.0, 1.0, 7.0]).unwrap();
+        assert_eq!((s.median, s.min, s.max, s.count), (5.0, 1.0, 9.0, 4));
     }
 
     #[test]

@@ -284,50 +284,57 @@ fn run(args: &RunArgs) -> Result<(), String> {
     let mut done = 0;
     let mut failures = 0;
     let mut io_error = None;
-    run_repetition_major(&binary, &runner_cases, args.repetitions, |case, outcome| {
-        done += 1;
-        metadata.command_lines.push(outcome.command_line.clone());
-        let index = runner_cases
-            .iter()
-            .position(|c| std::ptr::eq(c, case))
-            .expect("case from the list");
-        let (table, kind, shape, capacity) = list[index];
-        let record = outcome
-            .result
-            .clone()
-            .and_then(|line| {
-                serde_json::from_str::<FramingRecord>(&line)
-                    .map_err(|e| format!("bad record {line:?}: {e}"))
-            })
-            .unwrap_or_else(|error| {
-                failures += 1;
-                FramingRecord::failed(
-                    table,
-                    kind,
-                    shape,
-                    capacity,
-                    outcome.repetition,
-                    args.warmup_batches,
-                    error,
-                )
-            });
-        eprintln!(
-            "[{done}/{total}] rep {} {}: {}",
-            outcome.repetition,
-            case.label,
-            if record.ok {
-                format!(
-                    "{:.0} msg/s, {:.3} allocs/msg",
-                    record.msg_per_s, record.allocations_per_message
-                )
-            } else {
-                format!("FAILED: {}", record.error.as_deref().unwrap_or(""))
+    run_repetition_major(
+        &binary,
+        &runner_cases,
+        args.repetitions,
+        std::time::Duration::from_secs(600),
+        |case, outcome| {
+            done += 1;
+            metadata.command_lines.push(outcome.command_line.clone());
+            let index = runner_cases
+                .iter()
+                .position(|c| std::ptr::eq(c, case))
+                .expect("case from the list");
+            let (table, kind, shape, capacity) = list[index];
+            let record = outcome
+                .result
+                .clone()
+                .and_then(|line| {
+                    serde_json::from_str::<FramingRecord>(&line)
+                        .map_err(|e| format!("bad record {line:?}: {e}"))
+                })
+                .unwrap_or_else(|error| {
+                    failures += 1;
+                    FramingRecord::failed(
+                        table,
+                        kind,
+                        shape,
+                        capacity,
+                        outcome.repetition,
+                        args.warmup_batches,
+                        error,
+                    )
+                });
+            eprintln!(
+                "[{done}/{total}] rep {} {}: {}",
+                outcome.repetition,
+                case.label,
+                if record.ok {
+                    format!(
+                        "{:.0} msg/s, {:.3} allocs/msg",
+                        record.msg_per_s, record.allocations_per_message
+                    )
+                } else {
+                    format!("FAILED: {}", record.error.as_deref().unwrap_or(""))
+                }
+            );
+            if let Err(e) = records.append(&record) {
+                io_error.get_or_insert(e);
             }
-        );
-        if let Err(e) = records.append(&record) {
-            io_error.get_or_insert(e);
-        }
-    });
+            true
+        },
+    );
     if let Some(e) = io_error {
         return Err(format!("writing {}: {e}", records.path().display()));
     }

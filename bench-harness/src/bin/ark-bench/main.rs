@@ -1,0 +1,328 @@
+//! `ark-bench`: runs ark-loopback over a matrix as fresh processes, writes result sets, renders
+//! reports and compares sets.
+//!
+//! ```text
+//! ark-bench run --matrix baseline --repetitions 3 --seconds 1 --warmup 0.25
+//! ark-bench report results/<machine>-<date>
+//! ark-bench compare results/<a> results/<b>
+//! ```
+//!
+//! Each case runs `ark-bench loopback <flags>`: the ark-loopback program (the same library
+//! code as the `ark-loopback` binary) in a fresh process of this binary, so a run needs no
+//! second binary to be built.
+
+mod report;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use bench_harness::alloc_counter::{self, CountingAllocator};
+use bench_harness::matrix::{LoopbackCase, builtin, from_toml};
+use bench_harness::metadata::{Metadata, sha256_file};
+use bench_harness::result_set::ResultSet;
+use bench_harness::runner::{Case, run_repetition_major};
+use clap::{Parser, Subcommand};
+use sha2::{Digest, Sha256};
+
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "ark-bench",
+    about = "Loopback benchmark matrices, result sets, reports and comparisons"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a matrix: every case in a fresh process, repetition-major.
+    Run(RunArgs),
+    /// Render DIR/report.md and its charts.
+    Report {
+        /// The result-set directory.
+        dir: PathBuf,
+    },
+    /// Compare matching cases of two result sets.
+    Compare {
+        /// Set A (before).
+        a: PathBuf,
+        /// Set B (after).
+        b: PathBuf,
+    },
+    /// Run one ark-loopback case in this process (used by `run`; same flags as ark-loopback).
+    Loopback {
+        /// ark-loopback flags.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        flags: Vec<String>,
+    },
+}
+
+#[derive(clap::Args, Debug)]
+struct RunArgs {
+    /// baseline, dimensions, udp-limits, or a TOML file of `[[case]]` tables.
+    #[arg(long)]
+    matrix: String,
+    /// Repetitions of every case.
+    #[arg(long, default_value_t = 3)]
+    repetitions: u32,
+    /// Measured seconds per case.
+    #[arg(long, default_value_t = 1.0)]
+    seconds: f64,
+    /// Warm-up seconds per case.
+    #[arg(long, default_value_t = 0.25)]
+    warmup: f64,
+    /// Output directory (default results/<machine>-<date>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Keep running after a failed case (default: stop at the first failure).
+    #[arg(long)]
+    keep_going: bool,
+    /// Seconds before a case process is killed.
+    #[arg(long, default_value_t = 60)]
+    timeout: u64,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run(&args),
+        Command::Report { dir } => report::render(&dir),
+        Command::Compare { a, b } => report::compare(&a, &b).map(|table| println!("{table}")),
+        Command::Loopback { flags } => return loopback(flags),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ark-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn loopback(mut flags: Vec<String>) -> ExitCode {
+    // The runner appends `--repetition N` for the record; ark-loopback has no such flag.
+    if let Some(i) = flags.iter().position(|f| f == "--repetition") {
+        flags.drain(i..(i + 2).min(flags.len()));
+    }
+    let args = match ark_loopback::args::Args::try_parse_from(
+        std::iter::once("ark-loopback".to_string()).chain(flags),
+    ) {
+        Ok(args) => args,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(message) = args.validate() {
+        eprintln!("error: {message}");
+        return ExitCode::from(2);
+    }
+    let record = ark_loopback::run::run(&args, Some(alloc_counter::allocations));
+    match serde_json::to_string(&record) {
+        Ok(json) => println!("{json}"),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    if record.ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+/// SHA-256 over the sources under `crates/` and `bench-harness/` (sorted paths, then content).
+fn sources_sha256(root: &Path) -> String {
+    fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, files);
+            } else if path
+                .extension()
+                .is_some_and(|e| e == "rs" || e == "toml" || e == "py")
+            {
+                files.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&root.join("crates"), &mut files);
+    walk(&root.join("bench-harness"), &mut files);
+    files.sort();
+    let mut hash = Sha256::new();
+    for file in files {
+        hash.update(
+            file.strip_prefix(root)
+                .unwrap_or(&file)
+                .to_string_lossy()
+                .as_bytes(),
+        );
+        hash.update(std::fs::read(&file).unwrap_or_default());
+    }
+    hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn run(args: &RunArgs) -> Result<(), String> {
+    let (name, cases): (String, Vec<LoopbackCase>) = match builtin(&args.matrix) {
+        Some(cases) => (args.matrix.clone(), cases),
+        None => {
+            let path = Path::new(&args.matrix);
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("--matrix {}: {e}", args.matrix))?;
+            let stem = path
+                .file_stem()
+                .map_or("matrix".into(), |s| s.to_string_lossy().into_owned());
+            (stem, from_toml(&text)?)
+        }
+    };
+    let binary = std::env::current_exe().map_err(|e| e.to_string())?;
+    let root = repo_root();
+    let settings = serde_json::json!({
+        "matrix": name,
+        "cases": cases.len(),
+        "repetitions": args.repetitions,
+        "seconds": args.seconds,
+        "warmup": args.warmup,
+        "timeout_seconds": args.timeout,
+        "keep_going": args.keep_going,
+        "sources_sha256": sources_sha256(&root),
+        "order": "repetition-major; every case in a fresh process (`ark-bench loopback ...`)",
+    });
+    let mut metadata = Metadata::collect("loopback", &root, settings);
+    if metadata.git_dirty {
+        eprintln!(
+            "warning: the source tree differs from {}: this set is not evidence",
+            metadata.git_commit
+        );
+    }
+    let set = match &args.out {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+            ResultSet::open(dir)
+        }
+        None => ResultSet::create(&root.join("results"), &metadata.machine)
+            .map_err(|e| e.to_string())?,
+    };
+    let records = set
+        .start_records(&format!("{name}.jsonl"))
+        .map_err(|e| e.to_string())?;
+    let runner_cases: Vec<Case> = cases
+        .iter()
+        .map(|c| Case {
+            label: c.label(),
+            args: std::iter::once("loopback".to_string())
+                .chain(c.flags(args.seconds, args.warmup))
+                .collect(),
+        })
+        .collect();
+    let total = runner_cases.len() * args.repetitions as usize;
+    let started = Instant::now();
+    let (mut done, mut failures) = (0usize, 0usize);
+    let mut write_error = None;
+    run_repetition_major(
+        &binary,
+        &runner_cases,
+        args.repetitions,
+        Duration::from_secs(args.timeout),
+        |case, outcome| {
+            done += 1;
+            let index = runner_cases
+                .iter()
+                .position(|c| std::ptr::eq(c, case))
+                .expect("case from the list");
+            let spec = &cases[index];
+            metadata.command_lines.push(outcome.command_line.clone());
+            let mut record = match &outcome.result {
+                Ok(line) => match serde_json::from_str::<serde_json::Value>(line) {
+                    Ok(value) if !spec.matches(&value) => {
+                        failed(spec, format!("record does not echo its parameters: {line}"))
+                    }
+                    Ok(value) => value,
+                    Err(e) => failed(spec, format!("unparsable record ({e}): {line}")),
+                },
+                Err(e) => failed(spec, e.clone()),
+            };
+            let ok = record["ok"] == true;
+            if let Some(object) = record.as_object_mut() {
+                object.insert("repetition".into(), outcome.repetition.into());
+                object.insert("command_line".into(), outcome.command_line.clone().into());
+            }
+            if let Err(e) = records.append(&record) {
+                write_error.get_or_insert(e);
+            }
+            if !ok {
+                failures += 1;
+            }
+            let elapsed = started.elapsed().as_secs_f64();
+            let left = elapsed / done as f64 * (total - done) as f64;
+            eprintln!(
+                "[{done}/{total}] rep {} {}: {} ({elapsed:.0} s elapsed, ~{left:.0} s left)",
+                outcome.repetition,
+                case.label,
+                if ok {
+                    format!(
+                        "{:.0} msg/s, p99 {} µs",
+                        record["roundtrips_per_second"].as_f64().unwrap_or(0.0),
+                        record["rtt_p99_us"]
+                    )
+                } else {
+                    format!("FAILED: {}", record["error"])
+                }
+            );
+            ok || args.keep_going
+        },
+    );
+    metadata.finished_utc = Some(bench_harness::metadata::utc_now());
+    metadata.settings["binary_sha256"] = sha256_file(&binary).unwrap_or_default().into();
+    std::fs::write(
+        set.dir().join(format!("{name}.metadata.json")),
+        serde_json::to_string_pretty(&metadata).map_err(|e| e.to_string())? + "\n",
+    )
+    .map_err(|e| e.to_string())?;
+    if let Some(e) = write_error {
+        return Err(format!("writing records: {e}"));
+    }
+    eprintln!(
+        "wrote {}/{name}.jsonl ({done} runs, {failures} failed)",
+        set.dir().display()
+    );
+    println!("{}", set.dir().display());
+    if failures > 0 && !args.keep_going {
+        return Err(format!(
+            "stopped at a failed case ({failures} failed); --keep-going runs on"
+        ));
+    }
+    Ok(())
+}
+
+/// A record for a case whose process failed or printed no usable record.
+fn failed(case: &LoopbackCase, error: String) -> serde_json::Value {
+    serde_json::json!({
+        "schema_version": 1,
+        "implementation": "ark",
+        "protocol": case.protocol,
+        "payload_bytes": case.payload,
+        "clients": case.clients,
+        "window": case.window,
+        "io_model": case.io_model,
+        "io_threads": case.io_threads,
+        "ok": false,
+        "error": error,
+    })
+}

@@ -1,0 +1,443 @@
+//! `ark-bench report` and `ark-bench compare`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use bench_harness::chart::{BarGroup, grouped_bars_svg};
+use bench_harness::metadata::Metadata;
+use bench_harness::result_set::ResultSet;
+use bench_harness::stats::{Summary, percent_change, thousands};
+use serde_json::Value;
+
+/// Case key: protocol, payload, clients, window, io model, io threads.
+type Key = (String, u64, u64, u64, String, u64);
+
+fn key(r: &Value) -> Key {
+    (
+        r["protocol"].as_str().unwrap_or("?").to_string(),
+        r["payload_bytes"].as_u64().unwrap_or(0),
+        r["clients"].as_u64().unwrap_or(0),
+        r["window"].as_u64().unwrap_or(0),
+        r["io_model"].as_str().unwrap_or("?").to_string(),
+        r["io_threads"].as_u64().unwrap_or(0),
+    )
+}
+
+fn label(k: &Key) -> String {
+    format!(
+        "{} B, {} clients, window {}, {} {}",
+        k.1, k.2, k.3, k.4, k.5
+    )
+}
+
+/// Loopback matrices of a set: name → records.
+fn load(dir: &Path) -> Result<BTreeMap<String, Vec<Value>>, String> {
+    let set = ResultSet::open(dir);
+    let mut matrices = BTreeMap::new();
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "jsonl") {
+            continue;
+        }
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let records: Vec<Value> = set
+            .read_records(&format!("{name}.jsonl"))
+            .map_err(|e| e.to_string())?;
+        if records
+            .first()
+            .is_some_and(|r| r.get("schema_version").is_some())
+        {
+            matrices.insert(name, records);
+        }
+    }
+    if matrices.is_empty() {
+        return Err(format!(
+            "{}: no loopback records (*.jsonl with schema_version)",
+            dir.display()
+        ));
+    }
+    Ok(matrices)
+}
+
+fn field(records: &[&Value], name: &str) -> Option<Summary> {
+    let values: Vec<f64> = records
+        .iter()
+        .filter(|r| r["ok"] == true)
+        .filter_map(|r| r[name].as_f64())
+        .collect();
+    Summary::of(&values)
+}
+
+fn cell(s: Option<Summary>, digits: usize) -> String {
+    match s {
+        Some(s) if digits == 0 => format!(
+            "{} ({}–{})",
+            thousands(s.median),
+            thousands(s.min),
+            thousands(s.max)
+        ),
+        Some(s) => format!("{:.*}", digits, s.median),
+        None => "failed".to_string(),
+    }
+}
+
+/// Renders `DIR/report.md` with charts, and `docs/performance/README.md`.
+pub(crate) fn render(dir: &Path) -> Result<(), String> {
+    let matrices = load(dir)?;
+    let mut metadata: BTreeMap<String, Metadata> = BTreeMap::new();
+    for name in matrices.keys() {
+        if let Ok(text) = std::fs::read_to_string(dir.join(format!("{name}.metadata.json"))) {
+            metadata.insert(
+                name.clone(),
+                serde_json::from_str(&text).map_err(|e| format!("{name}.metadata.json: {e}"))?,
+            );
+        }
+    }
+    // Refuse mixed inputs: one host, one commit, one binary.
+    let hosts: BTreeSet<String> = metadata
+        .values()
+        .map(|m| format!("{} / {}", m.machine, m.cpu_model))
+        .collect();
+    let commits: BTreeSet<String> = matrices
+        .values()
+        .flatten()
+        .filter_map(|r| r["git_commit"].as_str().map(str::to_string))
+        .collect();
+    let binaries: BTreeSet<String> = metadata.values().map(|m| m.binary_sha256.clone()).collect();
+    if hosts.len() > 1 || commits.len() > 1 || binaries.len() > 1 {
+        return Err(format!(
+            "mixed inputs in {}: hosts {hosts:?}, commits {commits:?}, binaries {binaries:?}; report each set separately",
+            dir.display()
+        ));
+    }
+
+    let mut out = String::new();
+    let name = dir.file_name().map_or_else(
+        || dir.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let _ = writeln!(out, "# Loopback benchmark: {name}\n");
+    if let Some(m) = metadata.values().next() {
+        let _ = writeln!(out, "| Item | Value |\n| --- | --- |");
+        let _ = writeln!(
+            out,
+            "| Machine | {} ({}), {} logical CPUs, {:.1} GiB |",
+            m.machine,
+            m.cpu_model,
+            m.logical_cpus,
+            m.memory_bytes as f64 / (1u64 << 30) as f64
+        );
+        let _ = writeln!(out, "| OS / kernel | {} / {} |", m.os, m.kernel);
+        let _ = writeln!(
+            out,
+            "| Toolchain | {}, {} profile |",
+            m.rustc, m.build_profile
+        );
+        let _ = writeln!(
+            out,
+            "| Source | commit {}{} |",
+            m.git_commit,
+            if m.git_dirty {
+                " **with uncommitted changes**"
+            } else {
+                ", clean tree"
+            }
+        );
+        let _ = writeln!(out, "| Binary | SHA-256 {} |\n", m.binary_sha256);
+    }
+    let _ = writeln!(
+        out,
+        "Every case ran in a fresh process, repetition-major; cells are the median over repetitions with min–max; p99 is the median of per-run p99s. Server and clients share the IO threads of one process, as in arknet's benchmark. CPU 100 % = one core.\n"
+    );
+    for (matrix, records) in &matrices {
+        let settings = metadata
+            .get(matrix)
+            .map(|m| m.settings.to_string())
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "## Matrix `{matrix}`\n\n{} records. Settings: `{settings}`\n",
+            records.len()
+        );
+        let mut cases: BTreeMap<Key, Vec<&Value>> = BTreeMap::new();
+        for r in records {
+            cases.entry(key(r)).or_default().push(r);
+        }
+        for protocol in ["tcp", "udp", "websocket"] {
+            let rows: Vec<(&Key, &Vec<&Value>)> =
+                cases.iter().filter(|(k, _)| k.0 == protocol).collect();
+            if rows.is_empty() {
+                continue;
+            }
+            let _ = writeln!(out, "### {protocol}\n");
+            let _ = writeln!(
+                out,
+                "| Case | msg/s | p99 / µs | CPU % | allocs/msg | syscalls/msg | UDP loss | ok runs |"
+            );
+            let _ = writeln!(
+                out,
+                "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+            );
+            for (k, runs) in rows {
+                let ok = runs.iter().filter(|r| r["ok"] == true).count();
+                let loss = field(runs, "udp_loss_rate")
+                    .map_or("–".to_string(), |s| format!("{:.4}%", s.median * 100.0));
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {} | {} | {} | {ok}/{} |",
+                    label(k),
+                    cell(field(runs, "roundtrips_per_second"), 0),
+                    cell(field(runs, "rtt_p99_us"), 0),
+                    cell(field(runs, "cpu_percent"), 1),
+                    cell(field(runs, "allocations_per_message"), 2),
+                    cell(field(runs, "syscalls_per_message"), 2),
+                    loss,
+                    runs.len()
+                );
+            }
+            let _ = writeln!(out);
+        }
+        let failed: Vec<&Value> = records.iter().filter(|r| r["ok"] != true).collect();
+        if !failed.is_empty() {
+            let _ = writeln!(out, "### Failed runs\n");
+            for r in failed {
+                let _ = writeln!(
+                    out,
+                    "- rep {} {}: {}",
+                    r["repetition"],
+                    label(&key(r)),
+                    r["error"]
+                );
+            }
+            let _ = writeln!(out);
+        }
+        charts(dir, matrix, &cases, &mut out)?;
+    }
+    std::fs::write(dir.join("report.md"), out).map_err(|e| e.to_string())?;
+    docs_index(dir)?;
+    eprintln!("wrote {}/report.md", dir.display());
+    Ok(())
+}
+
+/// Throughput and p99 by IO profile (1024 B, 16 clients), and throughput by window.
+fn charts(
+    dir: &Path,
+    matrix: &str,
+    cases: &BTreeMap<Key, Vec<&Value>>,
+    out: &mut String,
+) -> Result<(), String> {
+    let protocols = ["tcp", "udp", "websocket"];
+    let ios: BTreeSet<(String, u64)> = cases.keys().map(|k| (k.4.clone(), k.5)).collect();
+    let busy: Vec<BarGroup> = ios
+        .iter()
+        .map(|(model, threads)| BarGroup {
+            label: format!("{model} {threads}"),
+            values: protocols
+                .iter()
+                .map(|p| {
+                    cases
+                        .iter()
+                        .find(|(k, _)| {
+                            k.0 == *p
+                                && k.1 == 1024
+                                && k.2 == 16
+                                && k.4 == *model
+                                && k.5 == *threads
+                        })
+                        .and_then(|(_, runs)| field(runs, "roundtrips_per_second"))
+                })
+                .collect(),
+        })
+        .collect();
+    if busy.iter().any(|g| g.values.iter().any(Option::is_some)) {
+        let file = format!("{matrix}-throughput-by-io.svg");
+        grouped_bars_svg(
+            &dir.join(&file),
+            "1024 B, 16 clients: round trips per second by IO profile",
+            "msg/s (log)",
+            &protocols,
+            &busy,
+        )?;
+        let p99: Vec<BarGroup> = busy
+            .iter()
+            .zip(&ios)
+            .map(|(g, (model, threads))| BarGroup {
+                label: g.label.clone(),
+                values: protocols
+                    .iter()
+                    .map(|p| {
+                        cases
+                            .iter()
+                            .find(|(k, _)| {
+                                k.0 == *p
+                                    && k.1 == 1024
+                                    && k.2 == 16
+                                    && k.4 == *model
+                                    && k.5 == *threads
+                            })
+                            .and_then(|(_, runs)| field(runs, "rtt_p99_us"))
+                    })
+                    .collect(),
+            })
+            .collect();
+        let p99_file = format!("{matrix}-p99-by-io.svg");
+        grouped_bars_svg(
+            &dir.join(&p99_file),
+            "1024 B, 16 clients: p99 round trip by IO profile",
+            "µs (log)",
+            &protocols,
+            &p99,
+        )?;
+        let _ = writeln!(
+            out,
+            "![throughput by IO profile]({file})\n\n![p99 by IO profile]({p99_file})\n"
+        );
+    }
+    let windows: BTreeSet<u64> = cases.keys().map(|k| k.3).collect();
+    if windows.len() > 2 {
+        let groups: Vec<BarGroup> = windows
+            .iter()
+            .map(|w| BarGroup {
+                label: format!("window {w}"),
+                values: protocols
+                    .iter()
+                    .map(|p| {
+                        cases
+                            .iter()
+                            .find(|(k, _)| {
+                                k.0 == *p && k.1 == 1024 && k.3 == *w && k.4 == "shared" && k.5 == 1
+                            })
+                            .and_then(|(_, runs)| field(runs, "roundtrips_per_second"))
+                    })
+                    .collect(),
+            })
+            .collect();
+        if groups.iter().any(|g| g.values.iter().any(Option::is_some)) {
+            let file = format!("{matrix}-throughput-by-window.svg");
+            grouped_bars_svg(
+                &dir.join(&file),
+                "1024 B, shared 1: round trips per second by window",
+                "msg/s (log)",
+                &protocols,
+                &groups,
+            )?;
+            let _ = writeln!(out, "![throughput by window]({file})\n");
+        }
+    }
+    Ok(())
+}
+
+/// `docs/performance/README.md`: the newest set of each matrix under the set's parent.
+fn docs_index(dir: &Path) -> Result<(), String> {
+    let Some(results) = dir.parent() else {
+        return Ok(());
+    };
+    let mut newest: BTreeMap<String, PathBuf> = BTreeMap::new();
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(results)
+        .map_err(|e| e.to_string())?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    for d in dirs {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "jsonl") {
+                let stem = path
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                newest.insert(stem, d.clone());
+            }
+        }
+    }
+    let docs = results
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join("docs/performance");
+    std::fs::create_dir_all(&docs).map_err(|e| e.to_string())?;
+    let mut out = String::from(
+        "# Performance result sets\n\nThe newest committed result set of each benchmark matrix:\n\n| Matrix | Result set | Report |\n| --- | --- | --- |\n",
+    );
+    for (matrix, d) in newest {
+        let name = d
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let report = if matrix == "framing" || matrix == "sessions" {
+            "framing.md"
+        } else {
+            "report.md"
+        };
+        let _ = writeln!(
+            out,
+            "| `{matrix}` | [`{name}`](../../results/{name}/) | [{report}](../../results/{name}/{report}) |"
+        );
+    }
+    out.push_str("\nFraming benchmark details: [framing.md](framing.md). Loopback fields: [../loopback.md](../loopback.md).\n");
+    std::fs::write(docs.join("README.md"), out).map_err(|e| e.to_string())
+}
+
+/// A Markdown table of the matching cases of two sets: medians and change.
+pub(crate) fn compare(a: &Path, b: &Path) -> Result<String, String> {
+    let medians = |dir: &Path| -> Result<BTreeMap<(String, Key), Option<f64>>, String> {
+        let mut out = BTreeMap::new();
+        for (matrix, records) in load(dir)? {
+            let mut cases: BTreeMap<Key, Vec<&Value>> = BTreeMap::new();
+            for r in &records {
+                cases.entry(key(r)).or_default().push(r);
+            }
+            for (k, runs) in cases {
+                out.insert(
+                    (matrix.clone(), k),
+                    field(&runs, "roundtrips_per_second").map(|s| s.median),
+                );
+            }
+        }
+        Ok(out)
+    };
+    let (ma, mb) = (medians(a)?, medians(b)?);
+    let mut out = format!(
+        "| Matrix | Protocol | Case | A msg/s ({}) | B msg/s ({}) | Change |\n| --- | --- | --- | ---: | ---: | ---: |\n",
+        a.display(),
+        b.display()
+    );
+    let fmt = |v: Option<f64>| v.map_or("failed".to_string(), thousands);
+    for (k, va) in &ma {
+        if let Some(vb) = mb.get(k) {
+            let change = match (va, vb) {
+                (Some(x), Some(y)) => percent_change(*y, *x),
+                _ => "n/a".to_string(),
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {change} |",
+                k.0,
+                k.1.0,
+                label(&k.1),
+                fmt(*va),
+                fmt(*vb)
+            );
+        }
+    }
+    let only = |x: &BTreeMap<(String, Key), Option<f64>>,
+                y: &BTreeMap<(String, Key), Option<f64>>|
+     -> Vec<String> {
+        x.keys()
+            .filter(|k| !y.contains_key(*k))
+            .map(|k| format!("{} {} {}", k.0, k.1.0, label(&k.1)))
+            .collect()
+    };
+    for (side, cases) in [("A", only(&ma, &mb)), ("B", only(&mb, &ma))] {
+        if !cases.is_empty() {
+            let _ = writeln!(out, "\nOnly in {side}: {}", cases.join("; "));
+        }
+    }
+    Ok(out)
+}

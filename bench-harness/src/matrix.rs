@@ -1,0 +1,166 @@
+//! Loopback benchmark matrices: arknet's built-in ones and user TOML files.
+
+use serde::{Deserialize, Serialize};
+
+/// One loopback configuration (a case of a matrix).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct LoopbackCase {
+    /// tcp, udp or websocket.
+    pub protocol: String,
+    /// Payload bytes.
+    pub payload: u32,
+    /// Clients.
+    pub clients: u32,
+    /// Window.
+    pub window: u32,
+    /// shared or sharded.
+    pub io_model: String,
+    /// IO threads.
+    pub io_threads: u32,
+}
+
+impl LoopbackCase {
+    /// `ark-loopback` flags for this case.
+    pub fn flags(&self, seconds: f64, warmup: f64) -> Vec<String> {
+        [
+            ("--protocol", self.protocol.clone()),
+            ("--payload", self.payload.to_string()),
+            ("--clients", self.clients.to_string()),
+            ("--window", self.window.to_string()),
+            ("--io-model", self.io_model.clone()),
+            ("--io-threads", self.io_threads.to_string()),
+            ("--seconds", seconds.to_string()),
+            ("--warmup", warmup.to_string()),
+        ]
+        .into_iter()
+        .flat_map(|(flag, value)| [flag.to_string(), value])
+        .collect()
+    }
+
+    /// A short label: `tcp 1024B 16c w16 shared×1`.
+    pub fn label(&self) -> String {
+        format!(
+            "{} {}B {}c w{} {}×{}",
+            self.protocol, self.payload, self.clients, self.window, self.io_model, self.io_threads
+        )
+    }
+
+    /// The IO profile label: `shared 1`, `sharded 4`.
+    pub fn io_label(&self) -> String {
+        format!("{} {}", self.io_model, self.io_threads)
+    }
+
+    /// Whether a record (JSON) echoes this case's parameters.
+    pub fn matches(&self, record: &serde_json::Value) -> bool {
+        record["protocol"] == self.protocol.as_str()
+            && record["payload_bytes"] == self.payload
+            && record["clients"] == self.clients
+            && record["window"] == self.window
+            && record["io_model"] == self.io_model.as_str()
+            && record["io_threads"] == self.io_threads
+    }
+}
+
+/// IO profiles of the baseline matrix.
+const BASELINE_IO: [(&str, u32); 5] = [
+    ("shared", 1),
+    ("shared", 2),
+    ("shared", 4),
+    ("sharded", 2),
+    ("sharded", 4),
+];
+
+/// A named built-in matrix.
+pub fn builtin(name: &str) -> Option<Vec<LoopbackCase>> {
+    let case = |protocol: &str, payload, clients, window, (io_model, io_threads): (&str, u32)| {
+        LoopbackCase {
+            protocol: protocol.to_string(),
+            payload,
+            clients,
+            window,
+            io_model: io_model.to_string(),
+            io_threads,
+        }
+    };
+    let mut cases = Vec::new();
+    match name {
+        "baseline" => {
+            for protocol in ["tcp", "udp", "websocket"] {
+                for payload in [64, 1024, 16384] {
+                    let busy_window = if protocol == "udp" { 1 } else { 16 };
+                    for (clients, window) in [(1, 1), (16, busy_window)] {
+                        for io in BASELINE_IO {
+                            cases.push(case(protocol, payload, clients, window, io));
+                        }
+                    }
+                }
+            }
+        }
+        "dimensions" => {
+            for protocol in ["tcp", "udp", "websocket"] {
+                for window in [1, 4, 16, 64] {
+                    for payload in [64, 1024, 16384] {
+                        for io in [("shared", 1), ("shared", 4), ("sharded", 4)] {
+                            cases.push(case(protocol, payload, 16, window, io));
+                        }
+                    }
+                }
+            }
+        }
+        "udp-limits" => {
+            for payload in [1472, 8192, 16356, 16384, 65507] {
+                for window in [1, 16, 64] {
+                    cases.push(case("udp", payload, 16, window, ("shared", 1)));
+                }
+            }
+        }
+        _ => return None,
+    }
+    Some(cases)
+}
+
+/// A matrix file: `[[case]]` tables with the fields of [`LoopbackCase`].
+#[derive(Debug, Deserialize)]
+struct MatrixFile {
+    case: Vec<LoopbackCase>,
+}
+
+/// Reads a TOML matrix file.
+///
+/// # Errors
+/// The file cannot be read or parsed.
+pub fn from_toml(text: &str) -> Result<Vec<LoopbackCase>, String> {
+    toml::from_str::<MatrixFile>(text)
+        .map(|m| m.case)
+        .map_err(|e| format!("matrix file: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_sizes() {
+        assert_eq!(builtin("baseline").unwrap().len(), 3 * 3 * 2 * 5);
+        assert_eq!(builtin("dimensions").unwrap().len(), 3 * 4 * 3 * 3);
+        assert_eq!(builtin("udp-limits").unwrap().len(), 15);
+        assert!(builtin("nope").is_none());
+        let udp_busy = builtin("baseline")
+            .unwrap()
+            .into_iter()
+            .filter(|c| c.protocol == "udp" && c.clients == 16)
+            .all(|c| c.window == 1);
+        assert!(udp_busy, "UDP's busy profile uses window 1");
+    }
+
+    #[test]
+    fn toml_matrix() {
+        let cases = from_toml(
+            "[[case]]\nprotocol = \"tcp\"\npayload = 64\nclients = 1\nwindow = 1\nio_model = \"shared\"\nio_threads = 1\n",
+        )
+        .unwrap();
+        assert_eq!(cases.len(), 1);
+        assert_eq!(cases[0].flags(0.1, 0.0)[1], "tcp");
+        assert!(from_toml("[[case]]\nprotocol = 1").is_err());
+    }
+}

@@ -1,0 +1,145 @@
+//! `ark-bench` end to end: a tiny matrix, a failed case kept with --keep-going, the report,
+//! and compare.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn binary() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_ark-bench"))
+}
+
+const TINY: &str = r#"
+[[case]]
+protocol = "tcp"
+payload = 64
+clients = 2
+window = 2
+io_model = "shared"
+io_threads = 1
+
+[[case]]
+protocol = "udp"
+payload = 64
+clients = 2
+window = 1
+io_model = "sharded"
+io_threads = 2
+
+[[case]]
+protocol = "websocket"
+payload = 8
+clients = 1
+window = 1
+io_model = "shared"
+io_threads = 1
+"#;
+
+#[test]
+fn a_tiny_matrix_runs_keeps_its_failure_and_reports() {
+    let root = std::env::temp_dir().join(format!("ark-bench-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    let matrix = root.join("tiny.toml");
+    std::fs::write(&matrix, TINY).unwrap();
+    let out_dir: PathBuf = root.join("results").join("set-a");
+    let run = binary()
+        .args([
+            "run",
+            "--repetitions",
+            "2",
+            "--seconds",
+            "0.1",
+            "--warmup",
+            "0.05",
+            "--keep-going",
+            "--matrix",
+        ])
+        .arg(&matrix)
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    assert!(stderr.contains("[6/6]"), "progress lines: {stderr}");
+
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(out_dir.join("tiny.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 6, "3 cases × 2 repetitions");
+    assert_eq!(lines.iter().filter(|r| r["ok"] == true).count(), 4);
+    let failed: Vec<_> = lines.iter().filter(|r| r["ok"] != true).collect();
+    assert_eq!(
+        failed.len(),
+        2,
+        "the impossible payload fails twice and is kept"
+    );
+    assert!(
+        failed[0]["error"].as_str().unwrap().contains("--payload"),
+        "{}",
+        failed[0]
+    );
+    assert!(
+        lines
+            .iter()
+            .all(|r| r["command_line"].as_str().unwrap().contains("loopback"))
+    );
+    assert_eq!(lines[0]["repetition"], 1);
+    assert_eq!(lines[5]["repetition"], 2);
+    let metadata: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("tiny.metadata.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        metadata["settings"]["sources_sha256"]
+            .as_str()
+            .unwrap()
+            .len(),
+        64
+    );
+
+    let report = binary().arg("report").arg(&out_dir).output().unwrap();
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    let text = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    assert!(text.contains("### tcp") && text.contains("### udp"));
+    assert!(text.contains("### Failed runs") && text.contains("--payload"));
+
+    // Without --keep-going the run stops at the failure.
+    let stop = binary()
+        .args([
+            "run",
+            "--repetitions",
+            "1",
+            "--seconds",
+            "0.1",
+            "--warmup",
+            "0",
+            "--matrix",
+        ])
+        .arg(&matrix)
+        .arg("--out")
+        .arg(root.join("results").join("set-b"))
+        .output()
+        .unwrap();
+    assert!(!stop.status.success());
+
+    let compare = binary()
+        .arg("compare")
+        .arg(&out_dir)
+        .arg(root.join("results").join("set-b"))
+        .output()
+        .unwrap();
+    assert!(
+        compare.status.success(),
+        "{}",
+        String::from_utf8_lossy(&compare.stderr)
+    );
+    let table = String::from_utf8_lossy(&compare.stdout);
+    assert!(table.contains("| tiny | tcp |"), "{table}");
+    let _ = std::fs::remove_dir_all(&root);
+}
