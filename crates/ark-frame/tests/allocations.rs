@@ -1,40 +1,10 @@
-//! Zero allocations per message, counted by a global allocator. This file is its own test
-//! binary so no other test's allocations are counted; it holds a single test.
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
+//! Zero allocations per message, counted by a global allocator for the test's own thread only
+//! (the harness's threads may allocate meanwhile). This file is its own test binary.
 
 use ark_frame::{ArkDgram, Decoder, Delimiter, Encoder, FrameReader, LengthPrefix};
 
-struct Counting;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: forwards every call unchanged to the system allocator; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as our caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as our caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: ark_testkit::CountingAllocator = ark_testkit::CountingAllocator;
 
 const MESSAGES: usize = 100_000;
 
@@ -73,9 +43,9 @@ fn allocations_while_decoding<C: Decoder + Encoder + Clone>(
         }
     };
     run(&mut reader, 10); // warm-up: buffers reach their steady size
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = ark_testkit::thread_allocations();
     run(&mut reader, MESSAGES / 100);
-    let after = ALLOCATIONS.load(Ordering::Relaxed);
+    let after = ark_testkit::thread_allocations();
     assert_eq!(frames, MESSAGES + 1000);
     assert!(checksum > 0);
     after - before

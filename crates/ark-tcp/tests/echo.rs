@@ -34,7 +34,10 @@ fn echo_with<C: Framing>(addr: SocketAddr, codec: C, size: fn(u64) -> usize) {
         std::any::type_name::<C>()
     );
     client.stop().unwrap();
-    assert!(util::wait_until(TIMEOUT, || server.stats().frames_in == 300));
+    assert!(ark_testkit::wait_until(TIMEOUT, || server
+        .stats()
+        .frames_in
+        == 300));
     server.stop().unwrap();
 }
 
@@ -96,7 +99,10 @@ fn one_hundred_concurrent_sessions() {
         );
     }
     // Counters are published at the end of each turn, just after the echoes were written.
-    assert!(util::wait_until(TIMEOUT, || server.stats().frames_in == 5_000));
+    assert!(ark_testkit::wait_until(TIMEOUT, || server
+        .stats()
+        .frames_in
+        == 5_000));
     assert_eq!(server.stats().sessions_total, 100);
     for c in clients {
         c.stop().unwrap();
@@ -122,7 +128,7 @@ fn a_sixteen_mib_frame_round_trips() {
         PingResult::Done { echoed: 2 }
     );
     client.stop().unwrap();
-    assert!(util::wait_until(TIMEOUT, || server.stats().bytes_in
+    assert!(ark_testkit::wait_until(TIMEOUT, || server.stats().bytes_in
         == 2 * (16 * 1024 * 1024 + 4)));
     let stats = server.stats();
     server.stop().unwrap();
@@ -144,10 +150,16 @@ fn window_sixteen_coalesces_writes() {
         rx.recv_timeout(TIMEOUT).unwrap(),
         PingResult::Done { echoed: 1_000 }
     );
-    assert!(util::wait_until(TIMEOUT, || client.stats().frames_out == 1_000));
+    assert!(ark_testkit::wait_until(TIMEOUT, || client
+        .stats()
+        .frames_out
+        == 1_000));
     let client_stats = client.stats();
     client.stop().unwrap();
-    assert!(util::wait_until(TIMEOUT, || server.stats().frames_out == 1_000));
+    assert!(ark_testkit::wait_until(TIMEOUT, || server
+        .stats()
+        .frames_out
+        == 1_000));
     let server_stats = server.stats();
     server.stop().unwrap();
     assert_eq!(client_stats.frames_out, 1_000);

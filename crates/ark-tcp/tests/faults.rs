@@ -57,7 +57,7 @@ fn an_oversized_frame_closes_only_its_session() {
             PingResult::Done { echoed: 300 }
         );
     }
-    assert!(util::wait_until(TIMEOUT, || !echo
+    assert!(ark_testkit::wait_until(TIMEOUT, || !echo
         .closes
         .lock()
         .unwrap()
@@ -85,7 +85,7 @@ fn a_peer_vanishing_mid_frame_is_reported() {
         peer.write_all(&100u32.to_be_bytes()).unwrap();
         peer.write_all(&[7u8; 10]).unwrap();
     } // dropped: FIN after 14 of 104 bytes
-    assert!(util::wait_until(TIMEOUT, || !echo
+    assert!(ark_testkit::wait_until(TIMEOUT, || !echo
         .closes
         .lock()
         .unwrap()
@@ -117,7 +117,7 @@ fn the_idle_timeout_closes_a_silent_session() {
     );
     assert!(started.elapsed() >= Duration::from_millis(100));
     drop(silent);
-    assert!(util::wait_until(TIMEOUT, || !echo
+    assert!(ark_testkit::wait_until(TIMEOUT, || !echo
         .closes
         .lock()
         .unwrap()
@@ -206,7 +206,7 @@ fn a_client_reconnects_after_the_server_restarts() {
         .connect(addr, Watch(tx, opens.clone()))
         .unwrap();
     assert!(client.wait_connected(TIMEOUT));
-    assert!(util::wait_until(TIMEOUT, || echo
+    assert!(ark_testkit::wait_until(TIMEOUT, || echo
         .messages
         .load(std::sync::atomic::Ordering::Relaxed)
         == 1));
@@ -223,10 +223,10 @@ fn a_client_reconnects_after_the_server_restarts() {
         .start(move |_| e.clone())
         .unwrap();
     assert!(
-        util::wait_until(TIMEOUT, || *opens.lock().unwrap() == 2),
+        ark_testkit::wait_until(TIMEOUT, || *opens.lock().unwrap() == 2),
         "reconnected"
     );
-    assert!(util::wait_until(TIMEOUT, || echo
+    assert!(ark_testkit::wait_until(TIMEOUT, || echo
         .messages
         .load(std::sync::atomic::Ordering::Relaxed)
         == 2));

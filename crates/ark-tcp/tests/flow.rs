@@ -78,13 +78,15 @@ fn a_slow_reader_gets_full_then_writable_without_spinning() {
         .unwrap();
     let mut reader = small_buffer_client(server.local_addr());
     // The reader does not read: the sender fills its queue and the sockets, then must wait.
-    assert!(util::wait_until(TIMEOUT, || fulls.load(Ordering::SeqCst) >= 1));
+    assert!(ark_testkit::wait_until(TIMEOUT, || fulls
+        .load(Ordering::SeqCst)
+        >= 1));
     std::thread::sleep(Duration::from_millis(200));
     let writables_before = writables.load(Ordering::SeqCst);
-    let cpu_before = util::process_cpu_seconds();
+    let cpu_before = ark_testkit::process_cpu_seconds();
     let wall = Instant::now();
     std::thread::sleep(Duration::from_millis(500));
-    let cpu = util::process_cpu_seconds() - cpu_before;
+    let cpu = ark_testkit::process_cpu_seconds() - cpu_before;
     let share = cpu / wall.elapsed().as_secs_f64();
     assert!(
         share < 0.05,
@@ -180,7 +182,7 @@ fn graceful_close_delivers_everything_queued_before_it() {
         )
         .unwrap();
     assert!(
-        util::wait_until(TIMEOUT, || closed.load(Ordering::SeqCst) == 1),
+        ark_testkit::wait_until(TIMEOUT, || closed.load(Ordering::SeqCst) == 1),
         "client closed"
     );
     assert_eq!(count.received.load(Ordering::SeqCst), 5_000);
@@ -207,7 +209,10 @@ fn graceful_server_stop_delivers_everything_queued() {
         })
         .unwrap();
     let mut reader = small_buffer_client(server.local_addr());
-    assert!(util::wait_until(TIMEOUT, || server.stats().frames_out == TOTAL));
+    assert!(ark_testkit::wait_until(TIMEOUT, || server
+        .stats()
+        .frames_out
+        == TOTAL));
     assert!(server.stats().send_queue_bytes > 0);
     let stopper = std::thread::spawn(move || server.stop());
     let mut got = 0u64;

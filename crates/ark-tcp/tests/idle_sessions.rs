@@ -78,7 +78,7 @@ fn ten_thousand_idle_sessions_hold_no_receive_buffer() {
         "the client process connected"
     );
     assert!(
-        util::wait_until(Duration::from_secs(60), || server.stats().sessions_open
+        ark_testkit::wait_until(Duration::from_secs(60), || server.stats().sessions_open
             == SESSIONS as u64),
         "server sees {} sessions",
         server.stats().sessions_open
@@ -103,7 +103,7 @@ fn ten_thousand_idle_sessions_hold_no_receive_buffer() {
 
     drop(child.stdin.take()); // the client process exits and its connections close
     child.wait().unwrap();
-    assert!(util::wait_until(Duration::from_secs(60), || server
+    assert!(ark_testkit::wait_until(Duration::from_secs(60), || server
         .stats()
         .sessions_open
         == 0));

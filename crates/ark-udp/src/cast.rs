@@ -3,17 +3,15 @@
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
-use std::time::Duration;
 
-use ark_reactor::{
-    IoModel, ReactorConfig, ReactorHandle, ReactorPool, Runtime, SourceId, release_pool,
-};
+use ark_reactor::{IoModel, ReactorConfig, ReactorPool, Runtime};
 
+use crate::client::UdpSocketHandle;
 use crate::config::UdpConfig;
 use crate::endpoint::{Endpoint, Mode};
 use crate::server::{bind_socket, granted_buffers, register, udp_options};
 use crate::session::UdpHandler;
-use crate::stats::{UdpCounters, UdpStats};
+use crate::stats::UdpCounters;
 
 /// Entry point: [`UdpCast::builder`].
 #[derive(Debug)]
@@ -93,7 +91,7 @@ impl UdpCastBuilder {
         let endpoint = Endpoint::new(socket, Mode::cast(handler), config, counters.clone());
         let reactor = pool.next().clone();
         let id = register(&reactor, endpoint, true)?;
-        Ok(UdpCastHandle {
+        Ok(UdpSocketHandle {
             local_addr,
             socket_buffers,
             counters,
@@ -105,58 +103,4 @@ impl UdpCastBuilder {
 }
 
 /// A running [`UdpCast`] socket.
-#[derive(Debug)]
-pub struct UdpCastHandle {
-    local_addr: SocketAddr,
-    socket_buffers: (usize, usize),
-    counters: Arc<UdpCounters>,
-    endpoint: Option<(ReactorHandle, SourceId)>,
-    pool: Option<Arc<ReactorPool>>,
-    own_pool: bool,
-}
-
-impl UdpCastHandle {
-    /// The bound address.
-    pub fn local_addr(&self) -> SocketAddr {
-        self.local_addr
-    }
-
-    /// The granted `(SO_SNDBUF, SO_RCVBUF)` sizes.
-    pub fn socket_buffers(&self) -> (usize, usize) {
-        self.socket_buffers
-    }
-
-    /// A copy of the counters.
-    pub fn stats(&self) -> UdpStats {
-        self.counters.snapshot()
-    }
-
-    /// Closes the socket (`on_close(Stopped)`) and stops an own pool.
-    ///
-    /// # Errors
-    /// Stopping the own pool failed.
-    pub fn stop(mut self) -> io::Result<()> {
-        self.shutdown()
-    }
-
-    fn shutdown(&mut self) -> io::Result<()> {
-        if let Some((reactor, id)) = self.endpoint.take() {
-            let (tx, rx) = std::sync::mpsc::channel();
-            if reactor.post(move |r| {
-                r.remove(id);
-                let _ = tx.send(());
-            }) {
-                let _ = rx.recv_timeout(Duration::from_secs(10));
-            }
-        }
-        self.pool
-            .take()
-            .map_or(Ok(()), |pool| release_pool(pool, self.own_pool))
-    }
-}
-
-impl Drop for UdpCastHandle {
-    fn drop(&mut self) {
-        let _ = self.shutdown();
-    }
-}
+pub type UdpCastHandle = UdpSocketHandle;

@@ -3,7 +3,6 @@
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
-use std::time::Duration;
 
 use ark_reactor::{
     IoModel, ReactorConfig, ReactorHandle, ReactorPool, Runtime, SourceId, release_pool,
@@ -11,7 +10,7 @@ use ark_reactor::{
 
 use crate::config::UdpConfig;
 use crate::endpoint::{Endpoint, Mode};
-use crate::server::{bind_socket, granted_buffers, register, udp_options};
+use crate::server::{bind_socket, deregister, granted_buffers, register, udp_options};
 use crate::session::UdpHandler;
 use crate::stats::{UdpCounters, UdpStats};
 
@@ -75,7 +74,7 @@ impl UdpClientBuilder {
         );
         let reactor = pool.next().clone();
         let id = register(&reactor, endpoint, true)?;
-        Ok(UdpClientHandle {
+        Ok(UdpSocketHandle {
             local_addr,
             socket_buffers,
             counters,
@@ -87,17 +86,20 @@ impl UdpClientBuilder {
 }
 
 /// A running UDP client.
+pub type UdpClientHandle = UdpSocketHandle;
+
+/// A running single-socket endpoint: a [`UdpClient`] or a [`UdpCast`](crate::UdpCast).
 #[derive(Debug)]
-pub struct UdpClientHandle {
-    local_addr: SocketAddr,
-    socket_buffers: (usize, usize),
-    counters: Arc<UdpCounters>,
-    endpoint: Option<(ReactorHandle, SourceId)>,
-    pool: Option<Arc<ReactorPool>>,
-    own_pool: bool,
+pub struct UdpSocketHandle {
+    pub(crate) local_addr: SocketAddr,
+    pub(crate) socket_buffers: (usize, usize),
+    pub(crate) counters: Arc<UdpCounters>,
+    pub(crate) endpoint: Option<(ReactorHandle, SourceId)>,
+    pub(crate) pool: Option<Arc<ReactorPool>>,
+    pub(crate) own_pool: bool,
 }
 
-impl UdpClientHandle {
+impl UdpSocketHandle {
     /// The local address.
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
@@ -123,13 +125,7 @@ impl UdpClientHandle {
 
     fn shutdown(&mut self) -> io::Result<()> {
         if let Some((reactor, id)) = self.endpoint.take() {
-            let (tx, rx) = std::sync::mpsc::channel();
-            if reactor.post(move |r| {
-                r.remove(id);
-                let _ = tx.send(());
-            }) {
-                let _ = rx.recv_timeout(Duration::from_secs(10));
-            }
+            deregister(&reactor, id);
         }
         self.pool
             .take()
@@ -137,7 +133,7 @@ impl UdpClientHandle {
     }
 }
 
-impl Drop for UdpClientHandle {
+impl Drop for UdpSocketHandle {
     fn drop(&mut self) {
         let _ = self.shutdown();
     }

@@ -61,7 +61,7 @@ mod sys;
 
 pub use ark_reactor::Runtime;
 pub use cast::{UdpCast, UdpCastBuilder, UdpCastHandle};
-pub use client::{UdpClient, UdpClientBuilder, UdpClientHandle};
+pub use client::{UdpClient, UdpClientBuilder, UdpClientHandle, UdpSocketHandle};
 pub use config::UdpConfig;
 pub use limits::{
     MAX_PAYLOAD_V4, MAX_PAYLOAD_V6, max_payload, unfragmented_payload_v4, unfragmented_payload_v6,

@@ -63,7 +63,7 @@ macro_rules! udp_options {
         }
 
         /// Idle session expiry (`None`: never).
-        pub fn session_expiry(mut self, expiry: Option<Duration>) -> Self {
+        pub fn session_expiry(mut self, expiry: Option<std::time::Duration>) -> Self {
             self.config.session_expiry = expiry;
             self
         }
@@ -160,6 +160,17 @@ pub(crate) fn register<H: UdpHandler>(
     });
     rx.recv_timeout(Duration::from_secs(10))
         .map_err(|_| io::Error::other("the reactor did not register the socket"))?
+}
+
+/// Removes a socket from its reactor (its sessions get `on_close(Stopped)`) and waits for it.
+pub(crate) fn deregister(reactor: &ReactorHandle, id: SourceId) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    if reactor.post(move |r| {
+        r.remove(id);
+        let _ = tx.send(());
+    }) {
+        let _ = rx.recv_timeout(Duration::from_secs(10));
+    }
 }
 
 impl UdpServerBuilder {
@@ -279,13 +290,7 @@ impl UdpServerHandle {
         }
         self.stopped = true;
         for (reactor, id) in self.endpoints.drain(..) {
-            let (tx, rx) = std::sync::mpsc::channel();
-            if reactor.post(move |r| {
-                r.remove(id);
-                let _ = tx.send(());
-            }) {
-                let _ = rx.recv_timeout(Duration::from_secs(10));
-            }
+            deregister(&reactor, id);
         }
         self.pool
             .take()

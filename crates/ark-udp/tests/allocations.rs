@@ -3,7 +3,6 @@
 
 mod util;
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -11,35 +10,8 @@ use std::time::Duration;
 use ark_udp::{UdpClient, UdpHandler, UdpServer, UdpSession};
 use util::Echo;
 
-struct Counting;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: forwards every call unchanged to the system allocator; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as our caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as our caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: ark_testkit::CountingAllocator = ark_testkit::CountingAllocator;
 
 const WARMUP: u64 = 2_000;
 const MEASURED: u64 = 10_000;
@@ -72,11 +44,10 @@ impl UdpHandler for Measure {
         self.echoed += 1;
         if self.echoed == WARMUP {
             self.start
-                .store(ALLOCATIONS.load(Ordering::SeqCst), Ordering::SeqCst);
+                .store(ark_testkit::allocations(), Ordering::SeqCst);
         }
         if self.echoed == WARMUP + MEASURED {
-            self.end
-                .store(ALLOCATIONS.load(Ordering::SeqCst), Ordering::SeqCst);
+            self.end.store(ark_testkit::allocations(), Ordering::SeqCst);
             self.done.store(true, Ordering::SeqCst);
             return;
         }
@@ -108,7 +79,7 @@ fn a_steady_state_udp_echo_allocates_nothing_per_message() {
         )
         .unwrap();
     // Loopback UDP at window 16 does not drop; a drop would stall the window and fail here.
-    assert!(util::wait_until(Duration::from_secs(60), || done.load(Ordering::SeqCst)));
+    assert!(ark_testkit::wait_until(Duration::from_secs(60), || done.load(Ordering::SeqCst)));
     let allocations = end.load(Ordering::SeqCst) - start.load(Ordering::SeqCst);
     assert_eq!(
         allocations, 0,

@@ -43,9 +43,15 @@ fn echo(addr: &str, batching: bool) {
         "{addr} batching={batching}"
     );
     // Counters are published at the end of the turn that delivered the last echo.
-    assert!(util::wait_until(TIMEOUT, || client.stats().datagrams_in == 2_000));
+    assert!(ark_testkit::wait_until(TIMEOUT, || client
+        .stats()
+        .datagrams_in
+        == 2_000));
     client.stop().unwrap();
-    assert!(util::wait_until(TIMEOUT, || server.stats().datagrams_sent == 2_000));
+    assert!(ark_testkit::wait_until(TIMEOUT, || server
+        .stats()
+        .datagrams_sent
+        == 2_000));
     let server_stats = server.stats();
     server.stop().unwrap();
     assert_eq!(server_stats.sessions_opened, 1);
@@ -104,7 +110,7 @@ fn one_hundred_peers_open_sessions_that_expire() {
         "one session per peer"
     );
     // Silence: every session expires.
-    assert!(util::wait_until(TIMEOUT, || echo
+    assert!(ark_testkit::wait_until(TIMEOUT, || echo
         .closes
         .lock()
         .unwrap()

@@ -48,7 +48,7 @@ fn an_oversized_send_is_a_typed_error_and_the_maximum_arrives_whole() {
             max: MAX_PAYLOAD_V4
         })
     );
-    assert!(util::wait_until(TIMEOUT, || server.stats().bytes_in == MAX_PAYLOAD_V4 as u64));
+    assert!(ark_testkit::wait_until(TIMEOUT, || server.stats().bytes_in == MAX_PAYLOAD_V4 as u64));
     client.stop().unwrap();
     server.stop().unwrap();
 }
@@ -80,7 +80,10 @@ fn truncated_datagrams_are_counted_and_not_delivered_and_empty_ones_echo() {
         );
         assert_eq!(&buf[..5], b"after");
         // Counters are published at the end of the turn that sent the echo.
-        assert!(util::wait_until(TIMEOUT, || server.stats().datagrams_sent == 2));
+        assert!(ark_testkit::wait_until(TIMEOUT, || server
+            .stats()
+            .datagrams_sent
+            == 2));
         let stats = server.stats();
         assert_eq!(stats.truncated, 1, "batching={batching}");
         assert_eq!(

@@ -22,7 +22,7 @@ fn python_websockets_client_talks_to_the_server() {
         "python client failed:\n{stdout}\n{stderr}"
     );
     assert!(stdout.contains("interop ok"), "{stdout}");
-    assert!(util::wait_until(Duration::from_secs(10), || !echo
+    assert!(ark_testkit::wait_until(Duration::from_secs(10), || !echo
         .closes
         .lock()
         .unwrap()

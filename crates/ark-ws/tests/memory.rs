@@ -4,7 +4,6 @@
 
 mod util;
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
@@ -13,35 +12,8 @@ use std::time::Duration;
 
 use ark_ws::{Message, Request, WsClient, WsHandler, WsSession};
 
-struct Counting;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: forwards every call unchanged to the system allocator; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as our caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as our caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: ark_testkit::CountingAllocator = ark_testkit::CountingAllocator;
 
 fn rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -79,7 +51,7 @@ fn idle_sessions() {
         assert!(response[..n].starts_with(b"HTTP/1.1 101"));
         clients.push(stream);
     }
-    assert!(util::wait_until(Duration::from_secs(10), || server
+    assert!(ark_testkit::wait_until(Duration::from_secs(10), || server
         .stats()
         .sessions_open
         == SESSIONS as u64));
@@ -96,7 +68,7 @@ fn idle_sessions() {
         "{per_session} bytes per idle session"
     );
     drop(clients);
-    assert!(util::wait_until(Duration::from_secs(10), || server
+    assert!(ark_testkit::wait_until(Duration::from_secs(10), || server
         .stats()
         .sessions_open
         == 0));
@@ -125,11 +97,10 @@ impl WsHandler for Measure {
         self.echoed += 1;
         if self.echoed == WARMUP {
             self.start
-                .store(ALLOCATIONS.load(Ordering::SeqCst), Ordering::SeqCst);
+                .store(ark_testkit::allocations(), Ordering::SeqCst);
         }
         if self.echoed == WARMUP + MEASURED {
-            self.end
-                .store(ALLOCATIONS.load(Ordering::SeqCst), Ordering::SeqCst);
+            self.end.store(ark_testkit::allocations(), Ordering::SeqCst);
             self.done.store(true, Ordering::SeqCst);
             return;
         }
@@ -155,7 +126,7 @@ fn allocations_per_message() {
             },
         )
         .unwrap();
-    assert!(util::wait_until(Duration::from_secs(60), || done.load(Ordering::SeqCst)));
+    assert!(ark_testkit::wait_until(Duration::from_secs(60), || done.load(Ordering::SeqCst)));
     let per_message =
         (end.load(Ordering::SeqCst) - start.load(Ordering::SeqCst)) as f64 / MEASURED as f64;
     eprintln!(

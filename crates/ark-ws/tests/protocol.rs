@@ -100,7 +100,7 @@ fn close_initiated_by_either_side() {
         1000,
         "the server answers the close"
     );
-    assert!(util::wait_until(TIMEOUT, || echo
+    assert!(ark_testkit::wait_until(TIMEOUT, || echo
         .closes
         .lock()
         .unwrap()
@@ -117,7 +117,7 @@ fn close_initiated_by_either_side() {
     assert_eq!(close_code(ws.read().unwrap()), 4000);
     // tungstenite queued its reply when it read the close frame; flushing sends it.
     let _ = ws.flush();
-    assert!(util::wait_until(TIMEOUT, || echo
+    assert!(ark_testkit::wait_until(TIMEOUT, || echo
         .closes
         .lock()
         .unwrap()

@@ -4,7 +4,6 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use ark_udp::{CloseReason, DatagramError, UdpHandler, UdpSession};
 
@@ -68,19 +67,5 @@ impl UdpHandler for Pinger {
             let _ = self.done.send(self.echoed);
         }
         self.pump(session);
-    }
-}
-
-/// Waits for `condition`, polling every millisecond, for at most `timeout`.
-pub fn wait_until(timeout: Duration, mut condition: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if condition() {
-            return true;
-        }
-        if Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(1));
     }
 }

@@ -3,7 +3,7 @@
 
 use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ark_ws::{Message, WsHandler, WsServer, WsServerHandle, WsSession};
 use tungstenite::WebSocket;
@@ -47,18 +47,4 @@ pub fn blocking_client(addr: SocketAddr) -> WebSocket<TcpStream> {
         .unwrap();
     let (ws, _) = tungstenite::client::client(format!("ws://{addr}/"), stream).unwrap();
     ws
-}
-
-/// Waits for `condition`, polling every millisecond, for at most `timeout`.
-pub fn wait_until(timeout: Duration, mut condition: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if condition() {
-            return true;
-        }
-        if Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
 }

@@ -1,5 +1,5 @@
-//! Run with `cargo run --release -p ark-udp --example echo_server -- 127.0.0.1:7879 30 2`
-//! (address, seconds to run, shards; defaults as shown). Pair it with the `echo_client`
+//! Run with `cargo run --release -p ark-udp --example udp_echo_server -- 127.0.0.1:7879 30 2`
+//! (address, seconds to run, shards; defaults as shown). Pair it with the `udp_echo_client`
 //! example.
 //!
 //! A UDP echo server with one `SO_REUSEPORT` socket per shard and batched syscalls. It stops by

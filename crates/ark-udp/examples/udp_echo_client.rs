@@ -1,5 +1,5 @@
-//! Run with `cargo run --release -p ark-udp --example echo_client -- 127.0.0.1:7879 100000 1`
-//! (server address, datagrams, window; defaults as shown) against the `echo_server` example.
+//! Run with `cargo run --release -p ark-udp --example udp_echo_client -- 127.0.0.1:7879 100000 1`
+//! (server address, datagrams, window; defaults as shown) against the matching `*_echo_server` example.
 //!
 //! Sends 1,024-byte datagrams keeping `window` in flight and prints the echo rate and the
 //! syscalls per datagram. A lost datagram would stall a window, so the run is bounded by a

@@ -1,6 +1,6 @@
-//! Run with `cargo run --release -p ark-tcp --example echo_server -- 127.0.0.1:7878 30`
+//! Run with `cargo run --release -p ark-tcp --example tcp_echo_server -- 127.0.0.1:7878 30`
 //! (address, then seconds to run; defaults 127.0.0.1:7878 and 30). Pair it with the
-//! `echo_client` example.
+//! `tcp_echo_client` example.
 //!
 //! A length-prefixed echo server on a sharded pool of two reactors. It stops by itself after
 //! the given time and prints its counters.

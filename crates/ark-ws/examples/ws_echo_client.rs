@@ -1,5 +1,5 @@
-//! Run with `cargo run --release -p ark-ws --example echo_client -- ws://127.0.0.1:7880/ 100000`
-//! (URL with an IP address, messages; defaults as shown) against the `echo_server` example.
+//! Run with `cargo run --release -p ark-ws --example ws_echo_client -- ws://127.0.0.1:7880/ 100000`
+//! (URL with an IP address, messages; defaults as shown) against the matching `*_echo_server` example.
 //!
 //! Sends 1 KiB binary messages one at a time, checks each echo, closes with 1000 and prints
 //! the rate.

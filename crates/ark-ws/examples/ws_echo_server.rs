@@ -1,5 +1,5 @@
-//! Run with `cargo run --release -p ark-ws --example echo_server -- 127.0.0.1:7880 30`
-//! (address, seconds to run; defaults as shown). Pair it with the `echo_client` example, or
+//! Run with `cargo run --release -p ark-ws --example ws_echo_server -- 127.0.0.1:7880 30`
+//! (address, seconds to run; defaults as shown). Pair it with the `ws_echo_client` example, or
 //! any WebSocket client (`ws://127.0.0.1:7880/`).
 //!
 //! Echoes text and binary messages; stops by itself after the given time.

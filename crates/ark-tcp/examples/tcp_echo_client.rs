@@ -1,5 +1,5 @@
-//! Run with `cargo run --release -p ark-tcp --example echo_client -- 127.0.0.1:7878 100000 16`
-//! (server address, messages, window; defaults as shown) against the `echo_server` example.
+//! Run with `cargo run --release -p ark-tcp --example tcp_echo_client -- 127.0.0.1:7878 100000 16`
+//! (server address, messages, window; defaults as shown) against the matching `*_echo_server` example.
 //!
 //! Sends 64-byte messages keeping `window` in flight, checks every echo, and prints the rate
 //! and the write syscalls per message (sends are coalesced into one write per turn).
