@@ -333,31 +333,6 @@ fn run_inner(args: &Args, allocations: Option<fn() -> u64>) -> std::io::Result<R
     let (csend_min, csend_max) = min_max(udp_buffers.iter().map(|b| b.0));
     let (crecv_min, crecv_max) = min_max(udp_buffers.iter().map(|b| b.1));
     Ok(Record {
-        schema_version: 1,
-        implementation: "ark",
-        version: env!("CARGO_PKG_VERSION"),
-        git_commit: git_commit(),
-        protocol: protocol_name(args.protocol),
-        address_family: match args.address_family {
-            Family::Ipv4 => "ipv4",
-            Family::Ipv6 => "ipv6",
-        },
-        payload_bytes: args.payload,
-        clients: args.clients,
-        window: args.window,
-        io_model: match args.io_model {
-            IoModelArg::Shared => "shared",
-            IoModelArg::Sharded => "sharded",
-        },
-        handler_work: args.work,
-        io_contexts: match args.io_model {
-            IoModelArg::Shared => 1,
-            IoModelArg::Sharded => args.io_threads,
-        },
-        io_threads: args.io_threads,
-        server_and_clients_share_io_threads: args.role == Role::Both,
-        requested_seconds: args.seconds,
-        warmup_seconds: args.warmup,
         elapsed_seconds: elapsed,
         messages_sent: sent,
         messages,
@@ -410,6 +385,7 @@ fn run_inner(args: &Args, allocations: Option<fn() -> u64>) -> std::io::Result<R
         peak_rss_bytes: peak_rss(),
         ok: error.is_none(),
         error,
+        ..base_record(args)
     })
 }
 
@@ -421,7 +397,8 @@ fn protocol_name(p: Protocol) -> &'static str {
     }
 }
 
-fn failed_record(args: &Args, error: String) -> Record {
+/// A record of this run's parameters with no measurement yet (`ok: false`).
+fn base_record(args: &Args) -> Record {
     Record {
         schema_version: 1,
         implementation: "ark",
@@ -440,7 +417,10 @@ fn failed_record(args: &Args, error: String) -> Record {
             IoModelArg::Sharded => "sharded",
         },
         handler_work: args.work,
-        io_contexts: 0,
+        io_contexts: match args.io_model {
+            IoModelArg::Shared => 1,
+            IoModelArg::Sharded => args.io_threads,
+        },
         io_threads: args.io_threads,
         server_and_clients_share_io_threads: args.role == Role::Both,
         requested_seconds: args.seconds,
@@ -486,6 +466,13 @@ fn failed_record(args: &Args, error: String) -> Record {
         cpu_percent: 0.0,
         peak_rss_bytes: peak_rss(),
         ok: false,
+        error: None,
+    }
+}
+
+fn failed_record(args: &Args, error: String) -> Record {
+    Record {
         error: Some(error),
+        ..base_record(args)
     }
 }

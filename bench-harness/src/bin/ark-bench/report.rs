@@ -224,6 +224,38 @@ pub(crate) fn render(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Bar groups: one per `groups` entry, one bar per protocol, each the median of `name` over
+/// the runs of the case `select` picks (by protocol and group).
+fn bars<G>(
+    cases: &BTreeMap<Key, Vec<&Value>>,
+    groups: &[G],
+    group_label: impl Fn(&G) -> String,
+    select: impl Fn(&Key, &str, &G) -> bool,
+    name: &str,
+) -> Vec<BarGroup> {
+    groups
+        .iter()
+        .map(|g| BarGroup {
+            label: group_label(g),
+            values: PROTOCOLS
+                .iter()
+                .map(|p| {
+                    cases
+                        .iter()
+                        .find(|(k, _)| select(k, p, g))
+                        .and_then(|(_, runs)| field(runs, name))
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+const PROTOCOLS: [&str; 3] = ["tcp", "udp", "websocket"];
+
+fn has_data(groups: &[BarGroup]) -> bool {
+    groups.iter().any(|g| g.values.iter().any(Option::is_some))
+}
+
 /// Throughput and p99 by IO profile (1024 B, 16 clients), and throughput by window.
 fn charts(
     dir: &Path,
@@ -231,66 +263,33 @@ fn charts(
     cases: &BTreeMap<Key, Vec<&Value>>,
     out: &mut String,
 ) -> Result<(), String> {
-    let protocols = ["tcp", "udp", "websocket"];
-    let ios: BTreeSet<(String, u64)> = cases.keys().map(|k| (k.4.clone(), k.5)).collect();
-    let busy: Vec<BarGroup> = ios
-        .iter()
-        .map(|(model, threads)| BarGroup {
-            label: format!("{model} {threads}"),
-            values: protocols
-                .iter()
-                .map(|p| {
-                    cases
-                        .iter()
-                        .find(|(k, _)| {
-                            k.0 == *p
-                                && k.1 == 1024
-                                && k.2 == 16
-                                && k.4 == *model
-                                && k.5 == *threads
-                        })
-                        .and_then(|(_, runs)| field(runs, "roundtrips_per_second"))
-                })
-                .collect(),
-        })
+    let ios: Vec<(String, u64)> = cases
+        .keys()
+        .map(|k| (k.4.clone(), k.5))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
         .collect();
-    if busy.iter().any(|g| g.values.iter().any(Option::is_some)) {
+    let io_label = |io: &(String, u64)| format!("{} {}", io.0, io.1);
+    let busy = |k: &Key, p: &str, io: &(String, u64)| {
+        k.0 == p && k.1 == 1024 && k.2 == 16 && k.4 == io.0 && k.5 == io.1
+    };
+    let throughput = bars(cases, &ios, io_label, busy, "roundtrips_per_second");
+    if has_data(&throughput) {
         let file = format!("{matrix}-throughput-by-io.svg");
         grouped_bars_svg(
             &dir.join(&file),
             "1024 B, 16 clients: round trips per second by IO profile",
             "msg/s (log)",
-            &protocols,
-            &busy,
+            &PROTOCOLS,
+            &throughput,
         )?;
-        let p99: Vec<BarGroup> = busy
-            .iter()
-            .zip(&ios)
-            .map(|(g, (model, threads))| BarGroup {
-                label: g.label.clone(),
-                values: protocols
-                    .iter()
-                    .map(|p| {
-                        cases
-                            .iter()
-                            .find(|(k, _)| {
-                                k.0 == *p
-                                    && k.1 == 1024
-                                    && k.2 == 16
-                                    && k.4 == *model
-                                    && k.5 == *threads
-                            })
-                            .and_then(|(_, runs)| field(runs, "rtt_p99_us"))
-                    })
-                    .collect(),
-            })
-            .collect();
+        let p99 = bars(cases, &ios, io_label, busy, "rtt_p99_us");
         let p99_file = format!("{matrix}-p99-by-io.svg");
         grouped_bars_svg(
             &dir.join(&p99_file),
             "1024 B, 16 clients: p99 round trip by IO profile",
             "µs (log)",
-            &protocols,
+            &PROTOCOLS,
             &p99,
         )?;
         let _ = writeln!(
@@ -298,33 +297,28 @@ fn charts(
             "![throughput by IO profile]({file})\n\n![p99 by IO profile]({p99_file})\n"
         );
     }
-    let windows: BTreeSet<u64> = cases.keys().map(|k| k.3).collect();
+    let windows: Vec<u64> = cases
+        .keys()
+        .map(|k| k.3)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
     if windows.len() > 2 {
-        let groups: Vec<BarGroup> = windows
-            .iter()
-            .map(|w| BarGroup {
-                label: format!("window {w}"),
-                values: protocols
-                    .iter()
-                    .map(|p| {
-                        cases
-                            .iter()
-                            .find(|(k, _)| {
-                                k.0 == *p && k.1 == 1024 && k.3 == *w && k.4 == "shared" && k.5 == 1
-                            })
-                            .and_then(|(_, runs)| field(runs, "roundtrips_per_second"))
-                    })
-                    .collect(),
-            })
-            .collect();
-        if groups.iter().any(|g| g.values.iter().any(Option::is_some)) {
+        let by_window = bars(
+            cases,
+            &windows,
+            |w| format!("window {w}"),
+            |k, p, w| k.0 == p && k.1 == 1024 && k.3 == *w && k.4 == "shared" && k.5 == 1,
+            "roundtrips_per_second",
+        );
+        if has_data(&by_window) {
             let file = format!("{matrix}-throughput-by-window.svg");
             grouped_bars_svg(
                 &dir.join(&file),
                 "1024 B, shared 1: round trips per second by window",
                 "msg/s (log)",
-                &protocols,
-                &groups,
+                &PROTOCOLS,
+                &by_window,
             )?;
             let _ = writeln!(out, "![throughput by window]({file})\n");
         }
@@ -334,7 +328,11 @@ fn charts(
 
 /// `docs/performance/README.md`: the newest set of each matrix under the set's parent.
 fn docs_index(dir: &Path) -> Result<(), String> {
-    let Some(results) = dir.parent() else {
+    // Only for sets inside a repository's results/ directory.
+    let Some(results) = dir
+        .parent()
+        .filter(|p| p.file_name().is_some_and(|n| n == "results"))
+    else {
         return Ok(());
     };
     let mut newest: BTreeMap<String, PathBuf> = BTreeMap::new();
