@@ -259,7 +259,8 @@ impl Session<'_> {
     }
 
     /// Closes gracefully: everything queued is written, writing is shut down, and the session
-    /// closes when the peer ends its side (or after `close_linger`). No more sends are accepted.
+    /// closes when the peer ends its side (or after `close_linger`); messages the peer still
+    /// sends meanwhile are delivered. No more sends are accepted.
     pub fn close(&mut self) {
         if *self.ending == Ending::None {
             *self.ending = Ending::Graceful;
