@@ -90,6 +90,36 @@ impl Metadata {
     }
 }
 
+impl Metadata {
+    /// The Markdown table rows (header included) that identify the machine, toolchain, source
+    /// and binary of a result set; reports append their own rows after them.
+    pub fn environment_rows(&self) -> String {
+        format!(
+            "| Item | Value |\n| --- | --- |\n\
+             | Machine | {} ({}), {} logical CPUs, {:.1} GiB |\n\
+             | OS / kernel | {} / {} |\n\
+             | Toolchain | {}, {} profile |\n\
+             | Source | commit {}{} |\n\
+             | Binary | SHA-256 {} |\n",
+            self.machine,
+            self.cpu_model,
+            self.logical_cpus,
+            self.memory_bytes as f64 / (1u64 << 30) as f64,
+            self.os,
+            self.kernel,
+            self.rustc,
+            self.build_profile,
+            self.git_commit,
+            if self.git_dirty {
+                " **with uncommitted changes**"
+            } else {
+                ", clean tree"
+            },
+            self.binary_sha256,
+        )
+    }
+}
+
 fn unknown() -> String {
     "unknown".to_string()
 }

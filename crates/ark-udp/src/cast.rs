@@ -8,10 +8,9 @@ use ark_reactor::{IoModel, ReactorConfig, ReactorPool, Runtime};
 
 use crate::client::UdpSocketHandle;
 use crate::config::UdpConfig;
-use crate::endpoint::{Endpoint, Mode};
-use crate::server::{bind_socket, granted_buffers, register, udp_options};
+use crate::endpoint::Mode;
+use crate::server::{bind_socket, udp_options};
 use crate::session::UdpHandler;
-use crate::stats::UdpCounters;
 
 /// Entry point: [`UdpCast::builder`].
 #[derive(Debug)]
@@ -84,21 +83,13 @@ impl UdpCastBuilder {
         for (group, interface) in &self.multicast_v4 {
             socket.join_multicast_v4(group, interface)?;
         }
-        let local_addr = socket.local_addr()?;
-        let socket_buffers = granted_buffers(&socket);
-        let (pool, own_pool) = self.runtime.pool(self.reactor_config)?;
-        let counters = Arc::new(UdpCounters::default());
-        let endpoint = Endpoint::new(socket, Mode::cast(handler), config, counters.clone());
-        let reactor = pool.next().clone();
-        let id = register(&reactor, endpoint, true)?;
-        Ok(UdpSocketHandle {
-            local_addr,
-            socket_buffers,
-            counters,
-            endpoint: Some((reactor, id)),
-            pool: Some(pool),
-            own_pool,
-        })
+        UdpSocketHandle::start(
+            socket,
+            Mode::cast(handler),
+            config,
+            self.runtime,
+            self.reactor_config,
+        )
     }
 }
 

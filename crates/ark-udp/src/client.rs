@@ -62,26 +62,13 @@ impl UdpClientBuilder {
         let config = Arc::new(self.config);
         let socket = bind_socket(any, &config, false)?;
         socket.connect(peer)?;
-        let local_addr = socket.local_addr()?;
-        let socket_buffers = granted_buffers(&socket);
-        let (pool, own_pool) = self.runtime.pool(self.reactor_config)?;
-        let counters = Arc::new(UdpCounters::default());
-        let endpoint = Endpoint::new(
+        UdpSocketHandle::start(
             socket,
             Mode::client(peer, handler),
             config,
-            counters.clone(),
-        );
-        let reactor = pool.next().clone();
-        let id = register(&reactor, endpoint, true)?;
-        Ok(UdpSocketHandle {
-            local_addr,
-            socket_buffers,
-            counters,
-            endpoint: Some((reactor, id)),
-            pool: Some(pool),
-            own_pool,
-        })
+            self.runtime,
+            self.reactor_config,
+        )
     }
 }
 
@@ -100,6 +87,32 @@ pub struct UdpSocketHandle {
 }
 
 impl UdpSocketHandle {
+    /// Registers a bound socket in `mode` on the next reactor of `runtime`'s pool; the
+    /// endpoint gets a first turn at once (so `on_open` runs before any datagram).
+    pub(crate) fn start<H: UdpHandler>(
+        socket: mio::net::UdpSocket,
+        mode: Mode<H>,
+        config: Arc<UdpConfig>,
+        runtime: Runtime,
+        reactor_config: ReactorConfig,
+    ) -> io::Result<Self> {
+        let local_addr = socket.local_addr()?;
+        let socket_buffers = granted_buffers(&socket);
+        let (pool, own_pool) = runtime.pool(reactor_config)?;
+        let counters = Arc::new(UdpCounters::default());
+        let endpoint = Endpoint::new(socket, mode, config, counters.clone());
+        let reactor = pool.next().clone();
+        let id = register(&reactor, endpoint, true)?;
+        Ok(UdpSocketHandle {
+            local_addr,
+            socket_buffers,
+            counters,
+            endpoint: Some((reactor, id)),
+            pool: Some(pool),
+            own_pool,
+        })
+    }
+
     /// The local address.
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr

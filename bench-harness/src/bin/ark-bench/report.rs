@@ -123,32 +123,7 @@ pub(crate) fn render(dir: &Path) -> Result<(), String> {
     );
     let _ = writeln!(out, "# Loopback benchmark: {name}\n");
     if let Some(m) = metadata.values().next() {
-        let _ = writeln!(out, "| Item | Value |\n| --- | --- |");
-        let _ = writeln!(
-            out,
-            "| Machine | {} ({}), {} logical CPUs, {:.1} GiB |",
-            m.machine,
-            m.cpu_model,
-            m.logical_cpus,
-            m.memory_bytes as f64 / (1u64 << 30) as f64
-        );
-        let _ = writeln!(out, "| OS / kernel | {} / {} |", m.os, m.kernel);
-        let _ = writeln!(
-            out,
-            "| Toolchain | {}, {} profile |",
-            m.rustc, m.build_profile
-        );
-        let _ = writeln!(
-            out,
-            "| Source | commit {}{} |",
-            m.git_commit,
-            if m.git_dirty {
-                " **with uncommitted changes**"
-            } else {
-                ", clean tree"
-            }
-        );
-        let _ = writeln!(out, "| Binary | SHA-256 {} |\n", m.binary_sha256);
+        let _ = writeln!(out, "{}", m.environment_rows());
     }
     let _ = writeln!(
         out,

@@ -146,36 +146,7 @@ fn tables(metadata: &Metadata, records: &[FramingRecord], sessions: &[SessionsRe
     let reps = records.iter().map(|r| r.repetition).max().unwrap_or(0);
     let failed: Vec<&FramingRecord> = records.iter().filter(|r| !r.ok).collect();
     let _ = writeln!(out, "## Environment\n");
-    let _ = writeln!(out, "| Item | Value |\n| --- | --- |");
-    let _ = writeln!(
-        out,
-        "| Machine | {} ({}), {} logical CPUs, {:.1} GiB |",
-        metadata.machine,
-        metadata.cpu_model,
-        metadata.logical_cpus,
-        metadata.memory_bytes as f64 / (1u64 << 30) as f64
-    );
-    let _ = writeln!(
-        out,
-        "| OS / kernel | {} / {} |",
-        metadata.os, metadata.kernel
-    );
-    let _ = writeln!(
-        out,
-        "| Toolchain | {}, {} profile |",
-        metadata.rustc, metadata.build_profile
-    );
-    let _ = writeln!(
-        out,
-        "| Source | commit {}{} |",
-        metadata.git_commit,
-        if metadata.git_dirty {
-            " **with uncommitted changes**"
-        } else {
-            ", clean tree"
-        }
-    );
-    let _ = writeln!(out, "| Binary | SHA-256 {} |", metadata.binary_sha256);
+    out.push_str(&metadata.environment_rows());
     let _ = writeln!(
         out,
         "| Run | {} → {} UTC |",
