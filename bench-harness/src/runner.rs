@@ -1,15 +1,26 @@
 //! Runs benchmark cases as fresh processes, repetition-major: every case of round 1, then
 //! every case of round 2, ... so that drift over time touches all cases alike.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-/// One case: a label for progress output and the arguments for the benchmark binary.
+/// `flags` without the `--repetition N` the runner appends: for programs whose records the
+/// harness labels itself (the loopback benchmarks).
+pub fn without_repetition(mut flags: Vec<String>) -> Vec<String> {
+    if let Some(i) = flags.iter().position(|f| f == "--repetition") {
+        flags.drain(i..(i + 2).min(flags.len()));
+    }
+    flags
+}
+
+/// One case: a label for progress output, the program and its arguments.
 #[derive(Debug, Clone)]
 pub struct Case {
     /// Human-readable case name.
     pub label: String,
+    /// The benchmark program.
+    pub program: PathBuf,
     /// Arguments passed to the binary (the runner appends `--repetition N`).
     pub args: Vec<String>,
 }
@@ -78,10 +89,10 @@ pub fn run_with_timeout(
     }
 }
 
-/// Runs `cases` × `repetitions` fresh processes of `binary`, repetition-major, calling
-/// `on_outcome` after each with its case; `on_outcome` returns `false` to stop the run.
+/// Runs `cases` × `repetitions` fresh processes, repetition-major (every case of round 1 in
+/// list order, then round 2, ...), calling `on_outcome` after each with its case;
+/// `on_outcome` returns `false` to stop the run.
 pub fn run_repetition_major(
-    binary: &Path,
     cases: &[Case],
     repetitions: u32,
     timeout: Duration,
@@ -92,6 +103,7 @@ pub fn run_repetition_major(
             let mut args = case.args.clone();
             args.push("--repetition".to_string());
             args.push(repetition.to_string());
+            let binary = &case.program;
             let command_line = std::iter::once(binary.display().to_string())
                 .chain(args.iter().cloned())
                 .collect::<Vec<_>>()

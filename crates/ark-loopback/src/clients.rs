@@ -224,6 +224,14 @@ impl Core {
     }
 }
 
+impl Drop for Core {
+    /// A client stopped without a close event (its task was dropped) still counts its round
+    /// trips.
+    fn drop(&mut self) {
+        self.flush_rtt();
+    }
+}
+
 /// TCP client handler.
 #[derive(Debug)]
 pub struct TcpClient(pub Core);

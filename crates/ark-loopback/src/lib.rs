@@ -3,8 +3,9 @@
 //! The loopback echo benchmark of the ark networking library, as a library so the binary
 //! stays small and tests can reach its parts: [`args`] (arknet's flags), [`message`] (arknet's
 //! message layout and the server's optional work), [`clients`] (closed-loop clients that check
-//! and time every echo), [`servers`] (the echo servers), [`record`] (the JSON record) and
-//! [`run`] (one run).
+//! and time every echo), [`servers`] (the echo servers), [`record`] (the JSON record),
+//! [`endpoints`] (the implementation under test: ark's, or a peer's) and [`run`] (one run of
+//! any implementation).
 //!
 //! ```
 //! use ark_loopback::message::{check, fill, MEASURED};
@@ -18,6 +19,7 @@
 
 pub mod args;
 pub mod clients;
+pub mod endpoints;
 pub mod message;
 pub mod record;
 pub mod run;

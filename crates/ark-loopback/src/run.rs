@@ -1,159 +1,17 @@
-//! One benchmark run: start the pool, the server and the clients, warm up, measure, drain,
-//! and fill the record.
+//! One benchmark run of any [`Endpoints`]: start the IO threads, the server and the clients,
+//! warm up, measure, drain, and fill the record.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use ark_frame::LengthPrefix;
-use ark_reactor::{IoModel, ReactorConfig, ReactorPool, Stats};
 use ark_udp::NetCounters;
 
-use crate::args::{Args, Family, IoModelArg, Protocol, Role, Switch};
-use crate::clients::{self, Core, PHASE_DRAIN, PHASE_MEASURED, Totals};
+use crate::args::{Args, Family, IoModelArg, Protocol, Role};
+use crate::clients::{Core, PHASE_DRAIN, PHASE_MEASURED, Totals};
+use crate::endpoints::{ArkEndpoints, Endpoints};
 use crate::record::{Record, UdpKernel};
 use crate::servers::{Echo, ServerCounters};
-
-/// A running server of any protocol.
-enum Server {
-    Tcp(ark_tcp::TcpServerHandle),
-    Udp(ark_udp::UdpServerHandle),
-    Ws(ark_ws::WsServerHandle),
-}
-
-impl Server {
-    fn addr(&self) -> SocketAddr {
-        match self {
-            Server::Tcp(s) => s.local_addr(),
-            Server::Udp(s) => s.local_addr(),
-            Server::Ws(s) => s.local_addr(),
-        }
-    }
-
-    fn stop(self) -> std::io::Result<()> {
-        match self {
-            Server::Tcp(s) => s.stop(),
-            Server::Udp(s) => s.stop(),
-            Server::Ws(s) => s.stop(),
-        }
-    }
-}
-
-/// A running client of any protocol.
-enum Client {
-    Tcp(ark_tcp::TcpClientHandle),
-    Udp(ark_udp::UdpClientHandle),
-    Ws(ark_ws::WsClientHandle),
-}
-
-impl Client {
-    fn stop(self) -> std::io::Result<()> {
-        match self {
-            Client::Tcp(c) => c.stop(),
-            Client::Udp(c) => c.stop(),
-            Client::Ws(c) => c.stop(),
-        }
-    }
-}
-
-fn pool(args: &Args) -> std::io::Result<Arc<ReactorPool>> {
-    let threads = args.io_threads as usize;
-    let model = match args.io_model {
-        IoModelArg::Shared => IoModel::Shared { threads },
-        IoModelArg::Sharded => IoModel::Sharded { reactors: threads },
-    };
-    Ok(Arc::new(ReactorPool::start(
-        model,
-        ReactorConfig::default(),
-    )?))
-}
-
-fn start_server(
-    args: &Args,
-    pool: &Arc<ReactorPool>,
-    counters: &Arc<ServerCounters>,
-) -> std::io::Result<Server> {
-    let echo = Echo {
-        work: args.work,
-        counters: counters.clone(),
-    };
-    let addr = args.server_addr();
-    Ok(match args.protocol {
-        Protocol::Tcp => Server::Tcp(
-            ark_tcp::TcpServer::builder()
-                .bind(addr)
-                .framing(LengthPrefix::default())
-                .pool(pool.clone())
-                .start(move |_| echo.clone())?,
-        ),
-        Protocol::Udp => Server::Udp(
-            ark_udp::UdpServer::builder()
-                .bind(addr)
-                .socket_buffers(
-                    Some(args.udp_send_buffer),
-                    Some(args.udp_server_receive_buffer),
-                )
-                .max_datagram(args.payload as usize + 1)
-                .batching(args.udp_batch == Switch::On, 32)
-                .pool(pool.clone())
-                .start(move |_| echo.clone())?,
-        ),
-        Protocol::Websocket => Server::Ws(
-            ark_ws::WsServer::builder()
-                .bind(addr)
-                .pool(pool.clone())
-                .start(move |_| echo.clone())?,
-        ),
-    })
-}
-
-fn start_client(
-    args: &Args,
-    id: u32,
-    server: SocketAddr,
-    pool: &Arc<ReactorPool>,
-    totals: &Arc<Totals>,
-) -> std::io::Result<(Client, Option<(usize, usize)>)> {
-    let exact = args.protocol != Protocol::Udp;
-    let core = Core::new(
-        id,
-        args.payload as usize,
-        args.window as usize,
-        exact,
-        totals.clone(),
-    );
-    Ok(match args.protocol {
-        Protocol::Tcp => (
-            Client::Tcp(
-                ark_tcp::TcpClient::builder()
-                    .pool(pool.clone())
-                    .connect_timeout(Duration::from_secs(10))
-                    .connect(server, clients::TcpClient(core))?,
-            ),
-            None,
-        ),
-        Protocol::Udp => {
-            let client = ark_udp::UdpClient::builder()
-                .socket_buffers(Some(args.udp_send_buffer), Some(args.udp_receive_buffer))
-                .max_datagram(args.payload as usize + 1)
-                .batching(args.udp_batch == Switch::On, 8)
-                .pool(pool.clone())
-                .connect(server, clients::UdpClient(core))?;
-            let buffers = client.socket_buffers();
-            (Client::Udp(client), Some(buffers))
-        }
-        Protocol::Websocket => (
-            Client::Ws(
-                ark_ws::WsClient::builder()
-                    .pool(pool.clone())
-                    .connect_timeout(Duration::from_secs(10))
-                    .connect(&format!("ws://{server}/"), clients::WsClient(core))?,
-            ),
-            None,
-        ),
-    })
-}
 
 /// Process CPU seconds (all threads).
 fn cpu_seconds() -> f64 {
@@ -192,79 +50,117 @@ fn git_commit() -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
-fn syscalls(stats: &Stats) -> u64 {
-    stats.reads + stats.writes + stats.receives + stats.sends
-}
-
 fn min_max(values: impl Iterator<Item = usize> + Clone) -> (Option<usize>, Option<usize>) {
     (values.clone().min(), values.max())
 }
 
-/// Runs the server only (`--role server`) for warm-up + measured + drain + 5 s, then prints
+/// Runs ark's server only (`--role server`); see [`serve`].
+///
+/// # Errors
+/// The IO threads or the server could not start.
+pub fn run_server(args: &Args) -> std::io::Result<serde_json::Value> {
+    serve::<ArkEndpoints>(args)
+}
+
+/// Runs the server only (`--role server`) for warm-up + measured + drain + 5 s, then returns
 /// what it served.
 ///
 /// # Errors
-/// The pool or server could not start.
-pub fn run_server(args: &Args) -> std::io::Result<serde_json::Value> {
-    let pool = pool(args)?;
+/// The IO threads or the server could not start.
+pub fn serve<E: Endpoints>(args: &Args) -> std::io::Result<serde_json::Value> {
+    let mut endpoints = E::start(args)?;
     let counters = Arc::new(ServerCounters::default());
-    let server = start_server(args, &pool, &counters)?;
-    let addr = server.addr();
-    eprintln!("ark-loopback server on {addr}");
+    let echo = Echo {
+        work: args.work,
+        counters: counters.clone(),
+    };
+    let addr = endpoints.start_server(args, echo)?;
+    eprintln!("{} loopback server on {addr}", E::NAME);
     std::thread::sleep(Duration::from_secs_f64(
         args.warmup + args.seconds + args.drain + 5.0,
     ));
-    let stats = pool.stats();
-    server.stop()?;
+    let syscalls = endpoints.syscalls();
+    endpoints.stop()?;
     Ok(serde_json::json!({
         "role": "server",
+        "implementation": E::NAME,
         "address": addr.to_string(),
-        "protocol": format!("{:?}", args.protocol).to_lowercase(),
+        "protocol": protocol_name(args.protocol),
         "server_send_rejections": counters.send_rejections.load(Ordering::Relaxed),
-        "syscalls": syscalls(&stats),
+        "syscalls": syscalls,
         "ok": true,
     }))
 }
 
-/// One run with server and clients (`--role both`) or clients only (`--role client`).
-/// `allocations` reads the process's allocation counter when the binary installed one.
+/// One run of ark with server and clients (`--role both`) or clients only (`--role
+/// client`); see [`measure`].
 pub fn run(args: &Args, allocations: Option<fn() -> u64>) -> Record {
-    match run_inner(args, allocations) {
+    measure::<ArkEndpoints>(args, allocations)
+}
+
+/// One run of `E` with server and clients (`--role both`) or clients only (`--role client`).
+/// `allocations` reads the process's allocation counter when the binary installed one.
+pub fn measure<E: Endpoints>(args: &Args, allocations: Option<fn() -> u64>) -> Record {
+    match measure_inner::<E>(args, allocations) {
         Ok(record) => record,
-        Err(e) => failed_record(args, e.to_string()),
+        Err(e) => Record {
+            error: Some(e.to_string()),
+            ..base_record(args, E::NAME)
+        },
     }
 }
 
-fn run_inner(args: &Args, allocations: Option<fn() -> u64>) -> std::io::Result<Record> {
-    let pool = pool(args)?;
+fn measure_inner<E: Endpoints>(
+    args: &Args,
+    allocations: Option<fn() -> u64>,
+) -> std::io::Result<Record> {
+    let mut endpoints = E::start(args)?;
     let server_counters = Arc::new(ServerCounters::default());
     let server = match args.role {
         Role::Client => None,
-        _ => Some(start_server(args, &pool, &server_counters)?),
+        _ => {
+            let echo = Echo {
+                work: args.work,
+                counters: server_counters.clone(),
+            };
+            Some(endpoints.start_server(args, echo)?)
+        }
     };
-    let target = match (&server, args.connect) {
-        (Some(server), _) => server.addr(),
-        (None, Some(addr)) => addr,
+    let target = match (server, args.connect) {
+        (Some(addr), _) | (None, Some(addr)) => addr,
         (None, None) => return Err(std::io::Error::other("--role client needs --connect")),
     };
     let kernel_before = NetCounters::snapshot();
     let totals = Totals::new();
-    let mut clients = Vec::with_capacity(args.clients as usize);
+    let exact_order = args.protocol != Protocol::Udp;
     let mut udp_buffers = Vec::new();
     for id in 0..args.clients {
-        let (client, buffers) = start_client(args, id, target, &pool, &totals)?;
-        clients.push(client);
-        udp_buffers.extend(buffers);
+        let core = Core::new(
+            id,
+            args.payload as usize,
+            args.window as usize,
+            exact_order,
+            totals.clone(),
+        );
+        udp_buffers.extend(endpoints.start_client(args, target, core)?);
     }
 
     std::thread::sleep(Duration::from_secs_f64(args.warmup));
-    let (cpu0, stats0, allocs0) = (cpu_seconds(), pool.stats(), allocations.map(|f| f()));
+    let (cpu0, sys0, allocs0) = (
+        cpu_seconds(),
+        endpoints.syscalls(),
+        allocations.map(|f| f()),
+    );
     totals.phase.store(PHASE_MEASURED, Ordering::SeqCst);
     let started = Instant::now();
     std::thread::sleep(Duration::from_secs_f64(args.seconds));
     totals.phase.store(PHASE_DRAIN, Ordering::SeqCst);
     let elapsed = started.elapsed().as_secs_f64();
-    let (cpu1, stats1, allocs1) = (cpu_seconds(), pool.stats(), allocations.map(|f| f()));
+    let (cpu1, sys1, allocs1) = (
+        cpu_seconds(),
+        endpoints.syscalls(),
+        allocations.map(|f| f()),
+    );
 
     let drain_deadline = Instant::now() + Duration::from_secs_f64(args.drain);
     while totals.in_flight.load(Ordering::SeqCst) > 0 && Instant::now() < drain_deadline {
@@ -286,17 +182,9 @@ fn run_inner(args: &Args, allocations: Option<fn() -> u64>) -> std::io::Result<R
         }
         _ => None,
     };
-    let udp_server_buffers = match &server {
-        Some(Server::Udp(s)) => Some(s.socket_buffers()),
-        _ => None,
-    };
-    for client in clients {
-        client.stop()?;
-    }
-    if let Some(server) = server {
-        server.stop()?;
-    }
-    drop(pool);
+    let udp_server_buffers = endpoints.udp_server_buffers();
+    let udp_batched = endpoints.udp_batched(args);
+    endpoints.stop()?;
 
     let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::SeqCst);
     let messages = get(&totals.messages);
@@ -363,7 +251,7 @@ fn run_inner(args: &Args, allocations: Option<fn() -> u64>) -> std::io::Result<R
         drain_timeouts: u64::from(!drained),
         warmup_ok,
         warmup_errors: get(&totals.warmup_errors),
-        udp_batch: udp.then_some(args.udp_batch == Switch::On),
+        udp_batch: udp.then_some(udp_batched),
         udp_send_buffer_requested_bytes: udp.then_some(args.udp_send_buffer),
         udp_receive_buffer_requested_bytes: udp.then_some(args.udp_receive_buffer),
         udp_server_send_buffer_bytes: udp_server_buffers.map(|b| b.0),
@@ -377,15 +265,17 @@ fn run_inner(args: &Args, allocations: Option<fn() -> u64>) -> std::io::Result<R
             (Some(a), Some(b)) if messages > 0 => Some((b - a) as f64 / messages as f64),
             _ => None,
         },
-        syscalls_per_message: (messages > 0)
-            .then(|| (syscalls(&stats1) - syscalls(&stats0)) as f64 / messages as f64),
+        syscalls_per_message: match (sys0, sys1) {
+            (Some(a), Some(b)) if messages > 0 => Some((b - a) as f64 / messages as f64),
+            _ => None,
+        },
         cpu_seconds: cpu,
         cpu_elapsed_seconds: elapsed,
         cpu_percent: cpu / elapsed * 100.0,
         peak_rss_bytes: peak_rss(),
         ok: error.is_none(),
         error,
-        ..base_record(args)
+        ..base_record(args, E::NAME)
     })
 }
 
@@ -398,10 +288,10 @@ fn protocol_name(p: Protocol) -> &'static str {
 }
 
 /// A record of this run's parameters with no measurement yet (`ok: false`).
-fn base_record(args: &Args) -> Record {
+fn base_record(args: &Args, implementation: &'static str) -> Record {
     Record {
         schema_version: 1,
-        implementation: "ark",
+        implementation,
         version: env!("CARGO_PKG_VERSION"),
         git_commit: git_commit(),
         protocol: protocol_name(args.protocol),
@@ -467,12 +357,5 @@ fn base_record(args: &Args) -> Record {
         peak_rss_bytes: peak_rss(),
         ok: false,
         error: None,
-    }
-}
-
-fn failed_record(args: &Args, error: String) -> Record {
-    Record {
-        error: Some(error),
-        ..base_record(args)
     }
 }

@@ -22,13 +22,15 @@ pub struct Echo {
 }
 
 impl Echo {
-    fn before_echo(&self, message: &[u8]) {
+    /// The optional work before echoing `message` (`--work` xorshift rounds).
+    pub fn before_echo(&self, message: &[u8]) {
         if self.work > 0 {
             work(message.last().copied().unwrap_or(0), self.work);
         }
     }
 
-    fn rejected(&self) {
+    /// Counts an echo the transport refused.
+    pub fn rejected(&self) {
         self.counters
             .send_rejections
             .fetch_add(1, Ordering::Relaxed);

@@ -2,14 +2,16 @@
 //! reports and compares sets.
 //!
 //! ```text
-//! ark-bench run --matrix baseline --repetitions 3 --seconds 1 --warmup 0.25
+//! ark-bench run --matrix baseline --repetitions 3 --seconds 1 --warmup 0.25 --implementations ark,tokio
 //! ark-bench report results/<machine>-<date>
 //! ark-bench compare results/<a> results/<b>
 //! ```
 //!
 //! Each case runs `ark-bench loopback <flags>`: the ark-loopback program (the same library
-//! code as the `ark-loopback` binary) in a fresh process of this binary, so a run needs no
-//! second binary to be built.
+//! code as the `ark-loopback` binary) in a fresh process of this binary; with
+//! `--implementations ark,tokio` every case also runs `peer-tokio-loopback <flags>` (built
+//! next to this binary), alternating within each repetition, and the report gives ark/tokio
+//! ratios.
 
 mod report;
 
@@ -21,7 +23,7 @@ use bench_harness::alloc_counter::{self, CountingAllocator};
 use bench_harness::matrix::{LoopbackCase, builtin, from_toml};
 use bench_harness::metadata::{Metadata, sha256_file};
 use bench_harness::result_set::ResultSet;
-use bench_harness::runner::{Case, run_repetition_major};
+use bench_harness::runner::{Case, run_repetition_major, without_repetition};
 use clap::{Parser, Subcommand};
 use sha2::{Digest, Sha256};
 
@@ -85,6 +87,46 @@ struct RunArgs {
     /// Seconds before a case process is killed.
     #[arg(long, default_value_t = 60)]
     timeout: u64,
+    /// Implementations to run for every case, alternating within each repetition: `ark`
+    /// (`ark-bench loopback`) and `tokio` (`peer-tokio-loopback`, built next to ark-bench).
+    #[arg(long, value_delimiter = ',', default_value = "ark")]
+    implementations: Vec<Implementation>,
+}
+
+/// An implementation the harness can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Implementation {
+    /// ark-loopback's code, run as `ark-bench loopback <flags>`.
+    Ark,
+    /// The tokio peer, `peer-tokio-loopback <flags>`.
+    Tokio,
+}
+
+impl Implementation {
+    fn name(self) -> &'static str {
+        match self {
+            Implementation::Ark => "ark",
+            Implementation::Tokio => "tokio",
+        }
+    }
+
+    /// The program and the arguments before the case's flags.
+    fn program(self, ark_bench: &Path) -> Result<(PathBuf, Vec<String>), String> {
+        match self {
+            Implementation::Ark => Ok((ark_bench.to_path_buf(), vec!["loopback".to_string()])),
+            Implementation::Tokio => {
+                let peer = ark_bench.with_file_name("peer-tokio-loopback");
+                if peer.is_file() {
+                    Ok((peer, Vec::new()))
+                } else {
+                    Err(format!(
+                        "{} not found: build it with `cargo build --release -p bench-harness`",
+                        peer.display()
+                    ))
+                }
+            }
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -104,13 +146,10 @@ fn main() -> ExitCode {
     }
 }
 
-fn loopback(mut flags: Vec<String>) -> ExitCode {
+fn loopback(flags: Vec<String>) -> ExitCode {
     // The runner appends `--repetition N` for the record; ark-loopback has no such flag.
-    if let Some(i) = flags.iter().position(|f| f == "--repetition") {
-        flags.drain(i..(i + 2).min(flags.len()));
-    }
     let args = match ark_loopback::args::Args::try_parse_from(
-        std::iter::once("ark-loopback".to_string()).chain(flags),
+        std::iter::once("ark-loopback".to_string()).chain(without_repetition(flags)),
     ) {
         Ok(args) => args,
         Err(e) => {
@@ -192,6 +231,12 @@ fn run(args: &RunArgs) -> Result<(), String> {
         }
     };
     let binary = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut implementations = args.implementations.clone();
+    implementations.dedup();
+    let programs = implementations
+        .iter()
+        .map(|i| i.program(&binary))
+        .collect::<Result<Vec<_>, _>>()?;
     let root = repo_root();
     let settings = serde_json::json!({
         "matrix": name,
@@ -201,8 +246,9 @@ fn run(args: &RunArgs) -> Result<(), String> {
         "warmup": args.warmup,
         "timeout_seconds": args.timeout,
         "keep_going": args.keep_going,
+        "implementations": implementations.iter().map(|i| i.name()).collect::<Vec<_>>(),
         "sources_sha256": sources_sha256(&root),
-        "order": "repetition-major; every case in a fresh process (`ark-bench loopback ...`)",
+        "order": "repetition-major; every case in a fresh process (`ark-bench loopback ...`, `peer-tokio-loopback ...`), implementations alternating within each repetition",
     });
     let mut metadata = Metadata::collect("loopback", &root, settings);
     if metadata.git_dirty {
@@ -222,21 +268,28 @@ fn run(args: &RunArgs) -> Result<(), String> {
     let records = set
         .start_records(&format!("{name}.jsonl"))
         .map_err(|e| e.to_string())?;
-    let runner_cases: Vec<Case> = cases
-        .iter()
-        .map(|c| Case {
-            label: c.label(),
-            args: std::iter::once("loopback".to_string())
-                .chain(c.flags(args.seconds, args.warmup))
-                .collect(),
-        })
-        .collect();
+    // Case-major within a repetition, implementations alternating: ark, tokio, ark, tokio, ...
+    let mut specs: Vec<(&LoopbackCase, Implementation)> = Vec::new();
+    let mut runner_cases: Vec<Case> = Vec::new();
+    for c in &cases {
+        for (implementation, (program, prefix)) in implementations.iter().zip(&programs) {
+            specs.push((c, *implementation));
+            runner_cases.push(Case {
+                label: format!("{} {}", implementation.name(), c.label()),
+                program: program.clone(),
+                args: prefix
+                    .iter()
+                    .cloned()
+                    .chain(c.flags(args.seconds, args.warmup))
+                    .collect(),
+            });
+        }
+    }
     let total = runner_cases.len() * args.repetitions as usize;
     let started = Instant::now();
     let (mut done, mut failures) = (0usize, 0usize);
     let mut write_error = None;
     run_repetition_major(
-        &binary,
         &runner_cases,
         args.repetitions,
         Duration::from_secs(args.timeout),
@@ -246,17 +299,22 @@ fn run(args: &RunArgs) -> Result<(), String> {
                 .iter()
                 .position(|c| std::ptr::eq(c, case))
                 .expect("case from the list");
-            let spec = &cases[index];
+            let (spec, implementation) = specs[index];
+            let name = implementation.name();
             metadata.command_lines.push(outcome.command_line.clone());
             let mut record = match &outcome.result {
                 Ok(line) => match serde_json::from_str::<serde_json::Value>(line) {
-                    Ok(value) if !spec.matches(&value) => {
-                        failed(spec, format!("record does not echo its parameters: {line}"))
+                    Ok(value) if !spec.matches(&value) || value["implementation"] != name => {
+                        failed(
+                            spec,
+                            name,
+                            format!("record does not echo its parameters: {line}"),
+                        )
                     }
                     Ok(value) => value,
-                    Err(e) => failed(spec, format!("unparsable record ({e}): {line}")),
+                    Err(e) => failed(spec, name, format!("unparsable record ({e}): {line}")),
                 },
-                Err(e) => failed(spec, e.clone()),
+                Err(e) => failed(spec, name, e.clone()),
             };
             let ok = record["ok"] == true;
             if let Some(object) = record.as_object_mut() {
@@ -290,6 +348,10 @@ fn run(args: &RunArgs) -> Result<(), String> {
     );
     metadata.finished_utc = Some(bench_harness::metadata::utc_now());
     metadata.settings["binary_sha256"] = sha256_file(&binary).unwrap_or_default().into();
+    for (implementation, (program, _)) in implementations.iter().zip(&programs) {
+        metadata.settings[format!("{}_program_sha256", implementation.name())] =
+            sha256_file(program).unwrap_or_default().into();
+    }
     std::fs::write(
         set.dir().join(format!("{name}.metadata.json")),
         serde_json::to_string_pretty(&metadata).map_err(|e| e.to_string())? + "\n",
@@ -312,10 +374,10 @@ fn run(args: &RunArgs) -> Result<(), String> {
 }
 
 /// A record for a case whose process failed or printed no usable record.
-fn failed(case: &LoopbackCase, error: String) -> serde_json::Value {
+fn failed(case: &LoopbackCase, implementation: &str, error: String) -> serde_json::Value {
     serde_json::json!({
         "schema_version": 1,
-        "implementation": "ark",
+        "implementation": implementation,
         "protocol": case.protocol,
         "payload_bytes": case.payload,
         "clients": case.clients,

@@ -249,6 +249,7 @@ fn run(args: &RunArgs) -> Result<(), String> {
     let runner_cases: Vec<Case> = list
         .iter()
         .map(|&(table, kind, shape, capacity)| Case {
+            program: binary.clone(),
             label: format!(
                 "{table} {} body={} block={} batch={} cap={capacity}",
                 kind.name(),
@@ -285,7 +286,6 @@ fn run(args: &RunArgs) -> Result<(), String> {
     let mut failures = 0;
     let mut io_error = None;
     run_repetition_major(
-        &binary,
         &runner_cases,
         args.repetitions,
         std::time::Duration::from_secs(600),

@@ -1,0 +1,396 @@
+//! tokio's servers and clients for `ark_loopback::run::measure`.
+
+use std::future::Future;
+use std::io;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use ark_loopback::args::{Args, IoModelArg, Protocol};
+use ark_loopback::clients::Core;
+use ark_loopback::endpoints::Endpoints;
+use ark_loopback::servers::Echo;
+use bytes::{Bytes, BytesMut};
+use futures_util::{FutureExt, Sink, SinkExt, Stream, StreamExt, TryStreamExt};
+use tokio::net::{TcpListener, TcpStream, UdpSocket};
+use tokio::runtime::{Builder, Handle, Runtime};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_util::codec::{Framed, FramedRead, FramedWrite, LengthDelimitedCodec};
+
+/// How long setup steps (bind, connect, handshake) may take.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The runtimes of one run.
+enum Runtimes {
+    /// One multi-thread runtime (`--io-model shared`, more than one thread).
+    Multi(Runtime),
+    /// Current-thread runtimes, each driven by a thread of its own until its stop signal.
+    Current(Vec<(tokio::sync::oneshot::Sender<()>, JoinHandle<()>)>),
+}
+
+/// tokio's servers and clients.
+pub struct TokioEndpoints {
+    runtimes: Runtimes,
+    /// Where tasks go: one handle per runtime.
+    handles: Vec<Handle>,
+    next_client: usize,
+    udp_server_buffers: Option<(usize, usize)>,
+}
+
+/// A current-thread runtime on a thread of its own.
+fn current_thread(
+    index: usize,
+) -> io::Result<(Handle, tokio::sync::oneshot::Sender<()>, JoinHandle<()>)> {
+    let runtime = Builder::new_current_thread().enable_all().build()?;
+    let handle = runtime.handle().clone();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::Builder::new()
+        .name(format!("tokio-io-{index}"))
+        .spawn(move || {
+            runtime.block_on(async {
+                let _ = stopped.await;
+            });
+        })?;
+    Ok((handle, stop, thread))
+}
+
+/// Runs `future` on `handle` and waits (bounded) for its result.
+fn run_on<T: Send + 'static>(
+    handle: &Handle,
+    future: impl Future<Output = io::Result<T>> + Send + 'static,
+) -> io::Result<T> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    handle.spawn(async move {
+        let _ = tx.send(future.await);
+    });
+    rx.recv_timeout(SETUP_TIMEOUT).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("setup did not finish within {SETUP_TIMEOUT:?}"),
+        )
+    })?
+}
+
+/// A UDP socket bound to `bind` with the requested buffers (socket2, as tokio has no setter).
+fn udp_socket(bind: SocketAddr, send: usize, receive: usize) -> io::Result<std::net::UdpSocket> {
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(bind),
+        socket2::Type::DGRAM,
+        Some(socket2::Protocol::UDP),
+    )?;
+    socket.set_send_buffer_size(send)?;
+    socket.set_recv_buffer_size(receive)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&bind.into())?;
+    Ok(socket.into())
+}
+
+fn buffers(socket: &std::net::UdpSocket) -> io::Result<(usize, usize)> {
+    let socket = socket2::SockRef::from(socket);
+    Ok((socket.send_buffer_size()?, socket.recv_buffer_size()?))
+}
+
+impl Endpoints for TokioEndpoints {
+    const NAME: &'static str = "tokio";
+
+    fn start(args: &Args) -> io::Result<Self> {
+        let threads = args.io_threads as usize;
+        let (runtimes, handles) = match (args.io_model, threads) {
+            (IoModelArg::Shared, 2..) => {
+                let runtime = Builder::new_multi_thread()
+                    .worker_threads(threads)
+                    .thread_name("tokio-io")
+                    .enable_all()
+                    .build()?;
+                let handle = runtime.handle().clone();
+                (Runtimes::Multi(runtime), vec![handle])
+            }
+            _ => {
+                let mut stops = Vec::with_capacity(threads);
+                let mut handles = Vec::with_capacity(threads);
+                for index in 0..threads {
+                    let (handle, stop, thread) = current_thread(index)?;
+                    handles.push(handle);
+                    stops.push((stop, thread));
+                }
+                (Runtimes::Current(stops), handles)
+            }
+        };
+        Ok(TokioEndpoints {
+            runtimes,
+            handles,
+            next_client: 0,
+            udp_server_buffers: None,
+        })
+    }
+
+    fn start_server(&mut self, args: &Args, echo: Echo) -> io::Result<SocketAddr> {
+        let addr = args.server_addr();
+        let home = &self.handles[0];
+        match args.protocol {
+            Protocol::Udp => {
+                let socket =
+                    udp_socket(addr, args.udp_send_buffer, args.udp_server_receive_buffer)?;
+                self.udp_server_buffers = Some(buffers(&socket)?);
+                let local = socket.local_addr()?;
+                let socket = run_on(home, async move { UdpSocket::from_std(socket) })?;
+                home.spawn(udp_echo(socket, echo));
+                Ok(local)
+            }
+            protocol => {
+                let listener = run_on(home, async move { TcpListener::bind(addr).await })?;
+                let local = listener.local_addr()?;
+                let websocket = protocol == Protocol::Websocket;
+                home.spawn(accept(listener, self.handles.clone(), echo, websocket));
+                Ok(local)
+            }
+        }
+    }
+
+    fn start_client(
+        &mut self,
+        args: &Args,
+        server: SocketAddr,
+        core: Core,
+    ) -> io::Result<Option<(usize, usize)>> {
+        let handle = &self.handles[self.next_client % self.handles.len()];
+        self.next_client += 1;
+        let payload = args.payload as usize;
+        let window = args.window as usize;
+        match args.protocol {
+            Protocol::Tcp => {
+                let stream = run_on(handle, async move {
+                    let stream = TcpStream::connect(server).await?;
+                    stream.set_nodelay(true)?;
+                    Ok(stream)
+                })?;
+                let connection = Framed::new(stream, LengthDelimitedCodec::new());
+                handle.spawn(client(
+                    connection,
+                    core,
+                    payload,
+                    window,
+                    |m| m,
+                    |m| Some(m),
+                ));
+                Ok(None)
+            }
+            Protocol::Websocket => {
+                let ws = run_on(handle, async move {
+                    let stream = TcpStream::connect(server).await?;
+                    stream.set_nodelay(true)?;
+                    let (ws, _) =
+                        tokio_tungstenite::client_async(format!("ws://{server}/"), stream)
+                            .await
+                            .map_err(io::Error::other)?;
+                    Ok(ws)
+                })?;
+                handle.spawn(client(
+                    ws,
+                    core,
+                    payload,
+                    window,
+                    Message::Binary,
+                    |m| match m {
+                        Message::Binary(data) => Some(data),
+                        _ => None,
+                    },
+                ));
+                Ok(None)
+            }
+            Protocol::Udp => {
+                let bind: SocketAddr = if server.is_ipv4() {
+                    (Ipv4Addr::LOCALHOST, 0).into()
+                } else {
+                    (Ipv6Addr::LOCALHOST, 0).into()
+                };
+                let socket = udp_socket(bind, args.udp_send_buffer, args.udp_receive_buffer)?;
+                let sizes = buffers(&socket)?;
+                let socket = run_on(handle, async move {
+                    let socket = UdpSocket::from_std(socket)?;
+                    socket.connect(server).await?;
+                    Ok(socket)
+                })?;
+                handle.spawn(udp_client(socket, core, payload, window));
+                Ok(Some(sizes))
+            }
+        }
+    }
+
+    fn syscalls(&self) -> Option<u64> {
+        None
+    }
+
+    fn udp_server_buffers(&self) -> Option<(usize, usize)> {
+        self.udp_server_buffers
+    }
+
+    fn udp_batched(&self, _: &Args) -> bool {
+        false
+    }
+
+    fn stop(self) -> io::Result<()> {
+        // Shutting a runtime down drops its tasks: clients, sessions, listeners.
+        match self.runtimes {
+            Runtimes::Multi(runtime) => runtime.shutdown_timeout(SETUP_TIMEOUT),
+            Runtimes::Current(threads) => {
+                for (stop, thread) in threads {
+                    let _ = stop.send(());
+                    thread
+                        .join()
+                        .map_err(|_| io::Error::other("a tokio IO thread panicked"))?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Accepts connections and serves each on the next runtime, round-robin.
+async fn accept(listener: TcpListener, handles: Vec<Handle>, echo: Echo, websocket: bool) {
+    let mut next = 0usize;
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(_) => {
+                // Out of descriptors or an aborted handshake: try again shortly.
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let echo = echo.clone();
+        let handle = &handles[next % handles.len()];
+        next += 1;
+        if handles.len() == 1 {
+            tokio::spawn(session(stream, echo, websocket));
+        } else {
+            // A tokio socket belongs to the runtime that registered it: move it over.
+            let Ok(stream) = stream.into_std() else {
+                continue;
+            };
+            handle.spawn(async move {
+                if let Ok(stream) = TcpStream::from_std(stream) {
+                    session(stream, echo, websocket).await;
+                }
+            });
+        }
+    }
+}
+
+/// One server connection: echo every frame (TCP) or binary message (WebSocket).
+async fn session(stream: TcpStream, echo: Echo, websocket: bool) {
+    if stream.set_nodelay(true).is_err() {
+        return;
+    }
+    if websocket {
+        let Ok(ws) = tokio_tungstenite::accept_async(stream).await else {
+            return;
+        };
+        let (sink, messages) = ws.split();
+        let _ = messages
+            .try_filter(|m| std::future::ready(m.is_binary()))
+            .inspect_ok(|m| {
+                if let Message::Binary(data) = m {
+                    echo.before_echo(data);
+                }
+            })
+            .forward(sink)
+            .await;
+    } else {
+        let (read, write) = stream.into_split();
+        let _ = FramedRead::new(read, LengthDelimitedCodec::new())
+            .map_ok(|frame| {
+                echo.before_echo(&frame);
+                frame.freeze()
+            })
+            .forward(FramedWrite::new(write, LengthDelimitedCodec::new()))
+            .await;
+    }
+}
+
+/// The UDP echo server: one socket, every datagram back to its sender.
+async fn udp_echo(socket: UdpSocket, echo: Echo) {
+    let mut buf = vec![0u8; 65_536];
+    loop {
+        let Ok((n, peer)) = socket.recv_from(&mut buf).await else {
+            continue;
+        };
+        echo.before_echo(&buf[..n]);
+        if socket.send_to(&buf[..n], peer).await.is_err() {
+            echo.rejected();
+        }
+    }
+}
+
+/// A closed-loop client over a message stream and sink (TCP frames or WebSocket messages):
+/// feed the window, serve every echo already here, flush only before waiting.
+async fn client<C, R, M, E>(
+    mut connection: C,
+    mut core: Core,
+    payload: usize,
+    window: usize,
+    wrap: fn(Bytes) -> M,
+    data: fn(&R) -> Option<&[u8]>,
+) where
+    C: Stream<Item = Result<R, E>> + Sink<M> + Unpin,
+{
+    // Outgoing messages, back to back; split off and frozen without copying, and the buffer
+    // is reused once the sink has taken them.
+    let mut out = BytesMut::with_capacity(payload * window);
+    core.pump(|m| {
+        out.extend_from_slice(m);
+        true
+    });
+    loop {
+        while !out.is_empty() {
+            let message = out.split_to(payload).freeze();
+            if connection.feed(wrap(message)).await.is_err() {
+                return core.on_disconnect();
+            }
+        }
+        let next = match connection.next().now_or_never() {
+            Some(next) => next,
+            None => {
+                if connection.flush().await.is_err() {
+                    return core.on_disconnect();
+                }
+                connection.next().await
+            }
+        };
+        match next {
+            Some(Ok(item)) => {
+                if let Some(echo) = data(&item) {
+                    core.on_echo(echo, |m| {
+                        out.extend_from_slice(m);
+                        true
+                    });
+                }
+            }
+            Some(Err(_)) | None => return core.on_disconnect(),
+        }
+    }
+}
+
+/// A closed-loop UDP client on a connected socket.
+async fn udp_client(socket: UdpSocket, mut core: Core, payload: usize, window: usize) {
+    let mut out = Vec::with_capacity(payload * window);
+    let mut buf = vec![0u8; 65_536];
+    core.pump(|m| {
+        out.extend_from_slice(m);
+        true
+    });
+    loop {
+        for message in out.chunks(payload) {
+            // A datagram the kernel refuses is lost, and counted as lost by the run.
+            let _ = socket.send(message).await;
+        }
+        out.clear();
+        match socket.recv(&mut buf).await {
+            Ok(n) => core.on_echo(&buf[..n], |m| {
+                out.extend_from_slice(m);
+                true
+            }),
+            Err(_) => return core.on_disconnect(),
+        }
+    }
+}

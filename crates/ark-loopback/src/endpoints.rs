@@ -1,0 +1,221 @@
+//! The implementation under test: [`Endpoints`] starts echo servers and clients on some IO
+//! machinery; [`ArkEndpoints`] is ark's. The run itself ([`crate::run`]) is the same for every
+//! implementation, so peers measured with it send the same messages, validate them the same
+//! way and fill the same record.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ark_frame::LengthPrefix;
+use ark_reactor::{IoModel, ReactorConfig, ReactorPool};
+
+use crate::args::{Args, IoModelArg, Protocol, Switch};
+use crate::clients::{self, Core};
+use crate::servers::Echo;
+
+/// Servers and clients of one implementation, on the IO threads `--io-model` and
+/// `--io-threads` describe.
+pub trait Endpoints: Sized {
+    /// The record's `implementation` field.
+    const NAME: &'static str;
+
+    /// Starts the IO threads for `args`.
+    ///
+    /// # Errors
+    /// The threads or their pollers could not start.
+    fn start(args: &Args) -> std::io::Result<Self>;
+
+    /// Starts the echo server of `args.protocol` at `args.server_addr()`; returns its address.
+    ///
+    /// # Errors
+    /// The socket could not be bound.
+    fn start_server(&mut self, args: &Args, echo: Echo) -> std::io::Result<SocketAddr>;
+
+    /// Starts one client that runs `core` against `server`; returns, for UDP, its socket's
+    /// (send, receive) buffer sizes.
+    ///
+    /// # Errors
+    /// The client could not connect (or complete the WebSocket handshake).
+    fn start_client(
+        &mut self,
+        args: &Args,
+        server: SocketAddr,
+        core: Core,
+    ) -> std::io::Result<Option<(usize, usize)>>;
+
+    /// Socket syscalls (reads, writes, receives, sends) so far, if the implementation counts
+    /// them.
+    fn syscalls(&self) -> Option<u64>;
+
+    /// The UDP server socket's (send, receive) buffer sizes, if one runs.
+    fn udp_server_buffers(&self) -> Option<(usize, usize)>;
+
+    /// Whether UDP traffic uses batched syscalls (`recvmmsg`/`sendmmsg`).
+    fn udp_batched(&self, args: &Args) -> bool;
+
+    /// Stops the clients, then the server, then the IO threads.
+    ///
+    /// # Errors
+    /// A thread could not be joined.
+    fn stop(self) -> std::io::Result<()>;
+}
+
+/// A running ark server of any protocol.
+enum Server {
+    Tcp(ark_tcp::TcpServerHandle),
+    Udp(ark_udp::UdpServerHandle),
+    Ws(ark_ws::WsServerHandle),
+}
+
+/// A running ark client of any protocol.
+enum Client {
+    Tcp(ark_tcp::TcpClientHandle),
+    Udp(ark_udp::UdpClientHandle),
+    Ws(ark_ws::WsClientHandle),
+}
+
+/// ark's servers and clients on one [`ReactorPool`].
+pub struct ArkEndpoints {
+    pool: Arc<ReactorPool>,
+    server: Option<Server>,
+    clients: Vec<Client>,
+}
+
+impl std::fmt::Debug for ArkEndpoints {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArkEndpoints")
+            .field("server", &self.server.is_some())
+            .field("clients", &self.clients.len())
+            .finish()
+    }
+}
+
+impl Endpoints for ArkEndpoints {
+    const NAME: &'static str = "ark";
+
+    fn start(args: &Args) -> std::io::Result<Self> {
+        let threads = args.io_threads as usize;
+        let model = match args.io_model {
+            IoModelArg::Shared => IoModel::Shared { threads },
+            IoModelArg::Sharded => IoModel::Sharded { reactors: threads },
+        };
+        Ok(ArkEndpoints {
+            pool: Arc::new(ReactorPool::start(model, ReactorConfig::default())?),
+            server: None,
+            clients: Vec::new(),
+        })
+    }
+
+    fn start_server(&mut self, args: &Args, echo: Echo) -> std::io::Result<SocketAddr> {
+        let addr = args.server_addr();
+        let pool = self.pool.clone();
+        let server = match args.protocol {
+            Protocol::Tcp => Server::Tcp(
+                ark_tcp::TcpServer::builder()
+                    .bind(addr)
+                    .framing(LengthPrefix::default())
+                    .pool(pool)
+                    .start(move |_| echo.clone())?,
+            ),
+            Protocol::Udp => Server::Udp(
+                ark_udp::UdpServer::builder()
+                    .bind(addr)
+                    .socket_buffers(
+                        Some(args.udp_send_buffer),
+                        Some(args.udp_server_receive_buffer),
+                    )
+                    .max_datagram(args.payload as usize + 1)
+                    .batching(args.udp_batch == Switch::On, 32)
+                    .pool(pool)
+                    .start(move |_| echo.clone())?,
+            ),
+            Protocol::Websocket => Server::Ws(
+                ark_ws::WsServer::builder()
+                    .bind(addr)
+                    .pool(pool)
+                    .start(move |_| echo.clone())?,
+            ),
+        };
+        let local = match &server {
+            Server::Tcp(s) => s.local_addr(),
+            Server::Udp(s) => s.local_addr(),
+            Server::Ws(s) => s.local_addr(),
+        };
+        self.server = Some(server);
+        Ok(local)
+    }
+
+    fn start_client(
+        &mut self,
+        args: &Args,
+        server: SocketAddr,
+        core: Core,
+    ) -> std::io::Result<Option<(usize, usize)>> {
+        let pool = self.pool.clone();
+        let (client, buffers) = match args.protocol {
+            Protocol::Tcp => (
+                Client::Tcp(
+                    ark_tcp::TcpClient::builder()
+                        .pool(pool)
+                        .connect_timeout(Duration::from_secs(10))
+                        .connect(server, clients::TcpClient(core))?,
+                ),
+                None,
+            ),
+            Protocol::Udp => {
+                let client = ark_udp::UdpClient::builder()
+                    .socket_buffers(Some(args.udp_send_buffer), Some(args.udp_receive_buffer))
+                    .max_datagram(args.payload as usize + 1)
+                    .batching(args.udp_batch == Switch::On, 8)
+                    .pool(pool)
+                    .connect(server, clients::UdpClient(core))?;
+                let buffers = client.socket_buffers();
+                (Client::Udp(client), Some(buffers))
+            }
+            Protocol::Websocket => (
+                Client::Ws(
+                    ark_ws::WsClient::builder()
+                        .pool(pool)
+                        .connect_timeout(Duration::from_secs(10))
+                        .connect(&format!("ws://{server}/"), clients::WsClient(core))?,
+                ),
+                None,
+            ),
+        };
+        self.clients.push(client);
+        Ok(buffers)
+    }
+
+    fn syscalls(&self) -> Option<u64> {
+        let stats = self.pool.stats();
+        Some(stats.reads + stats.writes + stats.receives + stats.sends)
+    }
+
+    fn udp_server_buffers(&self) -> Option<(usize, usize)> {
+        match &self.server {
+            Some(Server::Udp(s)) => Some(s.socket_buffers()),
+            _ => None,
+        }
+    }
+
+    fn udp_batched(&self, args: &Args) -> bool {
+        args.udp_batch == Switch::On
+    }
+
+    fn stop(self) -> std::io::Result<()> {
+        for client in self.clients {
+            match client {
+                Client::Tcp(c) => c.stop()?,
+                Client::Udp(c) => c.stop()?,
+                Client::Ws(c) => c.stop()?,
+            }
+        }
+        match self.server {
+            Some(Server::Tcp(s)) => s.stop(),
+            Some(Server::Udp(s)) => s.stop(),
+            Some(Server::Ws(s)) => s.stop(),
+            None => Ok(()),
+        }
+    }
+}
