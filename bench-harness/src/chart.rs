@@ -22,6 +22,19 @@ const COLORS: [RGBColor; 4] = [
     RGBColor(0x0f, 0x9d, 0x58),
 ];
 
+/// For more than four series: pairs of a strong and a light shade (one pair per protocol,
+/// e.g. ark and its peer).
+const PAIRED: [RGBColor; 8] = [
+    RGBColor(0x1f, 0x5f, 0xd0),
+    RGBColor(0x9c, 0xc0, 0xfa),
+    RGBColor(0xc0, 0x2a, 0x1e),
+    RGBColor(0xf2, 0xa5, 0x9e),
+    RGBColor(0x0b, 0x7a, 0x44),
+    RGBColor(0x95, 0xd5, 0xb2),
+    RGBColor(0x61, 0x61, 0x61),
+    RGBColor(0xc8, 0xc8, 0xc8),
+];
+
 /// Draws grouped bars on a logarithmic axis: bar height is the median, the whisker spans
 /// min–max. Group labels sit in a band at the bottom of the plot.
 ///
@@ -69,7 +82,12 @@ pub fn grouped_bars_svg(
 
     let width = 0.8 / series.len() as f64;
     for (s, name) in series.iter().enumerate() {
-        let color = COLORS[s % COLORS.len()];
+        let palette: &[RGBColor] = if series.len() <= COLORS.len() {
+            &COLORS
+        } else {
+            &PAIRED
+        };
+        let color = palette[s % palette.len()];
         let bars = groups.iter().enumerate().filter_map(|(g, group)| {
             let v = group.values.get(s).copied().flatten()?;
             let x0 = g as f64 + 0.1 + s as f64 * width;

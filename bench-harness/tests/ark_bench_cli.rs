@@ -143,3 +143,106 @@ fn a_tiny_matrix_runs_keeps_its_failure_and_reports() {
     assert!(table.contains("| tiny | tcp |"), "{table}");
     let _ = std::fs::remove_dir_all(&root);
 }
+
+#[test]
+fn two_implementations_alternate_and_the_report_gives_ratios() {
+    let root = std::env::temp_dir().join(format!("ark-bench-peers-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    let matrix = root.join("pair.toml");
+    std::fs::write(
+        &matrix,
+        "[[case]]\nprotocol = \"tcp\"\npayload = 1024\nclients = 16\nwindow = 16\nio_model = \"shared\"\nio_threads = 1\n",
+    )
+    .unwrap();
+    let out_dir = root.join("results").join("set");
+    let run = binary()
+        .args([
+            "run",
+            "--repetitions",
+            "2",
+            "--seconds",
+            "0.1",
+            "--warmup",
+            "0.05",
+        ])
+        .args(["--implementations", "ark,tokio", "--matrix"])
+        .arg(&matrix)
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(out_dir.join("pair.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let order: Vec<(&str, u64)> = records
+        .iter()
+        .map(|r| {
+            (
+                r["implementation"].as_str().unwrap(),
+                r["repetition"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [("ark", 1), ("tokio", 1), ("ark", 2), ("tokio", 2)],
+        "alternating within each repetition"
+    );
+    assert!(records.iter().all(|r| r["ok"] == true), "{records:?}");
+    assert!(
+        records[1]["command_line"]
+            .as_str()
+            .unwrap()
+            .contains("peer-tokio-loopback")
+    );
+    let metadata = std::fs::read_to_string(out_dir.join("pair.metadata.json")).unwrap();
+    assert!(metadata.contains("tokio_program_sha256"), "{metadata}");
+
+    let report = binary().arg("report").arg(&out_dir).output().unwrap();
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    let text = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    assert!(
+        text.contains("### ark vs tokio: 1024 B, 16 clients"),
+        "{text}"
+    );
+    // The headline row: shared 1 with both medians, the ratio and the target verdict.
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("| tcp | 16 | shared 1 |"))
+        .unwrap_or_else(|| panic!("{text}"));
+    let ratio: f64 = row
+        .split(" | ")
+        .nth(5)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(ratio > 0.0, "{row}");
+    assert!(row.contains("met") || row.contains("short"), "{row}");
+    let chart = std::fs::read_to_string(out_dir.join("pair-throughput-by-io.svg")).unwrap();
+    assert!(chart.contains("tcp ark") && chart.contains("tcp tokio"));
+
+    let compare = binary()
+        .arg("compare")
+        .arg(&out_dir)
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&compare.stdout);
+    assert!(table.contains("| pair tokio | tcp |"), "{table}");
+    let _ = std::fs::remove_dir_all(&root);
+}

@@ -8,7 +8,8 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use ark_loopback::args::{Args, Role};
+use ark_loopback::args::Args;
+use ark_loopback::endpoints::ArkEndpoints;
 use clap::Parser;
 
 /// Counts allocation calls for `allocations_per_message`.
@@ -47,34 +48,5 @@ fn allocations() -> u64 {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
-    if let Err(message) = args.validate() {
-        eprintln!("error: {message}");
-        return ExitCode::from(2);
-    }
-    if args.role == Role::Server {
-        return match ark_loopback::run::run_server(&args) {
-            Ok(record) => {
-                println!("{record}");
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("error: {e}");
-                ExitCode::FAILURE
-            }
-        };
-    }
-    let record = ark_loopback::run::run(&args, Some(allocations));
-    match serde_json::to_string(&record) {
-        Ok(json) => println!("{json}"),
-        Err(e) => {
-            eprintln!("error: cannot serialize the record: {e}");
-            return ExitCode::FAILURE;
-        }
-    }
-    if record.ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    ark_loopback::run::main_for::<ArkEndpoints>(&Args::parse(), Some(allocations))
 }

@@ -54,6 +54,45 @@ fn min_max(values: impl Iterator<Item = usize> + Clone) -> (Option<usize>, Optio
     (values.clone().min(), values.max())
 }
 
+/// The body of a loopback program's `main` for implementation `E`: runs `args` (server only,
+/// or a measured run), prints the JSON record on stdout and returns the exit code: 0 iff the
+/// run is `ok`, 1 otherwise. Flags are checked with [`Args::validate`] first (exit 2).
+pub fn main_for<E: Endpoints>(
+    args: &Args,
+    allocations: Option<fn() -> u64>,
+) -> std::process::ExitCode {
+    use std::process::ExitCode;
+    if let Err(message) = args.validate() {
+        eprintln!("error: {message}");
+        return ExitCode::from(2);
+    }
+    if args.role == Role::Server {
+        return match serve::<E>(args) {
+            Ok(record) => {
+                println!("{record}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let record = measure::<E>(args, allocations);
+    match serde_json::to_string(&record) {
+        Ok(json) => println!("{json}"),
+        Err(e) => {
+            eprintln!("error: cannot serialize the record: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    if record.ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
 /// Runs ark's server only (`--role server`); see [`serve`].
 ///
 /// # Errors

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use ark_loopback::endpoints::ArkEndpoints;
 use bench_harness::alloc_counter::{self, CountingAllocator};
 use bench_harness::matrix::{LoopbackCase, builtin, from_toml};
 use bench_harness::metadata::{Metadata, sha256_file};
@@ -157,23 +158,7 @@ fn loopback(flags: Vec<String>) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Err(message) = args.validate() {
-        eprintln!("error: {message}");
-        return ExitCode::from(2);
-    }
-    let record = ark_loopback::run::run(&args, Some(alloc_counter::allocations));
-    match serde_json::to_string(&record) {
-        Ok(json) => println!("{json}"),
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::FAILURE;
-        }
-    }
-    if record.ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    ark_loopback::run::main_for::<ArkEndpoints>(&args, Some(alloc_counter::allocations))
 }
 
 fn repo_root() -> PathBuf {

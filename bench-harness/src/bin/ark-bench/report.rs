@@ -86,6 +86,158 @@ fn cell(s: Option<Summary>, digits: usize) -> String {
     }
 }
 
+/// The record's implementation (`ark` for records that predate the field).
+fn implementation(r: &Value) -> &str {
+    r["implementation"].as_str().unwrap_or("ark")
+}
+
+/// The runs of one case, by implementation.
+type Runs<'a> = BTreeMap<String, Vec<&'a Value>>;
+
+/// Records grouped by case, then implementation.
+fn group(records: &[Value]) -> BTreeMap<Key, Runs<'_>> {
+    let mut cases: BTreeMap<Key, Runs<'_>> = BTreeMap::new();
+    for r in records {
+        cases
+            .entry(key(r))
+            .or_default()
+            .entry(implementation(r).to_string())
+            .or_default()
+            .push(r);
+    }
+    cases
+}
+
+fn runs<'a, 'b>(case: Option<&'b Runs<'a>>, implementation: &str) -> &'b [&'a Value] {
+    case.and_then(|c| c.get(implementation))
+        .map_or(&[], Vec::as_slice)
+}
+
+/// `name` of `a` over `name` of `b`, repetition by repetition (runs paired by their
+/// `repetition`, both ok), summarised: the median of per-repetition ratios, with min–max.
+fn ratio(a: &[&Value], b: &[&Value], name: &str) -> Option<Summary> {
+    let ratios: Vec<f64> = a
+        .iter()
+        .filter(|r| r["ok"] == true)
+        .filter_map(|ra| {
+            let rb = b
+                .iter()
+                .find(|rb| rb["ok"] == true && rb["repetition"] == ra["repetition"])?;
+            let (x, y) = (ra[name].as_f64()?, rb[name].as_f64()?);
+            (y > 0.0).then(|| x / y)
+        })
+        .collect();
+    Summary::of(&ratios)
+}
+
+fn ratio_cell(s: Option<Summary>) -> String {
+    s.map_or("–".to_string(), |s| {
+        format!("{:.2} ({:.2}–{:.2})", s.median, s.min, s.max)
+    })
+}
+
+/// Two implementations' values side by side: `a / b`.
+fn pair(a: Option<Summary>, b: Option<Summary>, digits: usize) -> String {
+    let one =
+        |s: Option<Summary>| s.map_or("–".to_string(), |s| format!("{:.*}", digits, s.median));
+    format!("{} / {}", one(a), one(b))
+}
+
+/// The IO profile (model, threads) with the highest median msg/s for `implementation` among
+/// the 1024 B, 16-client cases of `protocol` and `window`.
+fn best_io(
+    cases: &BTreeMap<Key, Runs<'_>>,
+    protocol: &str,
+    window: u64,
+    implementation: &str,
+) -> Option<Key> {
+    cases
+        .iter()
+        .filter(|(k, _)| k.0 == protocol && k.1 == 1024 && k.2 == 16 && k.3 == window)
+        .filter_map(|(k, c)| {
+            field(runs(Some(c), implementation), "roundtrips_per_second")
+                .map(|s| (k.clone(), s.median))
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(k, _)| k)
+}
+
+/// The headline: ark against `peer` at 1024 B and 16 clients, for shared 1 and for each
+/// implementation's best IO profile, with the targets (ark/peer msg/s ≥ 1, p99 ≤ 1).
+fn headline(cases: &BTreeMap<Key, Runs<'_>>, peer: &str, out: &mut String) {
+    let busy: BTreeSet<(String, u64)> = cases
+        .keys()
+        .filter(|k| k.1 == 1024 && k.2 == 16)
+        .map(|k| (k.0.clone(), k.3))
+        .collect();
+    if busy.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "### ark vs {peer}: 1024 B, 16 clients
+
+Ratios are medians of per-repetition ratios (min–max); msg/s above 1 and p99 below 1 favour ark. \"best\" is each implementation's IO profile with the highest median msg/s.\n"
+    );
+    let _ = writeln!(
+        out,
+        "| Protocol | Window | IO profile (ark / {peer}) | ark msg/s | {peer} msg/s | ark/{peer} msg/s | ark p99 / µs | {peer} p99 / µs | ark/{peer} p99 | Target |"
+    );
+    let _ = writeln!(
+        out,
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+    );
+    for (protocol, window) in &busy {
+        let shared1 = (protocol.clone(), 1024, 16, *window, "shared".to_string(), 1);
+        let best = (
+            best_io(cases, protocol, *window, "ark"),
+            best_io(cases, protocol, *window, peer),
+        );
+        let mut rows = vec![("shared 1".to_string(), Some(shared1.clone()), Some(shared1))];
+        if let (Some(a), Some(b)) = best {
+            rows.push((
+                format!("best: {} {} / {} {}", a.4, a.5, b.4, b.5),
+                Some(a),
+                Some(b),
+            ));
+        }
+        for (io, ka, kb) in rows {
+            let a = runs(ka.as_ref().and_then(|k| cases.get(k)), "ark");
+            let b = runs(kb.as_ref().and_then(|k| cases.get(k)), peer);
+            let speed = ratio(a, b, "roundtrips_per_second");
+            let p99 = ratio(a, b, "rtt_p99_us");
+            let target = match (speed, p99) {
+                (Some(s), Some(p)) if s.median >= 1.0 && p.median <= 1.0 => "met".to_string(),
+                (Some(s), Some(p)) => {
+                    let mut short = Vec::new();
+                    if s.median < 1.0 {
+                        short.push("msg/s");
+                    }
+                    if p.median > 1.0 {
+                        short.push("p99");
+                    }
+                    format!("short: {}", short.join(", "))
+                }
+                _ => "no data".to_string(),
+            };
+            let median = |runs: &[&Value], name| {
+                field(runs, name).map_or("failed".to_string(), |s| thousands(s.median))
+            };
+            let _ = writeln!(
+                out,
+                "| {protocol} | {window} | {io} | {} | {} | {} | {} | {} | {} | {target} |",
+                median(a, "roundtrips_per_second"),
+                median(b, "roundtrips_per_second"),
+                ratio_cell(speed),
+                median(a, "rtt_p99_us"),
+                median(b, "rtt_p99_us"),
+                ratio_cell(p99),
+            );
+        }
+    }
+    let _ = writeln!(out);
+}
+
 /// Renders `DIR/report.md` with charts, and `docs/performance/README.md`.
 pub(crate) fn render(dir: &Path) -> Result<(), String> {
     let matrices = load(dir)?;
@@ -139,43 +291,38 @@ pub(crate) fn render(dir: &Path) -> Result<(), String> {
             "## Matrix `{matrix}`\n\n{} records. Settings: `{settings}`\n",
             records.len()
         );
-        let mut cases: BTreeMap<Key, Vec<&Value>> = BTreeMap::new();
-        for r in records {
-            cases.entry(key(r)).or_default().push(r);
+        let cases = group(records);
+        let implementations: BTreeSet<&str> = records.iter().map(implementation).collect();
+        let peers: Vec<&str> = implementations
+            .iter()
+            .copied()
+            .filter(|i| *i != "ark")
+            .collect();
+        if implementations.contains("ark") {
+            for peer in &peers {
+                headline(&cases, peer, &mut out);
+            }
         }
-        for protocol in ["tcp", "udp", "websocket"] {
-            let rows: Vec<(&Key, &Vec<&Value>)> =
+        for protocol in PROTOCOLS {
+            let rows: Vec<(&Key, &Runs<'_>)> =
                 cases.iter().filter(|(k, _)| k.0 == protocol).collect();
             if rows.is_empty() {
                 continue;
             }
             let _ = writeln!(out, "### {protocol}\n");
-            let _ = writeln!(
-                out,
-                "| Case | msg/s | p99 / µs | CPU % | allocs/msg | syscalls/msg | UDP loss | ok runs |"
-            );
-            let _ = writeln!(
-                out,
-                "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
-            );
-            for (k, runs) in rows {
-                let ok = runs.iter().filter(|r| r["ok"] == true).count();
-                let loss = field(runs, "udp_loss_rate")
-                    .map_or("–".to_string(), |s| format!("{:.4}%", s.median * 100.0));
-                let _ = writeln!(
-                    out,
-                    "| {} | {} | {} | {} | {} | {} | {} | {ok}/{} |",
-                    label(k),
-                    cell(field(runs, "roundtrips_per_second"), 0),
-                    cell(field(runs, "rtt_p99_us"), 0),
-                    cell(field(runs, "cpu_percent"), 1),
-                    cell(field(runs, "allocations_per_message"), 2),
-                    cell(field(runs, "syscalls_per_message"), 2),
-                    loss,
-                    runs.len()
-                );
+            match (implementations.len(), peers.first()) {
+                (2, Some(peer)) if implementations.contains("ark") => {
+                    side_by_side(&rows, peer, &mut out);
+                }
+                _ => {
+                    for implementation in &implementations {
+                        if implementations.len() > 1 {
+                            let _ = writeln!(out, "{implementation}:\n");
+                        }
+                        single(&rows, implementation, &mut out);
+                    }
+                }
             }
-            let _ = writeln!(out);
         }
         let failed: Vec<&Value> = records.iter().filter(|r| r["ok"] != true).collect();
         if !failed.is_empty() {
@@ -183,8 +330,9 @@ pub(crate) fn render(dir: &Path) -> Result<(), String> {
             for r in failed {
                 let _ = writeln!(
                     out,
-                    "- rep {} {}: {}",
+                    "- rep {} {} {}: {}",
                     r["repetition"],
+                    implementation(r),
                     label(&key(r)),
                     r["error"]
                 );
@@ -199,10 +347,99 @@ pub(crate) fn render(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Bar groups: one per `groups` entry, one bar per protocol, each the median of `name` over
-/// the runs of the case `select` picks (by protocol and group).
+/// One implementation's table: medians with min–max.
+fn single(rows: &[(&Key, &Runs<'_>)], implementation: &str, out: &mut String) {
+    let _ = writeln!(
+        out,
+        "| Case | msg/s | p99 / µs | CPU % | allocs/msg | syscalls/msg | UDP loss | ok runs |"
+    );
+    let _ = writeln!(
+        out,
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    );
+    for (k, case) in rows {
+        let runs = runs(Some(case), implementation);
+        if runs.is_empty() {
+            continue;
+        }
+        let ok = runs.iter().filter(|r| r["ok"] == true).count();
+        let loss = field(runs, "udp_loss_rate")
+            .map_or("–".to_string(), |s| format!("{:.4}%", s.median * 100.0));
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {ok}/{} |",
+            label(k),
+            cell(field(runs, "roundtrips_per_second"), 0),
+            cell(field(runs, "rtt_p99_us"), 0),
+            cell(field(runs, "cpu_percent"), 1),
+            cell(field(runs, "allocations_per_message"), 2),
+            cell(field(runs, "syscalls_per_message"), 2),
+            loss,
+            runs.len()
+        );
+    }
+    let _ = writeln!(out);
+}
+
+/// ark and `peer` side by side, with per-repetition ratios.
+fn side_by_side(rows: &[(&Key, &Runs<'_>)], peer: &str, out: &mut String) {
+    let _ = writeln!(
+        out,
+        "| Case | ark msg/s | {peer} msg/s | ark/{peer} msg/s | ark p99 / µs | {peer} p99 / µs | ark/{peer} p99 | CPU % ark / {peer} | allocs/msg ark / {peer} | ark syscalls/msg | UDP loss ark / {peer} | ok runs ark / {peer} |"
+    );
+    let _ = writeln!(
+        out,
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    );
+    for (k, case) in rows {
+        let (a, b) = (runs(Some(case), "ark"), runs(Some(case), peer));
+        let ok = |runs: &[&Value]| {
+            format!(
+                "{}/{}",
+                runs.iter().filter(|r| r["ok"] == true).count(),
+                runs.len()
+            )
+        };
+        let loss = |runs: &[&Value]| {
+            field(runs, "udp_loss_rate").map(|mut s| {
+                s.median *= 100.0;
+                s
+            })
+        };
+        let loss_cell = if k.0 == "udp" {
+            format!("{} %", pair(loss(a), loss(b), 4))
+        } else {
+            "–".to_string()
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {loss_cell} | {} / {} |",
+            label(k),
+            cell(field(a, "roundtrips_per_second"), 0),
+            cell(field(b, "roundtrips_per_second"), 0),
+            ratio_cell(ratio(a, b, "roundtrips_per_second")),
+            cell(field(a, "rtt_p99_us"), 0),
+            cell(field(b, "rtt_p99_us"), 0),
+            ratio_cell(ratio(a, b, "rtt_p99_us")),
+            pair(field(a, "cpu_percent"), field(b, "cpu_percent"), 1),
+            pair(
+                field(a, "allocations_per_message"),
+                field(b, "allocations_per_message"),
+                2
+            ),
+            cell(field(a, "syscalls_per_message"), 2),
+            ok(a),
+            ok(b),
+        );
+    }
+    let _ = writeln!(out);
+}
+
+/// Bar groups: one per `groups` entry, one bar per series (protocol, implementation), each
+/// the median of `name` over the runs of the case `select` picks (by protocol and group).
 fn bars<G>(
-    cases: &BTreeMap<Key, Vec<&Value>>,
+    cases: &BTreeMap<Key, Runs<'_>>,
+    series: &[(&str, &str)],
     groups: &[G],
     group_label: impl Fn(&G) -> String,
     select: impl Fn(&Key, &str, &G) -> bool,
@@ -212,13 +449,13 @@ fn bars<G>(
         .iter()
         .map(|g| BarGroup {
             label: group_label(g),
-            values: PROTOCOLS
+            values: series
                 .iter()
-                .map(|p| {
+                .map(|(protocol, implementation)| {
                     cases
                         .iter()
-                        .find(|(k, _)| select(k, p, g))
-                        .and_then(|(_, runs)| field(runs, name))
+                        .find(|(k, _)| select(k, protocol, g))
+                        .and_then(|(_, case)| field(runs(Some(case), implementation), name))
                 })
                 .collect(),
         })
@@ -235,9 +472,28 @@ fn has_data(groups: &[BarGroup]) -> bool {
 fn charts(
     dir: &Path,
     matrix: &str,
-    cases: &BTreeMap<Key, Vec<&Value>>,
+    cases: &BTreeMap<Key, Runs<'_>>,
     out: &mut String,
 ) -> Result<(), String> {
+    let implementations: BTreeSet<&str> = cases
+        .values()
+        .flat_map(|c| c.keys().map(String::as_str))
+        .collect();
+    let series: Vec<(&str, &str)> = PROTOCOLS
+        .iter()
+        .flat_map(|p| implementations.iter().map(move |i| (*p, *i)))
+        .collect();
+    let names: Vec<String> = series
+        .iter()
+        .map(|(p, i)| {
+            if implementations.len() > 1 {
+                format!("{p} {i}")
+            } else {
+                p.to_string()
+            }
+        })
+        .collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let ios: Vec<(String, u64)> = cases
         .keys()
         .map(|k| (k.4.clone(), k.5))
@@ -248,23 +504,30 @@ fn charts(
     let busy = |k: &Key, p: &str, io: &(String, u64)| {
         k.0 == p && k.1 == 1024 && k.2 == 16 && k.4 == io.0 && k.5 == io.1
     };
-    let throughput = bars(cases, &ios, io_label, busy, "roundtrips_per_second");
+    let throughput = bars(
+        cases,
+        &series,
+        &ios,
+        io_label,
+        busy,
+        "roundtrips_per_second",
+    );
     if has_data(&throughput) {
         let file = format!("{matrix}-throughput-by-io.svg");
         grouped_bars_svg(
             &dir.join(&file),
             "1024 B, 16 clients: round trips per second by IO profile",
             "msg/s (log)",
-            &PROTOCOLS,
+            &names,
             &throughput,
         )?;
-        let p99 = bars(cases, &ios, io_label, busy, "rtt_p99_us");
+        let p99 = bars(cases, &series, &ios, io_label, busy, "rtt_p99_us");
         let p99_file = format!("{matrix}-p99-by-io.svg");
         grouped_bars_svg(
             &dir.join(&p99_file),
             "1024 B, 16 clients: p99 round trip by IO profile",
             "µs (log)",
-            &PROTOCOLS,
+            &names,
             &p99,
         )?;
         let _ = writeln!(
@@ -281,6 +544,7 @@ fn charts(
     if windows.len() > 2 {
         let by_window = bars(
             cases,
+            &series,
             &windows,
             |w| format!("window {w}"),
             |k, p, w| k.0 == p && k.1 == 1024 && k.3 == *w && k.4 == "shared" && k.5 == 1,
@@ -292,7 +556,7 @@ fn charts(
                 &dir.join(&file),
                 "1024 B, shared 1: round trips per second by window",
                 "msg/s (log)",
-                &PROTOCOLS,
+                &names,
                 &by_window,
             )?;
             let _ = writeln!(out, "![throughput by window]({file})\n");
@@ -362,15 +626,19 @@ pub(crate) fn compare(a: &Path, b: &Path) -> Result<String, String> {
     let medians = |dir: &Path| -> Result<BTreeMap<(String, Key), Option<f64>>, String> {
         let mut out = BTreeMap::new();
         for (matrix, records) in load(dir)? {
-            let mut cases: BTreeMap<Key, Vec<&Value>> = BTreeMap::new();
-            for r in &records {
-                cases.entry(key(r)).or_default().push(r);
-            }
-            for (k, runs) in cases {
-                out.insert(
-                    (matrix.clone(), k),
-                    field(&runs, "roundtrips_per_second").map(|s| s.median),
-                );
+            for (k, case) in group(&records) {
+                for (implementation, runs) in case {
+                    // Peers are told apart in the matrix column: `baseline tokio`.
+                    let name = if implementation == "ark" {
+                        matrix.clone()
+                    } else {
+                        format!("{matrix} {implementation}")
+                    };
+                    out.insert(
+                        (name, k.clone()),
+                        field(&runs, "roundtrips_per_second").map(|s| s.median),
+                    );
+                }
             }
         }
         Ok(out)

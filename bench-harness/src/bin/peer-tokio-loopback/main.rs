@@ -31,7 +31,7 @@ mod endpoints;
 
 use std::process::ExitCode;
 
-use ark_loopback::args::{Args, Role};
+use ark_loopback::args::Args;
 use bench_harness::alloc_counter::{self, CountingAllocator};
 use bench_harness::runner::without_repetition;
 use clap::{CommandFactory, FromArgMatches};
@@ -51,36 +51,8 @@ fn main() -> ExitCode {
         Ok(args) => args,
         Err(e) => e.exit(),
     };
-    if let Err(message) = args.validate() {
-        eprintln!("error: {message}");
-        return ExitCode::from(2);
-    }
-    if args.role == Role::Server {
-        return match ark_loopback::run::serve::<endpoints::TokioEndpoints>(&args) {
-            Ok(record) => {
-                println!("{record}");
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("error: {e}");
-                ExitCode::FAILURE
-            }
-        };
-    }
-    let record = ark_loopback::run::measure::<endpoints::TokioEndpoints>(
+    ark_loopback::run::main_for::<endpoints::TokioEndpoints>(
         &args,
         Some(alloc_counter::allocations),
-    );
-    match serde_json::to_string(&record) {
-        Ok(json) => println!("{json}"),
-        Err(e) => {
-            eprintln!("error: cannot serialize the record: {e}");
-            return ExitCode::FAILURE;
-        }
-    }
-    if record.ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    )
 }

@@ -1,0 +1,191 @@
+//! `peer-tokio-loopback` end to end: every protocol and IO model completes cleanly with the
+//! same record fields as ark's, and each implementation's clients pass validation against the
+//! other's server (same wire format, same checks).
+
+use std::net::TcpListener;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn peer() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_peer-tokio-loopback"))
+}
+
+fn ark() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ark-bench"));
+    command.arg("loopback");
+    command
+}
+
+fn record(out: &Output) -> Value {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or(Value::Null)
+}
+
+fn assert_clean(out: &Output, implementation: &str, what: &str) -> Value {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let record = record(out);
+    assert!(
+        out.status.success(),
+        "{what}: exit {:?}: {stderr} {record}",
+        out.status
+    );
+    assert_eq!(record["ok"], true, "{what}: {record}");
+    assert_eq!(record["implementation"], implementation, "{what}");
+    assert!(record["messages"].as_u64().unwrap() > 0, "{what}: {record}");
+    for field in [
+        "content_errors",
+        "order_errors",
+        "unexpected_messages",
+        "disconnect_errors",
+        "unfinished_messages",
+        "warmup_errors",
+    ] {
+        assert_eq!(record[field], 0, "{what}: {field} in {record}");
+    }
+    assert!(record["rtt_p99_us"].as_f64().unwrap() > 0.0, "{what}");
+    record
+}
+
+const SMOKE: [&str; 10] = [
+    "--clients",
+    "4",
+    "--window",
+    "4",
+    "--payload",
+    "256",
+    "--seconds",
+    "0.2",
+    "--warmup",
+    "0.05",
+];
+
+#[test]
+fn every_protocol_and_io_model_completes_cleanly_with_arks_record_fields() {
+    for protocol in ["tcp", "udp", "websocket"] {
+        let ark_record = assert_clean(
+            &ark()
+                .args(SMOKE)
+                .args(["--protocol", protocol])
+                .output()
+                .unwrap(),
+            "ark",
+            protocol,
+        );
+        for (model, threads, family) in [
+            ("shared", "1", "ipv4"),
+            ("shared", "2", "ipv4"),
+            ("sharded", "2", "ipv4"),
+            ("shared", "1", "ipv6"),
+        ] {
+            let what = format!("tokio {protocol} {model}×{threads} {family}");
+            let out = peer()
+                .args(SMOKE)
+                .args(["--protocol", protocol, "--io-model", model])
+                .args(["--io-threads", threads, "--address-family", family])
+                .output()
+                .unwrap();
+            let record = assert_clean(&out, "tokio", &what);
+            assert_eq!(record["protocol"], protocol);
+            assert_eq!(record["io_model"], model);
+            assert_eq!(record["address_family"], family);
+            let fields = |r: &Value| r.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+            assert_eq!(fields(&record), fields(&ark_record), "{what}: same fields");
+            assert!(record["allocations_per_message"].is_number(), "{what}");
+            assert!(
+                record["syscalls_per_message"].is_null(),
+                "{what}: not counted"
+            );
+            if protocol == "udp" {
+                assert_eq!(record["udp_batch"], false, "{what}: tokio does not batch");
+                assert!(record["udp_server_receive_buffer_bytes"].as_u64().unwrap() > 0);
+                assert!(record["udp_client_send_buffer_min_bytes"].as_u64().unwrap() > 0);
+            }
+        }
+    }
+}
+
+#[test]
+fn bad_flags_exit_2_and_the_runner_flag_is_accepted() {
+    let out = peer().args(["--payload", "8"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--payload"));
+    let help = peer().arg("--help").output().unwrap();
+    assert!(String::from_utf8_lossy(&help.stdout).contains("peer-tokio-loopback"));
+    // `ark-bench run` appends `--repetition N`.
+    let out = peer()
+        .args(["--seconds", "0.1", "--warmup", "0", "--repetition", "3"])
+        .output()
+        .unwrap();
+    assert_clean(&out, "tokio", "--repetition");
+}
+
+fn free_port() -> u16 {
+    let probe = TcpListener::bind("127.0.0.1:0").unwrap();
+    probe.local_addr().unwrap().port()
+}
+
+/// `server` serves every protocol while `client` runs against it; both must be clean.
+fn cross(server: fn() -> Command, client: fn() -> Command, client_name: &str) {
+    let common = ["--seconds", "0.2", "--warmup", "0.05", "--drain", "1"];
+    let servers: Vec<(&str, String, std::process::Child)> = ["tcp", "udp", "websocket"]
+        .into_iter()
+        .map(|protocol| {
+            let addr = format!("127.0.0.1:{}", free_port());
+            let child = server()
+                .args(common)
+                .args(["--protocol", protocol, "--role", "server", "--bind", &addr])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            (protocol, addr, child)
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // Every client first (the servers stop by themselves some seconds after starting), then
+    // every server's report.
+    for (protocol, addr, _) in &servers {
+        let out = client()
+            .args(common)
+            .args([
+                "--protocol",
+                protocol,
+                "--role",
+                "client",
+                "--connect",
+                addr,
+            ])
+            .args(["--clients", "2", "--window", "2"])
+            .output()
+            .unwrap();
+        let record = assert_clean(
+            &out,
+            client_name,
+            &format!("{client_name} client {protocol}"),
+        );
+        assert_eq!(record["server_and_clients_share_io_threads"], false);
+    }
+    for (protocol, _, server) in servers {
+        let served = server.wait_with_output().unwrap();
+        assert!(
+            served.status.success(),
+            "{protocol} server: {}",
+            String::from_utf8_lossy(&served.stderr)
+        );
+        assert!(String::from_utf8_lossy(&served.stdout).contains("\"role\":\"server\""));
+    }
+}
+
+#[test]
+fn ark_clients_against_the_tokio_server() {
+    cross(peer, ark, "ark");
+}
+
+#[test]
+fn tokio_clients_against_the_ark_server() {
+    cross(ark, peer, "tokio");
+}
