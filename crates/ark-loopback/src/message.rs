@@ -7,12 +7,16 @@ pub const MEASURED: u8 = 1;
 /// Header bytes before the pattern.
 pub const HEADER: usize = 16;
 
-/// Pattern byte `i` of message `seq` of client `id`.
-#[inline]
+/// Pattern byte `i` of message `seq` of client `id`: `(seq + 17 i + 31 id) mod 256`.
+#[cfg(test)]
 fn pattern(seq: u64, i: usize, id: u32) -> u8 {
-    (seq.wrapping_add(i as u64 * 17)
-        .wrapping_add(u64::from(id) * 31)
-        & 255) as u8
+    start(seq, id).wrapping_add((i as u8).wrapping_mul(17))
+}
+
+/// The pattern's constant term, `(seq + 31 id) mod 256`; byte `i` adds `17 i` (mod 256).
+#[inline]
+fn start(seq: u64, id: u32) -> u8 {
+    (seq as u8).wrapping_add((id as u8).wrapping_mul(31))
 }
 
 /// Writes message `seq` of client `id` in `phase` into `buf` (its length is the payload).
@@ -21,8 +25,10 @@ pub fn fill(buf: &mut [u8], phase: u8, id: u32, seq: u64) {
     buf[3] = phase;
     buf[4..8].copy_from_slice(&id.to_be_bytes());
     buf[8..16].copy_from_slice(&seq.to_be_bytes());
+    // Byte arithmetic (mod 256) without early exits, so the compiler vectorises it.
+    let c = start(seq, id);
     for (i, b) in buf.iter_mut().enumerate().skip(HEADER) {
-        *b = pattern(seq, i, id);
+        *b = c.wrapping_add((i as u8).wrapping_mul(17));
     }
 }
 
@@ -44,11 +50,16 @@ pub fn check(buf: &[u8], id: u32, len: usize) -> Option<Parsed> {
         return None;
     }
     let seq = u64::from_be_bytes(buf[8..16].try_into().ok()?);
-    buf.iter()
+    // Every byte is compared (no early exit), so the loop vectorises.
+    let c = start(seq, id);
+    let diff = buf
+        .iter()
         .enumerate()
         .skip(HEADER)
-        .all(|(i, &b)| b == pattern(seq, i, id))
-        .then_some(Parsed { phase: buf[3], seq })
+        .fold(0u8, |acc, (i, &b)| {
+            acc | (b ^ c.wrapping_add((i as u8).wrapping_mul(17)))
+        });
+    (diff == 0).then_some(Parsed { phase: buf[3], seq })
 }
 
 /// The server's optional work per echo: `n` xorshift rounds seeded from the last byte + 1.
@@ -82,5 +93,25 @@ mod tests {
         buf[40] ^= 1;
         assert_eq!(check(&buf, 7, 64), None, "corrupted byte");
         assert_ne!(work(1, 10), work(2, 10));
+    }
+
+    #[test]
+    fn pattern_is_arknets_formula() {
+        for (seq, i, id) in [
+            (0u64, 16usize, 0u32),
+            (42, 1000, 7),
+            (u64::MAX, 65_506, 1023),
+        ] {
+            let arknet = (seq
+                .wrapping_add(i as u64 * 17)
+                .wrapping_add(u64::from(id) * 31)
+                & 255) as u8;
+            assert_eq!(pattern(seq, i, id), arknet);
+        }
+        let mut buf = vec![0u8; 300];
+        fill(&mut buf, WARMUP, 9, 1234);
+        for (i, &b) in buf.iter().enumerate().skip(HEADER) {
+            assert_eq!(b, pattern(1234, i, 9));
+        }
     }
 }

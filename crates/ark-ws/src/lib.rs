@@ -21,7 +21,8 @@
 //!     fn on_message(&mut self, session: &mut WsSession<'_>, message: Message) {
 //!         match message {
 //!             Message::Text(text) => { let _ = session.send_text(&text); }
-//!             Message::Binary(data) => { let _ = session.send_binary(&data); }
+//!             // The received payload goes back as it is, without a copy.
+//!             Message::Binary(data) => { let _ = session.send(Message::Binary(data)); }
 //!             _ => {}
 //!         }
 //!     }

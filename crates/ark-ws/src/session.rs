@@ -96,7 +96,39 @@ impl WsSession<'_> {
         self.ws.write(message).map_err(|_| SendError::Closed)
     }
 
-    /// Queues a binary message (written with everything else at the end of the turn).
+    /// Queues `message` as it is, without copying its payload: an echo can send back the
+    /// [`Message`] it received. Ping and pong payloads are limited to 125 bytes; a close
+    /// message starts the close handshake as [`close`](Self::close) does (code 1005 = none).
+    ///
+    /// # Errors
+    /// [`SendError::Full`], [`SendError::TooLarge`] or [`SendError::Closed`].
+    pub fn send(&mut self, message: Message) -> Result<(), SendError> {
+        match message {
+            Message::Close(frame) => {
+                if self.close_sent.is_some() || !self.ws.can_write() {
+                    return Err(SendError::Closed);
+                }
+                let (code, reason) = frame.map_or((1005, String::new()), |f| {
+                    (u16::from(f.code), f.reason.to_string())
+                });
+                self.close(code, &reason);
+                Ok(())
+            }
+            Message::Ping(ref payload) | Message::Pong(ref payload) if payload.len() > 125 => {
+                Err(SendError::TooLarge {
+                    len: payload.len(),
+                    max: 125,
+                })
+            }
+            message => {
+                self.check(message.len())?;
+                self.write(message)
+            }
+        }
+    }
+
+    /// Queues a binary message (written with everything else at the end of the turn); the
+    /// payload is copied (use [`send`](Self::send) with an owned `Bytes` to avoid that).
     ///
     /// # Errors
     /// [`SendError::Full`], [`SendError::TooLarge`] or [`SendError::Closed`].
@@ -120,14 +152,7 @@ impl WsSession<'_> {
     /// # Errors
     /// As [`send_binary`](Self::send_binary); a payload over 125 bytes is `TooLarge`.
     pub fn ping(&mut self, payload: &[u8]) -> Result<(), SendError> {
-        if payload.len() > 125 {
-            return Err(SendError::TooLarge {
-                len: payload.len(),
-                max: 125,
-            });
-        }
-        self.check(payload.len())?;
-        self.write(Message::Ping(Bytes::copy_from_slice(payload)))
+        self.send(Message::Ping(Bytes::copy_from_slice(payload)))
     }
 
     /// Starts the close handshake with `code` and `reason`; `on_close` follows when it

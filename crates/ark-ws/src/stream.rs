@@ -10,6 +10,9 @@ pub(crate) struct MemStream {
     inbox: Vec<u8>,
     read_pos: usize,
     pub(crate) outbox: Vec<u8>,
+    /// The most bytes each buffer held since it was last idle: what the traffic needs.
+    peak_in: usize,
+    peak_out: usize,
 }
 
 impl MemStream {
@@ -23,6 +26,7 @@ impl MemStream {
             self.read_pos = 0;
         }
         self.inbox.extend_from_slice(bytes);
+        self.peak_in = self.peak_in.max(self.inbox.len() - self.read_pos);
     }
 
     /// Unconsumed received bytes.
@@ -30,19 +34,32 @@ impl MemStream {
         self.inbox.len() - self.read_pos
     }
 
-    /// When both buffers are empty, releases any that grew past `keep` bytes (a large message
-    /// passed through), so idle sessions stay small without reallocating per message.
+    /// When both buffers are empty, releases any that grew past `keep` bytes and whose
+    /// contents never reached half their capacity since they were last empty (a large message
+    /// passed through; the traffic now needs less). A session whose bursts fill a grown buffer
+    /// keeps it, so it does not reallocate per message; idle sessions stay small. This is
+    /// `ark_frame::RecvBuf`'s policy.
     pub(crate) fn shrink_if_idle(&mut self, keep: usize) {
         if self.pending_in() == 0 && self.outbox.is_empty() {
             self.inbox.clear();
             self.read_pos = 0;
-            if self.inbox.capacity() > keep {
+            if self.inbox.capacity() > keep && self.peak_in <= self.inbox.capacity() / 2 {
                 self.inbox = Vec::new();
             }
-            if self.outbox.capacity() > keep {
+            if self.outbox.capacity() > keep && self.peak_out <= self.outbox.capacity() / 2 {
                 self.outbox = Vec::new();
             }
+            self.peak_in = 0;
+            self.peak_out = 0;
         }
+    }
+
+    /// Releases both buffers if they are empty (an idle session), whatever their history.
+    #[cfg(test)]
+    fn release_if_idle(&mut self) {
+        self.peak_in = 0;
+        self.peak_out = 0;
+        self.shrink_if_idle(0);
     }
 }
 
@@ -63,6 +80,7 @@ impl Read for MemStream {
 impl Write for MemStream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.outbox.extend_from_slice(buf);
+        self.peak_out = self.peak_out.max(self.outbox.len());
         Ok(buf.len())
     }
 
@@ -95,11 +113,40 @@ mod tests {
         s.write_all(b"out").unwrap();
         assert_eq!(s.outbox, b"out");
         s.outbox.clear();
-        s.shrink_if_idle(0);
+        s.release_if_idle();
         assert_eq!(
             s.inbox.capacity() + s.outbox.capacity(),
             0,
             "idle buffers released"
         );
+    }
+
+    #[test]
+    fn bursts_that_fill_the_buffers_keep_them_a_single_large_one_does_not() {
+        let mut s = MemStream::default();
+        let burst = vec![1u8; 16 * 1024];
+        let mut buf = vec![0u8; 64 * 1024];
+        for round in 0..3 {
+            s.push(&burst);
+            while s.read(&mut buf).is_ok() {}
+            s.write_all(&burst).unwrap();
+            let capacities = (s.inbox.capacity(), s.outbox.capacity());
+            s.outbox.clear();
+            s.shrink_if_idle(4096);
+            if round > 0 {
+                assert_eq!(
+                    (s.inbox.capacity(), s.outbox.capacity()),
+                    capacities,
+                    "round {round}: a buffer the bursts fill is kept"
+                );
+            }
+        }
+        // Small traffic after the bursts: the grown buffers go at the next idle point.
+        s.push(b"small");
+        while s.read(&mut buf).is_ok() {}
+        s.write_all(b"small").unwrap();
+        s.outbox.clear();
+        s.shrink_if_idle(4096);
+        assert_eq!((s.inbox.capacity(), s.outbox.capacity()), (0, 0));
     }
 }

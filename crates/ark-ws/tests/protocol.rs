@@ -125,6 +125,37 @@ fn close_initiated_by_either_side() {
         == 2));
     assert_eq!(echo.closes.lock().unwrap()[1].0, 4000);
     drop(ws);
+    // Server-initiated with `send(Message::Close(..))`: the same handshake as `close`.
+    let mut ws = blocking_client(server.local_addr());
+    ws.send(Message::text("bye as a message")).unwrap();
+    assert_eq!(close_code(ws.read().unwrap()), 4001);
+    let _ = ws.flush();
+    assert!(ark_testkit::wait_until(TIMEOUT, || echo
+        .closes
+        .lock()
+        .unwrap()
+        .len()
+        == 3));
+    assert_eq!(
+        echo.closes.lock().unwrap()[2],
+        (4001, "sent as a message".to_string())
+    );
+    drop(ws);
+    server.stop().unwrap();
+}
+
+#[test]
+fn send_takes_owned_messages_and_refuses_oversized_control_frames() {
+    let (server, _) = echo_server(1 << 20);
+    let mut ws = blocking_client(server.local_addr());
+    // The echo sends the received binary payload back with `send(Message::Binary(data))`.
+    ws.send(Message::binary(vec![9u8; 70_000])).unwrap();
+    assert_eq!(ws.read().unwrap(), Message::binary(vec![9u8; 70_000]));
+    // A 126-byte ping is refused with TooLarge (the handler asserts it) and nothing is sent.
+    ws.send(Message::text("big ping")).unwrap();
+    assert_eq!(ws.read().unwrap(), Message::text("ping refused"));
+    ws.close(None).unwrap();
+    drop(ws);
     server.stop().unwrap();
 }
 

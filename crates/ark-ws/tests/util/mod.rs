@@ -18,8 +18,23 @@ impl WsHandler for Echo {
     fn on_message(&mut self, session: &mut WsSession<'_>, message: Message) {
         match message {
             Message::Text(text) if text.as_str() == "bye" => session.close(4000, "server says bye"),
+            Message::Text(text) if text.as_str() == "bye as a message" => session
+                .send(Message::Close(Some(tungstenite::protocol::CloseFrame {
+                    code: 4001.into(),
+                    reason: "sent as a message".into(),
+                })))
+                .unwrap(),
+            Message::Text(text) if text.as_str() == "big ping" => {
+                let refused = session.send(Message::Ping(vec![0u8; 126].into()));
+                assert_eq!(
+                    refused,
+                    Err(ark_ws::SendError::TooLarge { len: 126, max: 125 })
+                );
+                session.send_text("ping refused").unwrap();
+            }
             Message::Text(text) => session.send_text(&text).unwrap(),
-            Message::Binary(data) => session.send_binary(&data).unwrap(),
+            // The received payload goes back as it is (no copy).
+            Message::Binary(data) => session.send(Message::Binary(data)).unwrap(),
             _ => {}
         }
     }
