@@ -31,13 +31,15 @@ struct Slot {
     timers: Vec<TimerId>,
     /// The source asked to close while a worker held it.
     closing: bool,
+    /// How long the source's last turn took (shared model: decides inline or lent).
+    last_turn: Duration,
 }
 
 /// The link to the worker threads of the shared IO model.
 pub(crate) struct WorkerLink {
     pub(crate) jobs: Sender<Job>,
     pub(crate) done: Receiver<Done>,
-    /// Handlers currently held by workers.
+    /// Handlers currently held by workers (running or queued).
     pub(crate) lent: usize,
 }
 
@@ -80,6 +82,8 @@ pub struct Reactor {
     effects: Vec<Effect>,
     again: Vec<(SourceId, Ready)>,
     again_next: Vec<(SourceId, Ready)>,
+    /// This turn's ready sources (new events, then sources over budget before), reused.
+    batch: Vec<(SourceId, Ready)>,
     workers: Option<WorkerLink>,
     config: ReactorConfig,
     now: Instant,
@@ -127,6 +131,7 @@ impl Reactor {
             effects: Vec::new(),
             again: Vec::new(),
             again_next: Vec::new(),
+            batch: Vec::new(),
             workers: None,
             config,
             now: Instant::now(),
@@ -221,6 +226,7 @@ impl Reactor {
                         pending_timers: Vec::new(),
                         timers: Vec::new(),
                         closing: false,
+                        last_turn: Duration::ZERO,
                     });
                     index
                 }
@@ -243,6 +249,7 @@ impl Reactor {
         slot.handler = Some(handler);
         slot.occupied = true;
         slot.closing = false;
+        slot.last_turn = Duration::ZERO;
         self.shared.sources.fetch_add(1, Ordering::Relaxed);
         Ok(id)
     }
@@ -357,26 +364,27 @@ impl Reactor {
         // Sources over budget before this poll run after this turn's new events; sources that
         // go over budget now are collected afresh in `again_next`.
         std::mem::swap(&mut self.again, &mut self.again_next);
-        let mut events = 0;
-        let polled_events = std::mem::replace(&mut self.events, mio::Events::with_capacity(0));
-        for event in polled_events.iter() {
+        let mut batch = std::mem::take(&mut self.batch);
+        for event in self.events.iter() {
             if event.token() == WAKER {
-                self.shared.counters.add_wakeups(1);
+                counters.add_wakeups(1);
                 continue;
             }
-            events += 1;
-            self.dispatch(
+            batch.push((
                 SourceId::from_token(event.token()),
-                Work::Ready(Ready::from_event(event)),
-            );
+                Ready::from_event(event),
+            ));
         }
-        self.events = polled_events;
-        self.shared.counters.add_events(events);
-        let mut again = std::mem::take(&mut self.again);
-        for (id, ready) in again.drain(..) {
-            self.dispatch(id, Work::Ready(ready));
+        counters.add_events(batch.len() as u64);
+        batch.append(&mut self.again);
+        // With workers, the polling thread serves the turn's last source itself and lends the
+        // others: a lone request/response exchange then never changes threads (no handoff per
+        // event), while a busy turn still spreads over the workers.
+        let last = batch.len().wrapping_sub(1);
+        for (i, (id, ready)) in batch.drain(..).enumerate() {
+            self.dispatch(id, Work::Ready(ready), i == last);
         }
-        self.again = again;
+        self.batch = batch;
 
         while let Some(timer) = self.timers.pop_due(self.now) {
             self.fire_timer(timer);
@@ -403,7 +411,7 @@ impl Reactor {
         match &mut entry.target {
             Target::Source(id) => {
                 let id = *id;
-                self.dispatch(id, Work::Timer(timer));
+                self.dispatch(id, Work::Timer(timer), false);
             }
             Target::Callback(callback) => {
                 let Some(mut callback) = callback.take() else {
@@ -419,8 +427,9 @@ impl Reactor {
         }
     }
 
-    /// Serves `work` for `id`: directly, or through a worker, or later if a worker holds it.
-    fn dispatch(&mut self, id: SourceId, work: Work) {
+    /// Serves `work` for `id`: on this thread (no workers, or `inline`), or through a worker,
+    /// or later if a worker holds it.
+    fn dispatch(&mut self, id: SourceId, work: Work, inline: bool) {
         let Some(slot) = self.slots.get_mut(id.index as usize) else {
             return;
         };
@@ -450,7 +459,8 @@ impl Reactor {
                 slot.timers.retain(|&t| t != timer);
             }
         }
-        if let Some(workers) = &mut self.workers {
+        let cheap = slot.last_turn < self.config.inline_below;
+        if let Some(workers) = self.workers.as_mut().filter(|_| !inline && !cheap) {
             workers.lent += 1;
             let job = Job {
                 id,
@@ -465,6 +475,8 @@ impl Reactor {
             }
             return;
         }
+        // Timed only where it decides something: with workers.
+        let started = self.workers.is_some().then(Instant::now);
         let mut cx = Context {
             id,
             now: self.now,
@@ -481,7 +493,11 @@ impl Reactor {
             Work::Ready(ready) => ready,
             Work::Timer(_) => Ready::EMPTY,
         };
-        self.slots[id.index as usize].handler = Some(handler);
+        let slot = &mut self.slots[id.index as usize];
+        slot.handler = Some(handler);
+        if let Some(started) = started {
+            slot.last_turn = started.elapsed();
+        }
         let mut effects = std::mem::take(&mut self.effects);
         self.finish_turn(id, turn, ready, &mut effects);
         self.effects = effects;
@@ -545,12 +561,14 @@ impl Reactor {
             turn,
             ready,
             mut effects,
+            took,
         } = done;
         if let Some(workers) = &mut self.workers {
             workers.lent -= 1;
         }
         let slot = &mut self.slots[id.index as usize];
         slot.handler = Some(handler);
+        slot.last_turn = took;
         self.finish_turn(id, turn, ready, &mut effects);
         let slot = &mut self.slots[id.index as usize];
         if !slot.occupied || slot.generation != id.generation {
@@ -564,7 +582,7 @@ impl Reactor {
         // than the readiness merged since), then the merged readiness.
         if let Some(timer) = slot.pending_timers.first().copied() {
             slot.pending_timers.remove(0);
-            self.dispatch(id, Work::Timer(timer));
+            self.dispatch(id, Work::Timer(timer), false);
             return;
         }
         let mut ready = std::mem::take(&mut slot.pending_ready);
@@ -576,7 +594,7 @@ impl Reactor {
                 }
                 again != id
             });
-            self.dispatch(id, Work::Ready(ready));
+            self.dispatch(id, Work::Ready(ready), false);
         }
     }
 

@@ -32,6 +32,8 @@ pub(crate) struct Done {
     pub(crate) turn: Turn,
     pub(crate) ready: Ready,
     pub(crate) effects: Vec<Effect>,
+    /// How long the turn took.
+    pub(crate) took: std::time::Duration,
 }
 
 /// Serves jobs until the reactor drops its end of the job channel.
@@ -59,6 +61,7 @@ pub(crate) fn run_worker(
             shared: &shared,
             budget,
         };
+        let started = Instant::now();
         let (turn, ready) = match work {
             Work::Ready(ready) => (handler.on_ready(&mut cx, ready), ready),
             Work::Timer(timer) => (handler.on_timer(&mut cx, timer), Ready::EMPTY),
@@ -70,6 +73,7 @@ pub(crate) fn run_worker(
             ready,
             // Most turns have no effects; an empty Vec does not allocate.
             effects: std::mem::take(&mut effects),
+            took: started.elapsed(),
         };
         if done.send(result).is_err() {
             break;

@@ -236,3 +236,98 @@ fn least_loaded_placement_fills_the_emptiest_reactor() {
     assert_eq!(counts, vec![10, 10, 10]);
     pool.stop().unwrap();
 }
+
+/// Drains its socket each turn, spinning `cost` per turn; records the names of its threads.
+struct Costly {
+    socket: UdpSocket,
+    cost: Duration,
+    threads: Arc<Mutex<HashMap<String, u64>>>,
+    received: Arc<AtomicU64>,
+}
+
+impl Handler for Costly {
+    fn source(&mut self) -> &mut dyn mio::event::Source {
+        &mut self.socket
+    }
+
+    fn on_ready(&mut self, cx: &mut Context<'_>, _: Ready) -> Turn {
+        let name = std::thread::current().name().unwrap_or("?").to_string();
+        *self.threads.lock().unwrap().entry(name).or_default() += 1;
+        while self.socket.recv_from(cx.scratch()).is_ok() {
+            self.received.fetch_add(1, Ordering::SeqCst);
+        }
+        let until = Instant::now() + self.cost;
+        while Instant::now() < until {
+            std::hint::spin_loop();
+        }
+        Turn::Done
+    }
+}
+
+/// Sends `rounds` rounds of one datagram to each of `sources` sockets (each handler spinning
+/// `cost` per turn) and returns how many turns ran on each thread, by thread name.
+fn turns_by_thread(sources: usize, cost: Duration, rounds: u64) -> HashMap<String, u64> {
+    let pool =
+        ReactorPool::start(IoModel::Shared { threads: 2 }, ReactorConfig::default()).unwrap();
+    let threads = Arc::new(Mutex::new(HashMap::new()));
+    let received = Arc::new(AtomicU64::new(0));
+    let mut addrs = Vec::new();
+    for _ in 0..sources {
+        let (socket, addr) = util::udp();
+        addrs.push(addr);
+        let handler = Costly {
+            socket,
+            cost,
+            threads: threads.clone(),
+            received: received.clone(),
+        };
+        assert!(pool.insert(Box::new(handler), mio::Interest::READABLE));
+    }
+    assert!(ark_testkit::wait_until(Duration::from_secs(5), || pool
+        .handles()[0]
+        .source_count()
+        == sources));
+    let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    for round in 1..=rounds {
+        for addr in &addrs {
+            sender.send_to(&[1u8; 8], addr).unwrap();
+        }
+        // One round at a time: every source is ready together, then all are served.
+        let expected = round * sources as u64;
+        assert!(ark_testkit::wait_until(Duration::from_secs(5), || received
+            .load(Ordering::SeqCst)
+            >= expected));
+    }
+    pool.stop().unwrap();
+    threads.lock().unwrap().clone()
+}
+
+#[test]
+fn shared_model_serves_cheap_turns_on_the_polling_thread_and_lends_costly_ones() {
+    // Cheap turns (well under `inline_below`, 10 µs): a handoff would cost more than the turn.
+    let cheap = turns_by_thread(4, Duration::ZERO, 200);
+    let on_workers: u64 = cheap
+        .iter()
+        .filter(|(name, _)| name.starts_with("ark-worker"))
+        .map(|(_, n)| n)
+        .sum();
+    let total: u64 = cheap.values().sum();
+    // (Lending them all but each poll's last puts about 3 in 4 on workers; a turn that is
+    // preempted on a loaded machine may look costly once, hence the margin.)
+    assert!(
+        on_workers * 4 <= total,
+        "cheap turns stay on the polling thread: {cheap:?}"
+    );
+    // Costly turns (200 µs) of sources ready together go to the workers, in parallel; only
+    // each poll's last ready source is served by the polling thread itself.
+    let costly = turns_by_thread(4, Duration::from_micros(200), 50);
+    let on_workers: u64 = costly
+        .iter()
+        .filter(|(name, _)| name.starts_with("ark-worker"))
+        .map(|(_, n)| n)
+        .sum();
+    assert!(
+        on_workers * 3 >= costly.values().sum::<u64>(),
+        "costly turns are lent to workers: {costly:?}"
+    );
+}
