@@ -240,6 +240,26 @@ impl Session<'_> {
         Ok(())
     }
 
+    /// Queues all of `bytes` as they are, without framing, and leaves `bytes` empty (as
+    /// `Vec::append` does). When nothing is queued the two buffers are swapped instead of
+    /// copied, so `bytes` comes back holding the queue's empty storage: a caller that keeps
+    /// encoding into its own buffer hands it over without a copy.
+    ///
+    /// # Errors
+    /// As [`send_raw`](Self::send_raw); on error `bytes` is left as it was.
+    pub fn append_raw(&mut self, bytes: &mut Vec<u8>) -> Result<(), SendError> {
+        self.check_room(bytes.len())?;
+        if self.out.len() == 0 {
+            self.out.clear();
+            std::mem::swap(&mut self.out.buf, bytes);
+        } else {
+            self.out.compact();
+            self.out.buf.extend_from_slice(bytes);
+            bytes.clear();
+        }
+        Ok(())
+    }
+
     fn check_room(&mut self, needed: usize) -> Result<(), SendError> {
         if *self.ending != Ending::None {
             return Err(SendError::Closed);

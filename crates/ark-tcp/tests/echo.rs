@@ -186,8 +186,21 @@ struct RawStream {
 impl ark_tcp::TcpHandler for RawStream {
     fn on_open(&mut self, session: &mut ark_tcp::Session<'_>) {
         *self.buffers.lock().unwrap() = session.socket_buffers();
-        for piece in util::payload(1, self.total).chunks(1000) {
-            session.send(piece).unwrap();
+        // Alternate `send` and `append_raw`: the first append meets an empty queue (the buffers
+        // are swapped), the later ones a non-empty one (appended); the byte stream must come
+        // back whole and in order either way.
+        let mut own = Vec::with_capacity(4096);
+        for (i, piece) in util::payload(1, self.total).chunks(1000).enumerate() {
+            if i % 2 == 0 {
+                own.extend_from_slice(piece);
+                session.append_raw(&mut own).unwrap();
+                assert!(
+                    own.is_empty(),
+                    "append_raw leaves the caller's buffer empty"
+                );
+            } else {
+                session.send(piece).unwrap();
+            }
         }
     }
     fn on_message(&mut self, session: &mut ark_tcp::Session<'_>, message: &[u8]) {

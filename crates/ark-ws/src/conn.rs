@@ -153,8 +153,10 @@ impl<H: WsHandler> WsConn<H> {
         }
         let keep = self.config.read_buffer;
         let Some(stream) = self.stream() else { return };
-        if !stream.outbox.is_empty() && tcp.send_raw(&stream.outbox).is_ok() {
-            stream.outbox.clear();
+        if !stream.outbox.is_empty() {
+            // Handed over without a copy when the TCP queue is empty; what the queue refuses
+            // (full) stays in the outbox until `on_writable`.
+            let _ = tcp.append_raw(&mut stream.outbox);
         }
         stream.shrink_if_idle(keep);
     }
