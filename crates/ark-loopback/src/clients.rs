@@ -44,6 +44,10 @@ pub struct Totals {
     pub send_rejections: AtomicU64,
     /// Connections lost before the end.
     pub disconnects: AtomicU64,
+    /// Clients that have started (connected and sent their first window).
+    pub started: AtomicU64,
+    /// Round trips of each client in the measured phase, added when the client ends.
+    pub per_client: Mutex<Vec<u64>>,
     /// Round-trip times of measured echoes, microseconds.
     pub rtt: Mutex<Histogram<u64>>,
 }
@@ -64,6 +68,8 @@ impl Totals {
             unexpected: AtomicU64::new(0),
             send_rejections: AtomicU64::new(0),
             disconnects: AtomicU64::new(0),
+            started: AtomicU64::new(0),
+            per_client: Mutex::new(Vec::new()),
             rtt: Mutex::new(
                 Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid histogram bounds"),
             ),
@@ -86,6 +92,9 @@ pub struct Core {
     totals: Arc<Totals>,
     rtt: Histogram<u64>,
     unflushed: u32,
+    started: bool,
+    /// Round trips completed in the measured phase.
+    measured: u64,
 }
 
 impl Core {
@@ -108,12 +117,18 @@ impl Core {
             rtt: Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid histogram bounds"),
             totals,
             unflushed: 0,
+            started: false,
+            measured: 0,
         }
     }
 
     /// Sends until `window` messages are in flight (none once draining). `send` returns
     /// whether the transport took the message.
     pub fn pump(&mut self, mut send: impl FnMut(&[u8]) -> bool) {
+        if !self.started {
+            self.started = true;
+            self.totals.started.fetch_add(1, Ordering::SeqCst);
+        }
         let phase = self.totals.phase.load(Ordering::Relaxed);
         if phase == PHASE_DRAIN {
             return;
@@ -185,6 +200,7 @@ impl Core {
                     self.totals.measured_done.fetch_add(1, Ordering::Relaxed);
                     if phase == PHASE_MEASURED {
                         self.totals.messages.fetch_add(1, Ordering::Relaxed);
+                        self.measured += 1;
                         let micros = now.duration_since(sent_at).as_micros().max(1) as u64;
                         let _ = self.rtt.record(micros.min(60_000_000));
                         self.unflushed += 1;
@@ -230,6 +246,11 @@ impl Drop for Core {
     /// trips.
     fn drop(&mut self) {
         self.flush_rtt();
+        self.totals
+            .per_client
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(self.measured);
     }
 }
 

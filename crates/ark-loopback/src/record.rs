@@ -54,6 +54,8 @@ pub struct Record {
     pub rtt_p99_us: Option<f64>,
     pub rtt_p999_us: Option<f64>,
     pub rtt_max_us: Option<f64>,
+    pub client_messages_min: Option<u64>,
+    pub client_messages_max: Option<u64>,
     pub client_send_rejections: u64,
     pub server_send_rejections: u64,
     pub content_errors: u64,

@@ -50,6 +50,23 @@ fn git_commit() -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
+/// How long one client may take to connect and start.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Polls `condition` every 100 µs until it holds or `timeout` passes.
+fn wait_until(timeout: Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if condition() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_micros(100));
+    }
+}
+
 fn min_max(values: impl Iterator<Item = usize> + Clone) -> (Option<usize>, Option<usize>) {
     (values.clone().min(), values.max())
 }
@@ -182,6 +199,19 @@ fn measure_inner<E: Endpoints>(
             totals.clone(),
         );
         udp_buffers.extend(endpoints.start_client(args, target, core)?);
+        // One client at a time, each started (connected, first window sent) before the next:
+        // the server then sees the clients in order, and every implementation's placement of
+        // clients and server sessions over its threads is the same (both round-robin, in
+        // client order).
+        let started = wait_until(CONNECT_TIMEOUT, || {
+            totals.started.load(Ordering::SeqCst) > u64::from(id)
+        });
+        if !started {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("client {id} did not connect within {CONNECT_TIMEOUT:?}"),
+            ));
+        }
     }
 
     std::thread::sleep(Duration::from_secs_f64(args.warmup));
@@ -236,6 +266,11 @@ fn measure_inner<E: Endpoints>(
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .clone();
     let q = |p: f64| (!rtt.is_empty()).then(|| rtt.value_at_quantile(p) as f64);
+    let per_client = totals
+        .per_client
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
     let payload = u64::from(args.payload);
     let cpu = cpu1 - cpu0;
     let errors = get(&totals.content_errors)
@@ -272,6 +307,8 @@ fn measure_inner<E: Endpoints>(
         rtt_p99_us: q(0.99),
         rtt_p999_us: q(0.999),
         rtt_max_us: (!rtt.is_empty()).then(|| rtt.max() as f64),
+        client_messages_min: per_client.iter().min().copied(),
+        client_messages_max: per_client.iter().max().copied(),
         client_send_rejections: get(&totals.send_rejections),
         server_send_rejections: get(&server_counters.send_rejections),
         content_errors: get(&totals.content_errors),
@@ -366,6 +403,8 @@ fn base_record(args: &Args, implementation: &'static str) -> Record {
         rtt_p99_us: None,
         rtt_p999_us: None,
         rtt_max_us: None,
+        client_messages_min: None,
+        client_messages_max: None,
         client_send_rejections: 0,
         server_send_rejections: 0,
         content_errors: 0,

@@ -81,6 +81,40 @@ fn every_protocol_io_model_and_family_completes_cleanly() {
 }
 
 #[test]
+fn busy_connections_are_served_fairly() {
+    // 16 KiB echoes with window 16 keep every socket full, over two reactors: each connection
+    // must get its share (before ark-tcp read within its budget per turn, a few connections
+    // made ~100× the round trips of the others).
+    for protocol in ["tcp", "websocket"] {
+        let (code, record, stderr) = run(&[
+            "--protocol",
+            protocol,
+            "--payload",
+            "16384",
+            "--clients",
+            "16",
+            "--window",
+            "16",
+            "--io-model",
+            "sharded",
+            "--io-threads",
+            "2",
+            "--seconds",
+            "0.5",
+            "--warmup",
+            "0.1",
+        ]);
+        assert_eq!(code, Some(0), "{protocol}: {stderr}");
+        let min = record["client_messages_min"].as_u64().unwrap();
+        let max = record["client_messages_max"].as_u64().unwrap();
+        assert!(
+            min > 0 && min * 4 >= max,
+            "{protocol}: round trips per client from {min} to {max}"
+        );
+    }
+}
+
+#[test]
 fn udp_records_buffers_and_kernel_counters() {
     let (code, record, stderr) = run(&[
         "--protocol",

@@ -428,11 +428,28 @@ impl<C: Framing, H: TcpHandler> Conn<C, H> {
         if !self.paused && (ready.is_readable() || self.read_more || self.reader_paused || closing)
         {
             self.read_more = false;
-            let (outcome, read) = self.read_once(cx, tally);
-            if let Some(bytes) = read {
-                tally.reads += 1;
-                tally.bytes_in += bytes as u64;
-            }
+            // Read while the socket may hold more, within the turn's budget: one read per
+            // turn would let a connection that keeps its socket full take turns from the
+            // others (measured: 16 KiB echoes, window 16, two reactors — a few connections
+            // did 100× the round trips of the rest).
+            let budget = cx.budget();
+            let (mut reads, mut bytes) = (0u32, 0usize);
+            let outcome = loop {
+                let (outcome, read) = self.read_once(cx, tally);
+                if let Some(n) = read {
+                    tally.reads += 1;
+                    tally.bytes_in += n as u64;
+                    bytes += n;
+                }
+                reads += 1;
+                let more = matches!(outcome, ReadOutcome::More)
+                    && !self.paused
+                    && reads < budget.operations
+                    && bytes < budget.bytes;
+                if !more {
+                    break outcome;
+                }
+            };
             match outcome {
                 // The peer's FIN may have arrived with the data just read: its edge is spent,
                 // so read again until the end of stream shows.
