@@ -91,6 +91,8 @@ pub(crate) struct WsConn<H> {
     close_received: Option<(u16, String)>,
     /// `on_close` was called.
     reported: bool,
+    /// This side is the client (masks its frames).
+    client: bool,
 }
 
 impl<H: WsHandler> WsConn<H> {
@@ -119,6 +121,7 @@ impl<H: WsHandler> WsConn<H> {
             close_sent: None,
             close_received: None,
             reported: false,
+            client: false,
         }
     }
 
@@ -133,6 +136,7 @@ impl<H: WsHandler> WsConn<H> {
             close_sent: None,
             close_received: None,
             reported: false,
+            client: true,
         }
     }
 
@@ -190,6 +194,7 @@ impl<H: WsHandler> WsConn<H> {
         tcp: &Session<'_>,
         config: &WsConfig,
         close_sent: &'a mut Option<(u16, String)>,
+        client: bool,
     ) -> WsSession<'a> {
         WsSession {
             ws,
@@ -199,6 +204,7 @@ impl<H: WsHandler> WsConn<H> {
             limit: config.write_buffer_limit,
             max_message: config.max_message,
             close_sent,
+            client,
         }
     }
 
@@ -307,7 +313,8 @@ impl<H: WsHandler> WsConn<H> {
         self.opened = true;
         let request = self.request.take().unwrap_or_else(|| Request::new(()));
         if let State::Open(ws) = &mut self.state {
-            let mut session = Self::session(ws, tcp, &self.config, &mut self.close_sent);
+            let mut session =
+                Self::session(ws, tcp, &self.config, &mut self.close_sent, self.client);
             self.handler.on_open(&mut session, &request);
         }
         self.request = Some(request);
@@ -323,7 +330,8 @@ impl<H: WsHandler> WsConn<H> {
                 }
                 Ok(Message::Ping(_)) | Ok(Message::Frame(_)) => {} // pongs are automatic
                 Ok(message) => {
-                    let mut session = Self::session(ws, tcp, &self.config, &mut self.close_sent);
+                    let mut session =
+                        Self::session(ws, tcp, &self.config, &mut self.close_sent, self.client);
                     self.handler.on_message(&mut session, message);
                 }
                 Err(Error::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock => {

@@ -3,7 +3,8 @@
 use std::net::SocketAddr;
 
 use tungstenite::protocol::CloseFrame;
-use tungstenite::protocol::frame::coding::CloseCode;
+use tungstenite::protocol::frame::FrameHeader;
+use tungstenite::protocol::frame::coding::{CloseCode, Data, OpCode};
 use tungstenite::{Bytes, Message, WebSocket};
 
 use crate::stream::MemStream;
@@ -48,6 +49,8 @@ pub struct WsSession<'a> {
     pub(crate) limit: usize,
     pub(crate) max_message: usize,
     pub(crate) close_sent: &'a mut Option<(u16, String)>,
+    /// The client side masks its frames.
+    pub(crate) client: bool,
 }
 
 impl std::fmt::Debug for WsSession<'_> {
@@ -96,9 +99,10 @@ impl WsSession<'_> {
         self.ws.write(message).map_err(|_| SendError::Closed)
     }
 
-    /// Queues `message` as it is, without copying its payload: an echo can send back the
-    /// [`Message`] it received. Ping and pong payloads are limited to 125 bytes; a close
-    /// message starts the close handshake as [`close`](Self::close) does (code 1005 = none).
+    /// Queues `message`: an echo can send back the [`Message`] it received. Data messages are
+    /// framed by ark-ws straight into the outgoing stream (the payload copied once, nothing
+    /// allocated); ping and pong payloads are limited to 125 bytes; a close message starts the
+    /// close handshake as [`close`](Self::close) does (code 1005 = none).
     ///
     /// # Errors
     /// [`SendError::Full`], [`SendError::TooLarge`] or [`SendError::Closed`].
@@ -120,6 +124,8 @@ impl WsSession<'_> {
                     max: 125,
                 })
             }
+            Message::Binary(payload) => self.write_data(Data::Binary, &payload),
+            Message::Text(text) => self.write_data(Data::Text, text.as_bytes()),
             message => {
                 self.check(message.len())?;
                 self.write(message)
@@ -127,14 +133,32 @@ impl WsSession<'_> {
         }
     }
 
-    /// Queues a binary message (written with everything else at the end of the turn); the
-    /// payload is copied (use [`send`](Self::send) with an owned `Bytes` to avoid that).
+    /// Encodes a data message as one frame straight into the outgoing stream (one copy of
+    /// the payload, masked in the same pass on the client side with a fresh random key, as
+    /// RFC 6455 requires), instead of through tungstenite's frame buffer.
+    fn write_data(&mut self, opcode: Data, payload: &[u8]) -> Result<(), SendError> {
+        self.check(payload.len())?;
+        // What tungstenite still holds (a pong it owes) goes first.
+        self.ws.flush().map_err(|_| SendError::Closed)?;
+        let header = FrameHeader {
+            is_final: true,
+            rsv1: false,
+            rsv2: false,
+            rsv3: false,
+            opcode: OpCode::Data(opcode),
+            mask: self.client.then(rand::random::<[u8; 4]>),
+        };
+        self.ws.get_mut().write_frame(&header, payload);
+        Ok(())
+    }
+
+    /// Queues a binary message (written with everything else at the end of the turn): framed
+    /// straight into the outgoing stream, the payload copied once, nothing allocated.
     ///
     /// # Errors
     /// [`SendError::Full`], [`SendError::TooLarge`] or [`SendError::Closed`].
     pub fn send_binary(&mut self, data: &[u8]) -> Result<(), SendError> {
-        self.check(data.len())?;
-        self.write(Message::Binary(Bytes::copy_from_slice(data)))
+        self.write_data(Data::Binary, data)
     }
 
     /// Queues a text message.
@@ -142,8 +166,7 @@ impl WsSession<'_> {
     /// # Errors
     /// As [`send_binary`](Self::send_binary).
     pub fn send_text(&mut self, text: &str) -> Result<(), SendError> {
-        self.check(text.len())?;
-        self.write(Message::text(text))
+        self.write_data(Data::Text, text.as_bytes())
     }
 
     /// Queues a ping (payload at most 125 bytes); the peer's pong arrives as

@@ -3,6 +3,8 @@
 
 use std::io::{self, Read, Write};
 
+use tungstenite::protocol::frame::FrameHeader;
+
 /// Bytes received and not yet consumed by tungstenite, and bytes it wrote and we have not yet
 /// handed to the TCP session.
 #[derive(Debug, Default)]
@@ -34,19 +36,19 @@ impl MemStream {
         self.inbox.len() - self.read_pos
     }
 
-    /// When both buffers are empty, releases any that grew past `keep` bytes and whose
-    /// contents never reached half their capacity since they were last empty (a large message
-    /// passed through; the traffic now needs less). A session whose bursts fill a grown buffer
-    /// keeps it, so it does not reallocate per message; idle sessions stay small. This is
-    /// `ark_frame::RecvBuf`'s policy.
+    /// When both buffers are empty, releases any that grew past `keep` bytes if the traffic
+    /// since the last such point fit in `keep` (a large message passed through; the traffic
+    /// now needs less). A session whose bursts need more keeps its grown buffers, so it does
+    /// not reallocate per message; idle sessions stay small. (Capacity alone says little here:
+    /// the outbox trades storage with the TCP send queue, see `ark_tcp::Session::append_raw`.)
     pub(crate) fn shrink_if_idle(&mut self, keep: usize) {
         if self.pending_in() == 0 && self.outbox.is_empty() {
             self.inbox.clear();
             self.read_pos = 0;
-            if self.inbox.capacity() > keep && self.peak_in <= self.inbox.capacity() / 2 {
+            if self.inbox.capacity() > keep && self.peak_in <= keep {
                 self.inbox = Vec::new();
             }
-            if self.outbox.capacity() > keep && self.peak_out <= self.outbox.capacity() / 2 {
+            if self.outbox.capacity() > keep && self.peak_out <= keep {
                 self.outbox = Vec::new();
             }
             self.peak_in = 0;
@@ -60,6 +62,35 @@ impl MemStream {
         self.peak_in = 0;
         self.peak_out = 0;
         self.shrink_if_idle(0);
+    }
+}
+
+impl MemStream {
+    /// Appends one whole data frame (`header`, then `payload`, masked in the same pass when
+    /// the header carries a mask) to the outbox: the payload is copied once, straight to
+    /// where the TCP session takes it from.
+    pub(crate) fn write_frame(&mut self, header: &FrameHeader, payload: &[u8]) {
+        // Formatting into a Vec cannot fail.
+        let _ = header.format(payload.len() as u64, &mut self.outbox);
+        let start = self.outbox.len();
+        self.outbox.extend_from_slice(payload);
+        if let Some(mask) = header.mask {
+            apply_mask(&mut self.outbox[start..], mask);
+        }
+        self.peak_out = self.peak_out.max(self.outbox.len());
+    }
+}
+
+/// XORs `bytes` with the 4-byte `mask`, RFC 6455 section 5.3.
+fn apply_mask(bytes: &mut [u8], mask: [u8; 4]) {
+    let mut words = bytes.chunks_exact_mut(4);
+    for word in &mut words {
+        for (b, m) in word.iter_mut().zip(mask) {
+            *b ^= m;
+        }
+    }
+    for (b, m) in words.into_remainder().iter_mut().zip(mask) {
+        *b ^= m;
     }
 }
 
@@ -119,6 +150,38 @@ mod tests {
             0,
             "idle buffers released"
         );
+    }
+
+    #[test]
+    fn written_frames_parse_back_with_tungstenite_masked_or_not() {
+        use tungstenite::protocol::frame::coding::{Data, OpCode};
+        // Length encodings: 7-bit, 16-bit and 64-bit, at their edges; odd lengths too.
+        for len in [0usize, 1, 5, 125, 126, 65_535, 65_536, 70_001] {
+            for mask in [None, Some([0x12, 0x34, 0x56, 0x78])] {
+                let payload: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+                let header = FrameHeader {
+                    is_final: true,
+                    rsv1: false,
+                    rsv2: false,
+                    rsv3: false,
+                    opcode: OpCode::Data(Data::Binary),
+                    mask,
+                };
+                let mut s = MemStream::default();
+                s.write_frame(&header, &payload);
+                let mut cursor = std::io::Cursor::new(&s.outbox);
+                let (parsed, parsed_len) = FrameHeader::parse(&mut cursor).unwrap().unwrap();
+                assert_eq!(parsed_len, len as u64);
+                assert_eq!(parsed.mask, mask);
+                assert_eq!(parsed.opcode, OpCode::Data(Data::Binary));
+                let mut body = s.outbox[cursor.position() as usize..].to_vec();
+                if let Some(mask) = mask {
+                    assert!(len < 4 || body != payload, "masked on the wire");
+                    apply_mask(&mut body, mask);
+                }
+                assert_eq!(body, payload, "length {len}, mask {mask:?}");
+            }
+        }
     }
 
     #[test]

@@ -136,7 +136,6 @@ fn allocations_per_message() {
     );
     // Both sides send owned payloads (`send`); tungstenite's frames are carved from its read
     // buffer, and every buffer on the way is reused: nothing is allocated per message.
-    // (`send_binary(&[u8])` would add one allocation per send: it copies into a `Bytes`.)
     assert!(per_message < 0.01, "{per_message} allocations per message");
     client.stop().unwrap();
     server.stop().unwrap();
