@@ -347,15 +347,29 @@ pub(crate) fn render(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// A Markdown table header: the first column left-aligned, the others (figures) right-aligned.
+fn table_header(out: &mut String, columns: &[&str]) {
+    let _ = writeln!(out, "| {} |", columns.join(" | "));
+    let align: Vec<&str> = (0..columns.len())
+        .map(|i| if i == 0 { "---" } else { "---:" })
+        .collect();
+    let _ = writeln!(out, "| {} |", align.join(" | "));
+}
+
 /// One implementation's table: medians with min–max.
 fn single(rows: &[(&Key, &Runs<'_>)], implementation: &str, out: &mut String) {
-    let _ = writeln!(
+    table_header(
         out,
-        "| Case | msg/s | p99 / µs | CPU % | allocs/msg | syscalls/msg | UDP loss | ok runs |"
-    );
-    let _ = writeln!(
-        out,
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        &[
+            "Case",
+            "msg/s",
+            "p99 / µs",
+            "CPU %",
+            "allocs/msg",
+            "syscalls/msg",
+            "UDP loss",
+            "ok runs",
+        ],
     );
     for (k, case) in rows {
         let runs = runs(Some(case), implementation);
@@ -383,13 +397,22 @@ fn single(rows: &[(&Key, &Runs<'_>)], implementation: &str, out: &mut String) {
 
 /// ark and `peer` side by side, with per-repetition ratios.
 fn side_by_side(rows: &[(&Key, &Runs<'_>)], peer: &str, out: &mut String) {
-    let _ = writeln!(
+    table_header(
         out,
-        "| Case | ark msg/s | {peer} msg/s | ark/{peer} msg/s | ark p99 / µs | {peer} p99 / µs | ark/{peer} p99 | CPU % ark / {peer} | allocs/msg ark / {peer} | ark syscalls/msg | UDP loss ark / {peer} | ok runs ark / {peer} |"
-    );
-    let _ = writeln!(
-        out,
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        &[
+            "Case",
+            "ark msg/s",
+            &format!("{peer} msg/s"),
+            &format!("ark/{peer} msg/s"),
+            "ark p99 / µs",
+            &format!("{peer} p99 / µs"),
+            &format!("ark/{peer} p99"),
+            &format!("CPU % ark / {peer}"),
+            &format!("allocs/msg ark / {peer}"),
+            "ark syscalls/msg",
+            &format!("UDP loss ark / {peer}"),
+            &format!("ok runs ark / {peer}"),
+        ],
     );
     for (k, case) in rows {
         let (a, b) = (runs(Some(case), "ark"), runs(Some(case), peer));
