@@ -5,7 +5,6 @@ use std::sync::atomic::{AtomicI64, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use bytes::BytesMut;
 use hdrhistogram::Histogram;
 
 use crate::message::{self, MEASURED, WARMUP};
@@ -291,42 +290,18 @@ impl ark_udp::UdpHandler for UdpClient {
 
 /// WebSocket client handler.
 #[derive(Debug)]
-pub struct WsClient {
-    core: Core,
-    /// Outgoing payloads: each is split off and frozen (no copy), and the buffer is reused
-    /// once tungstenite has framed and dropped them, so sending allocates nothing.
-    out: BytesMut,
-}
-
-impl WsClient {
-    /// A client running `core`.
-    pub fn new(core: Core) -> Self {
-        WsClient {
-            out: BytesMut::with_capacity(core.buf.len() * core.window),
-            core,
-        }
-    }
-}
-
-/// Sends `message` as an owned binary payload carved from `out`.
-fn send_ws(out: &mut BytesMut, session: &mut ark_ws::WsSession<'_>, message: &[u8]) -> bool {
-    out.extend_from_slice(message);
-    let payload = out.split().freeze();
-    session.send(ark_ws::Message::Binary(payload)).is_ok()
-}
+pub struct WsClient(pub Core);
 
 impl ark_ws::WsHandler for WsClient {
     fn on_open(&mut self, session: &mut ark_ws::WsSession<'_>, _: &ark_ws::Request) {
-        let out = &mut self.out;
-        self.core.pump(|m| send_ws(out, session, m));
+        self.0.pump(|m| session.send_binary(m).is_ok());
     }
     fn on_message(&mut self, session: &mut ark_ws::WsSession<'_>, message: ark_ws::Message) {
         if let ark_ws::Message::Binary(data) = message {
-            let out = &mut self.out;
-            self.core.on_echo(&data, |m| send_ws(out, session, m));
+            self.0.on_echo(&data, |m| session.send_binary(m).is_ok());
         }
     }
     fn on_close(&mut self, _: u16, _: &str) {
-        self.core.on_disconnect();
+        self.0.on_disconnect();
     }
 }

@@ -178,7 +178,7 @@ impl Endpoints for ArkEndpoints {
                     ark_ws::WsClient::builder()
                         .pool(pool)
                         .connect_timeout(Duration::from_secs(10))
-                        .connect(&format!("ws://{server}/"), clients::WsClient::new(core))?,
+                        .connect(&format!("ws://{server}/"), clients::WsClient(core))?,
                 ),
                 None,
             ),

@@ -59,7 +59,7 @@ impl ark_ws::WsHandler for Echo {
     fn on_message(&mut self, session: &mut ark_ws::WsSession<'_>, message: ark_ws::Message) {
         if let ark_ws::Message::Binary(data) = message {
             self.before_echo(&data);
-            // The received payload goes back as it is, without a copy.
+            // The received message goes back as it is; ark-ws frames it with one copy.
             if session.send(ark_ws::Message::Binary(data)).is_err() {
                 self.rejected();
             }

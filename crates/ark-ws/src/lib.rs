@@ -21,7 +21,7 @@
 //!     fn on_message(&mut self, session: &mut WsSession<'_>, message: Message) {
 //!         match message {
 //!             Message::Text(text) => { let _ = session.send_text(&text); }
-//!             // The received payload goes back as it is, without a copy.
+//!             // The received message goes back as it is (framed with one copy).
 //!             Message::Binary(data) => { let _ = session.send(Message::Binary(data)); }
 //!             _ => {}
 //!         }

@@ -33,7 +33,7 @@ impl WsHandler for Echo {
                 session.send_text("ping refused").unwrap();
             }
             Message::Text(text) => session.send_text(&text).unwrap(),
-            // The received payload goes back as it is (no copy).
+            // The received message goes back as it is (`send` with an owned message).
             Message::Binary(data) => session.send(Message::Binary(data)).unwrap(),
             _ => {}
         }
