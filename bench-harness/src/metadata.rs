@@ -1,11 +1,18 @@
 //! Machine and build metadata for a result set: what ran, where, from which tree.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+
+/// The repository root: the directory above `bench-harness/` (where `results/` lives).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
 
 /// Everything a reader needs to judge and reproduce a result set. Written as `metadata.json`
 /// beside the records.

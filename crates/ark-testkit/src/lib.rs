@@ -6,13 +6,13 @@
 //!   "allocations per message" and "bytes held" figures. A test binary opts in with
 //!   `#[global_allocator] static A: ark_testkit::CountingAllocator = ark_testkit::CountingAllocator;`.
 //! * [`wait_until`]: a bounded poll for a condition.
-//! * [`process_cpu_seconds`]: process CPU time from `getrusage`.
+//! * [`process_cpu_seconds`]: exact process CPU time (`CLOCK_PROCESS_CPUTIME_ID`).
 //!
 //! ```
 //! use std::time::Duration;
 //!
 //! assert!(ark_testkit::wait_until(Duration::from_millis(10), || true));
-//! assert!(ark_testkit::process_cpu_seconds() >= 0.0);
+//! assert!(ark_testkit::process_cpu_seconds().is_some_and(|s| s >= 0.0));
 //! ```
 
 #![warn(missing_docs, missing_debug_implementations)]
@@ -107,13 +107,16 @@ pub fn wait_until(timeout: Duration, mut condition: impl FnMut() -> bool) -> boo
     }
 }
 
-/// Process CPU time (user + system, all threads) from `getrusage`, in seconds.
-pub fn process_cpu_seconds() -> f64 {
-    // SAFETY: `rusage` is a plain C struct of integers, for which all-zero bytes are valid.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `usage` is a valid, writable `rusage` for the duration of the call.
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    assert_eq!(rc, 0, "getrusage failed");
-    let secs = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-    secs(usage.ru_utime) + secs(usage.ru_stime)
+/// CPU time (user + system, all threads) this process has used, in seconds, from
+/// `clock_gettime(CLOCK_PROCESS_CPUTIME_ID)`, which is exact rather than tick-sampled. `None`
+/// if the clock is unavailable.
+pub fn process_cpu_seconds() -> Option<f64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable `timespec` for the duration of the call, and the clock
+    // id is a constant the kernel defines.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    (rc == 0).then(|| ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9)
 }

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use ark_loopback::endpoints::ArkEndpoints;
 use bench_harness::alloc_counter::{self, CountingAllocator};
 use bench_harness::matrix::{LoopbackCase, builtin, from_toml};
-use bench_harness::metadata::{Metadata, sha256_file};
+use bench_harness::metadata::{Metadata, repo_root, sha256_file};
 use bench_harness::result_set::ResultSet;
 use bench_harness::runner::{Case, run_repetition_major, without_repetition};
 use clap::{Parser, Subcommand};
@@ -159,12 +159,6 @@ fn loopback(flags: Vec<String>) -> ExitCode {
         }
     };
     ark_loopback::run::main_for::<ArkEndpoints>(&args, Some(alloc_counter::allocations))
-}
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
 }
 
 /// SHA-256 over the sources under `crates/` and `bench-harness/` (sorted paths, then content).

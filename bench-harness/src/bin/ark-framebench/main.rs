@@ -9,7 +9,7 @@
 
 mod report;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -18,7 +18,7 @@ use bench_harness::framing::{
     DEFAULT_WARMUP_BATCHES, DecoderKind, FramingRecord, Phase, SessionsRecord, StreamShape,
     Workload, idle_memory, measure_kind,
 };
-use bench_harness::metadata::Metadata;
+use bench_harness::metadata::{Metadata, repo_root};
 use bench_harness::result_set::ResultSet;
 use bench_harness::runner::{Case, run_repetition_major};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -215,12 +215,6 @@ fn cases(matrix: Matrix) -> Vec<(&'static str, DecoderKind, StreamShape, usize)>
         }
     }
     cases
-}
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
 }
 
 fn run(args: &RunArgs) -> Result<(), String> {
