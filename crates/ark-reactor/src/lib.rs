@@ -35,6 +35,8 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 mod config;
+#[cfg(test)]
+mod delivery_tests;
 mod context;
 mod handle;
 mod pool;

@@ -652,3 +652,42 @@ impl Reactor {
         self.workers = None;
     }
 }
+
+/// Hooks for the crate's deterministic delivery tests: the test thread plays the worker and
+/// injects events, so no sleep or race decides what a test sees.
+#[cfg(test)]
+impl Reactor {
+    /// Attaches a worker link whose other end the test holds.
+    pub(crate) fn test_manual_workers(&mut self) -> (Receiver<Job>, Sender<Done>) {
+        let (jobs_tx, jobs_rx) = crossbeam_channel::unbounded();
+        let (done_tx, done_rx) = crossbeam_channel::unbounded();
+        self.attach_workers(WorkerLink {
+            jobs: jobs_tx,
+            done: done_rx,
+            lent: 0,
+        });
+        (jobs_rx, done_tx)
+    }
+
+    /// Pretends the source's last turn took `took` (decides inline or lent).
+    pub(crate) fn test_set_last_turn(&mut self, id: SourceId, took: Duration) {
+        self.slots[id.index as usize].last_turn = took;
+    }
+
+    /// A one-shot timer of `id`, as if its handler had set it, due at the next turn.
+    pub(crate) fn test_source_timer(&mut self, id: SourceId) -> TimerId {
+        let timer = self.shared.next_timer_id();
+        let mut effects = vec![Effect::SetTimer {
+            id: timer,
+            deadline: self.now,
+            period: None,
+        }];
+        self.finish_turn(id, Turn::Done, Ready::EMPTY, &mut effects);
+        timer
+    }
+
+    /// Readiness for `id`, as the next poll would report it.
+    pub(crate) fn test_inject(&mut self, id: SourceId, ready: Ready) {
+        self.again_next.push((id, ready));
+    }
+}

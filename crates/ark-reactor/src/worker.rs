@@ -47,37 +47,48 @@ pub(crate) fn run_worker(
     let mut scratch = vec![0u8; scratch_bytes];
     let mut effects = Vec::new();
     for job in jobs {
-        let Job {
-            id,
-            mut handler,
-            work,
-            now,
-        } = job;
-        let mut cx = Context {
-            id,
-            now,
-            scratch: &mut scratch,
-            effects: &mut effects,
-            shared: &shared,
-            budget,
-        };
-        let started = Instant::now();
-        let (turn, ready) = match work {
-            Work::Ready(ready) => (handler.on_ready(&mut cx, ready), ready),
-            Work::Timer(timer) => (handler.on_timer(&mut cx, timer), Ready::EMPTY),
-        };
-        let result = Done {
-            id,
-            handler,
-            turn,
-            ready,
-            // Most turns have no effects; an empty Vec does not allocate.
-            effects: std::mem::take(&mut effects),
-            took: started.elapsed(),
-        };
+        let result = serve_job(job, &mut scratch, &mut effects, &shared, budget);
         if done.send(result).is_err() {
             break;
         }
         shared.notify();
+    }
+}
+
+/// Runs one lent handler's turn and packs the handler with what it asked for.
+pub(crate) fn serve_job(
+    job: Job,
+    scratch: &mut [u8],
+    effects: &mut Vec<Effect>,
+    shared: &Arc<Shared>,
+    budget: Budget,
+) -> Done {
+    let Job {
+        id,
+        mut handler,
+        work,
+        now,
+    } = job;
+    let mut cx = Context {
+        id,
+        now,
+        scratch,
+        effects,
+        shared,
+        budget,
+    };
+    let started = Instant::now();
+    let (turn, ready) = match work {
+        Work::Ready(ready) => (handler.on_ready(&mut cx, ready), ready),
+        Work::Timer(timer) => (handler.on_timer(&mut cx, timer), Ready::EMPTY),
+    };
+    Done {
+        id,
+        handler,
+        turn,
+        ready,
+        // Most turns have no effects; an empty Vec does not allocate.
+        effects: std::mem::take(effects),
+        took: started.elapsed(),
     }
 }
