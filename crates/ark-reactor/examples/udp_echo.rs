@@ -47,7 +47,8 @@ fn main() -> io::Result<()> {
     let pool = ReactorPool::start(IoModel::Sharded { reactors: 2 }, ReactorConfig::default())?;
     let socket = UdpSocket::bind("127.0.0.1:0".parse().expect("valid address"))?;
     let server = socket.local_addr()?;
-    pool.insert(Box::new(Echo { socket }), mio::Interest::READABLE);
+    pool.insert(Box::new(Echo { socket }), mio::Interest::READABLE)
+        .expect("the pool is running");
 
     let client = std::net::UdpSocket::bind("127.0.0.1:0")?;
     client.set_read_timeout(Some(Duration::from_secs(1)))?;

@@ -37,7 +37,9 @@ pub(crate) enum Effect {
     },
     CancelTimer(TimerId),
     Close,
+    Wake(SourceId),
     Insert {
+        id: SourceId,
         handler: Box<dyn Handler>,
         interest: mio::Interest,
     },
@@ -131,9 +133,27 @@ impl Context<'_> {
         self.effects.push(Effect::Close);
     }
 
+    /// Gives another source of this reactor a turn when the callback returns (its `on_ready`
+    /// sees [`Ready::WAKE`](crate::Ready::WAKE)); see [`Reactor::wake`](crate::Reactor::wake).
+    pub fn wake(&mut self, id: SourceId) {
+        self.effects.push(Effect::Wake(id));
+    }
+
     /// Registers a new source on this reactor when the callback returns (an accepted
-    /// connection, say).
-    pub fn insert(&mut self, handler: Box<dyn Handler>, interest: mio::Interest) {
-        self.effects.push(Effect::Insert { handler, interest });
+    /// connection, say) and returns its id now. A registration failure reaches the new
+    /// handler as `on_close(CloseReason::RegistrationFailed(kind))`; `None` if the source
+    /// table is full (the handler is dropped).
+    pub fn insert(
+        &mut self,
+        handler: Box<dyn Handler>,
+        interest: mio::Interest,
+    ) -> Option<SourceId> {
+        let id = self.shared.ids.reserve()?;
+        self.effects.push(Effect::Insert {
+            id,
+            handler,
+            interest,
+        });
+        Some(id)
     }
 }

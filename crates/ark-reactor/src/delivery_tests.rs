@@ -25,10 +25,20 @@ enum Seen {
 struct NoSocket;
 
 impl mio::event::Source for NoSocket {
-    fn register(&mut self, _: &mio::Registry, _: mio::Token, _: mio::Interest) -> std::io::Result<()> {
+    fn register(
+        &mut self,
+        _: &mio::Registry,
+        _: mio::Token,
+        _: mio::Interest,
+    ) -> std::io::Result<()> {
         Ok(())
     }
-    fn reregister(&mut self, _: &mio::Registry, _: mio::Token, _: mio::Interest) -> std::io::Result<()> {
+    fn reregister(
+        &mut self,
+        _: &mio::Registry,
+        _: mio::Token,
+        _: mio::Interest,
+    ) -> std::io::Result<()> {
         Ok(())
     }
     fn deregister(&mut self, _: &mio::Registry) -> std::io::Result<()> {
@@ -63,6 +73,18 @@ impl Handler for Recorder {
     }
     fn on_timer(&mut self, cx: &mut Context<'_>, timer: TimerId) -> Turn {
         self.turn(cx, Seen::Timer(timer))
+    }
+}
+
+/// A source that does nothing.
+struct Filler(NoSocket);
+
+impl Handler for Filler {
+    fn source(&mut self) -> &mut dyn mio::event::Source {
+        &mut self.0
+    }
+    fn on_ready(&mut self, _: &mut Context<'_>, _: Ready) -> Turn {
+        Turn::Done
     }
 }
 
@@ -123,12 +145,22 @@ impl Harness {
     }
 
     /// Makes the reactor lend `id` to the test's worker (through a due timer, `t0`); the test
-    /// holds the job until it gives it back.
+    /// holds the job until it gives it back. (A second source is ready in the same turn, so
+    /// `id` is not the turn's last, which the polling thread serves itself.)
     fn lend(&mut self, id: SourceId) -> (Job, TimerId) {
-        self.reactor.test_set_last_turn(id, Duration::from_secs(3600));
+        self.reactor
+            .test_set_last_turn(id, Duration::from_secs(3600));
         let t0 = self.reactor.test_source_timer(id);
+        let filler = self
+            .reactor
+            .insert(Box::new(Filler(NoSocket)), mio::Interest::READABLE)
+            .unwrap();
+        self.reactor.test_source_timer(filler); // fires after t0
         self.turn();
-        let job = self.jobs.try_recv().expect("the handler was lent to a worker");
+        let job = self
+            .jobs
+            .try_recv()
+            .expect("the handler was lent to a worker");
         (job, t0)
     }
 
@@ -173,7 +205,11 @@ fn wake_while_lent(path: Path) {
     h.give_back(job);
     h.settle();
     let log = h.log();
-    assert_eq!(log.len(), 2, "{path:?}: the wake was not delivered: {log:?}");
+    assert_eq!(
+        log.len(),
+        2,
+        "{path:?}: the wake was not delivered: {log:?}"
+    );
     assert_eq!(log[0], Seen::Timer(t0));
     assert!(matches!(log[1], Seen::Ready(_)), "{path:?}: {log:?}");
 }
@@ -274,4 +310,72 @@ fn a_source_over_budget_with_new_edges_runs_once_per_turn() {
         runs_per_turn.iter().all(|&n| n == 1),
         "runs per loop turn: {runs_per_turn:?}"
     );
+}
+
+#[test]
+fn a_wake_is_its_own_flag_and_merges_with_readiness_into_one_turn() {
+    let mut h = Harness::new(Path::Inline);
+    let id = h.insert(false);
+    h.reactor.test_inject(id, Ready::READABLE);
+    assert!(h.reactor.wake(id));
+    assert!(h.reactor.wake(id));
+    h.turn();
+    assert_eq!(h.log(), [Seen::Ready(Ready::READABLE | Ready::WAKE)]);
+    assert!(Ready::WAKE.is_wake() && !Ready::WAKE.is_readable());
+}
+
+/// Inserts a `Recorder` from its first turn and wakes it by the id `insert` returned.
+struct Spawner {
+    socket: NoSocket,
+    log: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl Handler for Spawner {
+    fn source(&mut self) -> &mut dyn mio::event::Source {
+        &mut self.socket
+    }
+    fn on_ready(&mut self, cx: &mut Context<'_>, _: Ready) -> Turn {
+        let child = Recorder {
+            socket: NoSocket,
+            log: self.log.clone(),
+            cancel: Arc::default(),
+            again: false,
+        };
+        let id = cx
+            .insert(Box::new(child), mio::Interest::READABLE)
+            .expect("room in the source table");
+        cx.wake(id);
+        Turn::Done
+    }
+}
+
+#[test]
+fn an_id_returned_by_insert_inside_a_turn_reaches_the_new_source() {
+    let mut reactor = Reactor::new(ReactorConfig::default()).unwrap();
+    let log: Arc<Mutex<Vec<Seen>>> = Arc::default();
+    let spawner = Spawner {
+        socket: NoSocket,
+        log: log.clone(),
+    };
+    let id = reactor
+        .insert(Box::new(spawner), mio::Interest::READABLE)
+        .unwrap();
+    reactor.wake(id);
+    for _ in 0..3 {
+        reactor.turn(Some(Duration::ZERO)).unwrap();
+    }
+    assert_eq!(*log.lock().unwrap(), [Seen::Ready(Ready::WAKE)]);
+    assert_eq!(reactor.source_count(), 2);
+}
+
+#[test]
+fn a_wake_from_another_thread_reaches_the_source() {
+    let mut h = Harness::new(Path::Inline);
+    let id = h.insert(false);
+    let handle = h.reactor.handle();
+    std::thread::spawn(move || assert!(handle.wake(id)))
+        .join()
+        .unwrap();
+    h.turn();
+    assert_eq!(h.log(), [Seen::Ready(Ready::WAKE)]);
 }

@@ -2,22 +2,73 @@
 //! counters from any thread.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
 
-use crossbeam_channel::Sender;
+use crossbeam_channel::{Receiver, Sender};
 
 use crate::reactor::Reactor;
+use crate::source::{Handler, SourceId};
 use crate::stats::{Counters, Stats};
 use crate::timer::TimerId;
 
 /// Work posted to a reactor, run on its thread.
 pub(crate) type Posted = Box<dyn FnOnce(&mut Reactor) + Send>;
 
+/// Hands out source ids from any thread, so an insert made from a handler or another thread
+/// knows its id at once: freed ids come back with their generation bumped (a stale id never
+/// matches the source that reuses its slot), fresh ones extend the slab.
+pub(crate) struct SourceIds {
+    free_tx: Sender<SourceId>,
+    free_rx: Receiver<SourceId>,
+    next: AtomicU32,
+}
+
+impl SourceIds {
+    pub(crate) fn new() -> Self {
+        let (free_tx, free_rx) = crossbeam_channel::unbounded();
+        SourceIds {
+            free_tx,
+            free_rx,
+            next: AtomicU32::new(0),
+        }
+    }
+
+    /// An id no live or reserved source has; `None` when the table is full (2^32 - 1 slots).
+    pub(crate) fn reserve(&self) -> Option<SourceId> {
+        if let Ok(id) = self.free_rx.try_recv() {
+            return Some(id);
+        }
+        let index = self
+            .next
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |i| {
+                (i < u32::MAX - 1).then_some(i + 1)
+            })
+            .ok()?;
+        Some(SourceId {
+            index,
+            generation: 0,
+        })
+    }
+
+    /// Gives `id`'s slot back for reuse under the next generation.
+    pub(crate) fn release(&self, id: SourceId) {
+        let next = SourceId {
+            index: id.index,
+            generation: id.generation.wrapping_add(1),
+        };
+        // The receiving end lives as long as this struct.
+        let _ = self.free_tx.send(next);
+    }
+}
+
 /// State shared between a reactor, its workers and its handles.
 pub(crate) struct Shared {
     pub(crate) registry: mio::Registry,
     pub(crate) waker: mio::Waker,
     pub(crate) posts: Sender<Posted>,
+    /// Sources woken from other threads.
+    pub(crate) wakes: Sender<SourceId>,
+    pub(crate) ids: SourceIds,
     pub(crate) counters: Counters,
     pub(crate) stop: AtomicBool,
     /// Set while the reactor is (about to be) blocked in `poll`: only then does a producer
@@ -81,6 +132,34 @@ impl ReactorHandle {
         }
         self.shared.notify();
         true
+    }
+
+    /// Gives source `id` a turn soon: its handler's `on_ready` sees [`Ready::WAKE`]. For work
+    /// that reached the source other than through its socket (data queued for it from another
+    /// thread, a stop request). Wakes never get lost: one that arrives while the source is busy
+    /// (on a worker, say) is delivered when it is free; several before a turn merge into one.
+    /// Returns `false` if the reactor has stopped. A stale id is ignored.
+    ///
+    /// [`Ready::WAKE`]: crate::Ready::WAKE
+    pub fn wake(&self, id: SourceId) -> bool {
+        if self.is_stopped() || self.shared.wakes.send(id).is_err() {
+            return false;
+        }
+        self.shared.notify();
+        true
+    }
+
+    /// Registers `handler`'s source with `interest` on this reactor and returns its id at
+    /// once; the registration happens on the reactor's thread, and a failure reaches the
+    /// handler as `on_close(CloseReason::RegistrationFailed(kind))`. `None` if the reactor has
+    /// stopped (the handler is dropped) or its source table is full.
+    pub fn insert(&self, handler: Box<dyn Handler>, interest: mio::Interest) -> Option<SourceId> {
+        let id = self.shared.ids.reserve()?;
+        let posted = self.post(move |reactor| {
+            // A failure is reported to the handler itself.
+            let _ = reactor.install(id, handler, interest);
+        });
+        posted.then_some(id)
     }
 
     /// Asks the reactor to stop: `run` returns after every source got

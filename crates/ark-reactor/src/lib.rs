@@ -35,12 +35,13 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 mod config;
+mod context;
 #[cfg(test)]
 mod delivery_tests;
-mod context;
 mod handle;
 mod pool;
 mod reactor;
+mod slot;
 mod source;
 mod stats;
 mod timer;
@@ -49,7 +50,7 @@ mod worker;
 pub use config::ReactorConfig;
 pub use context::{Budget, Context};
 pub use handle::ReactorHandle;
-pub use pool::{IoModel, Placement, ReactorPool, Runtime, release_pool};
+pub use pool::{IoModel, Placement, ReactorPool, Runtime, SourceRef, release_pool};
 pub use reactor::Reactor;
 pub use source::{CloseReason, Handler, Ready, SourceId, Turn};
 pub use stats::{Counters, Stats};

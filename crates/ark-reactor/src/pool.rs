@@ -8,7 +8,7 @@ use std::thread::JoinHandle;
 use crate::config::ReactorConfig;
 use crate::handle::ReactorHandle;
 use crate::reactor::{Reactor, WorkerLink};
-use crate::source::Handler;
+use crate::source::{Handler, SourceId};
 use crate::stats::Stats;
 use crate::worker::run_worker;
 
@@ -66,6 +66,46 @@ pub fn release_pool(pool: Arc<ReactorPool>, owned: bool) -> io::Result<()> {
         Ok(pool) if owned => pool.stop(),
         // Shared, or still held elsewhere: it stops when its last holder drops it.
         _ => Ok(()),
+    }
+}
+
+/// Where a source lives: its reactor and its id. Cheap to clone, `Send` and `Sync`: wake or
+/// remove the source from any thread.
+#[derive(Debug, Clone)]
+pub struct SourceRef {
+    reactor: ReactorHandle,
+    id: SourceId,
+}
+
+impl SourceRef {
+    /// A reference to source `id` of `reactor`.
+    pub fn new(reactor: ReactorHandle, id: SourceId) -> Self {
+        SourceRef { reactor, id }
+    }
+
+    /// The source's id within its reactor.
+    pub fn id(&self) -> SourceId {
+        self.id
+    }
+
+    /// The reactor the source is registered with.
+    pub fn reactor(&self) -> &ReactorHandle {
+        &self.reactor
+    }
+
+    /// Gives the source a turn soon (see [`ReactorHandle::wake`]); `false` if the reactor
+    /// has stopped.
+    pub fn wake(&self) -> bool {
+        self.reactor.wake(self.id)
+    }
+
+    /// Removes the source on its reactor's thread (`on_close(CloseReason::Closed)`); `false`
+    /// if the reactor has stopped.
+    pub fn remove(&self) -> bool {
+        let id = self.id;
+        self.reactor.post(move |reactor| {
+            reactor.remove(id);
+        })
     }
 }
 
@@ -184,12 +224,16 @@ impl ReactorPool {
         &self.handles[index]
     }
 
-    /// Registers `handler` on the next reactor (by placement); `false` if it has stopped.
-    /// Registration errors reach the handler as `on_close(RegistrationFailed(kind))`.
-    pub fn insert(&self, handler: Box<dyn Handler>, interest: mio::Interest) -> bool {
-        self.next().post(move |reactor| {
-            // A failure is reported to the handler itself; the reactor keeps running.
-            let _ = reactor.insert_or_close(handler, interest);
+    /// Registers `handler` on the next reactor (by placement) and returns where it lives,
+    /// at once (the registration itself happens on the reactor's thread). `None` if the
+    /// reactor has stopped or its source table is full. Registration errors reach the
+    /// handler as `on_close(RegistrationFailed(kind))`.
+    pub fn insert(&self, handler: Box<dyn Handler>, interest: mio::Interest) -> Option<SourceRef> {
+        let reactor = self.next();
+        let id = reactor.insert(handler, interest)?;
+        Some(SourceRef {
+            reactor: reactor.clone(),
+            id,
         })
     }
 

@@ -9,7 +9,8 @@ use crossbeam_channel::{Receiver, Sender};
 
 use crate::config::ReactorConfig;
 use crate::context::{Context, Effect};
-use crate::handle::{Posted, ReactorHandle, Shared};
+use crate::handle::{Posted, ReactorHandle, Shared, SourceIds};
+use crate::slot::Slot;
 use crate::source::{CloseReason, Handler, Ready, SourceId, Turn};
 use crate::stats::Stats;
 use crate::timer::{Target, TimerId, Timers};
@@ -17,23 +18,6 @@ use crate::worker::{Done, Job, Work};
 
 /// Token of the reactor's waker (never a source token: source indexes stay below 2^32 - 1).
 const WAKER: mio::Token = mio::Token(u32::MAX as usize);
-
-/// A registered source's slot.
-struct Slot {
-    generation: u32,
-    /// `None` while a worker holds the handler (shared IO model) or while it runs.
-    handler: Option<Box<dyn Handler>>,
-    occupied: bool,
-    /// Work that arrived while the handler was out, delivered when it returns.
-    pending_ready: Ready,
-    pending_timers: Vec<TimerId>,
-    /// Timers this source owns, cancelled when it closes.
-    timers: Vec<TimerId>,
-    /// The source asked to close while a worker held it.
-    closing: bool,
-    /// How long the source's last turn took (shared model: decides inline or lent).
-    last_turn: Duration,
-}
 
 /// The link to the worker threads of the shared IO model.
 pub(crate) struct WorkerLink {
@@ -49,15 +33,24 @@ pub(crate) struct WorkerLink {
 /// # Threads
 ///
 /// A `Reactor` is driven by one thread calling [`run`](Self::run). In the shared IO model
-/// (see [`ReactorPool`](crate::ReactorPool)) that thread only polls and dispatches: handlers run
-/// on worker threads, one at a time per source, and their events are delivered in order.
-/// Posted closures and callback timers always run on the reactor's own thread.
+/// (see [`ReactorPool`](crate::ReactorPool)) that thread polls and dispatches, and lends
+/// handlers to worker threads, one at a time per source. Posted closures and callback timers
+/// always run on the reactor's own thread.
+///
+/// # Delivery
+///
+/// Everything that reaches a source — readiness, a [wake](Self::wake), a fired timer, a re-run
+/// after its budget — is first merged into the source's pending work, and delivered from
+/// there in one place: after every turn of its handler (inline or on a worker), the reactor
+/// delivers what became pending meanwhile, timers in the order they fired, then the merged
+/// readiness. Nothing that arrives while a worker holds the handler is lost, and a source runs
+/// at most once per loop turn for its readiness, however many edges arrive.
 ///
 /// # Draining readiness and fairness
 ///
 /// Events are edge-triggered: a handler drains its source until `WouldBlock`, or until its
 /// [`Budget`](crate::Budget) is used and it returns [`Turn::Again`]. Sources that returned
-/// `Again` are served again in the next turn, after the new events, and the reactor does not
+/// `Again` run again in the next loop turn, after the new events, and the reactor does not
 /// sleep while any are waiting. Readiness may be spurious.
 ///
 /// # Time
@@ -74,16 +67,18 @@ pub struct Reactor {
     poll: mio::Poll,
     events: mio::Events,
     slots: Vec<Slot>,
-    free: Vec<u32>,
     timers: Timers,
     shared: Arc<Shared>,
     posts: Receiver<Posted>,
+    wakes: Receiver<SourceId>,
     scratch: Vec<u8>,
     effects: Vec<Effect>,
-    again: Vec<(SourceId, Ready)>,
-    again_next: Vec<(SourceId, Ready)>,
-    /// This turn's ready sources (new events, then sources over budget before), reused.
-    batch: Vec<(SourceId, Ready)>,
+    /// Sources with pending work, each once (`Slot::queued`), served at the end of the turn.
+    queue: Vec<SourceId>,
+    /// The queue being served (reused storage).
+    serving: Vec<SourceId>,
+    /// Sources that returned `Turn::Again`, each once (`Slot::again`): run next turn.
+    again: Vec<SourceId>,
     workers: Option<WorkerLink>,
     config: ReactorConfig,
     now: Instant,
@@ -109,10 +104,13 @@ impl Reactor {
         let waker = mio::Waker::new(poll.registry(), WAKER)?;
         let registry = poll.registry().try_clone()?;
         let (posts_tx, posts_rx) = crossbeam_channel::unbounded();
+        let (wakes_tx, wakes_rx) = crossbeam_channel::unbounded();
         let shared = Arc::new(Shared {
             registry,
             waker,
             posts: posts_tx,
+            wakes: wakes_tx,
+            ids: SourceIds::new(),
             counters: Default::default(),
             stop: AtomicBool::new(false),
             polling: AtomicBool::new(false),
@@ -123,15 +121,15 @@ impl Reactor {
             poll,
             events: mio::Events::with_capacity(config.events_capacity.max(1)),
             slots: Vec::new(),
-            free: Vec::new(),
             timers: Timers::default(),
             shared,
             posts: posts_rx,
+            wakes: wakes_rx,
             scratch: vec![0; config.scratch_bytes],
             effects: Vec::new(),
+            queue: Vec::new(),
+            serving: Vec::new(),
             again: Vec::new(),
-            again_next: Vec::new(),
-            batch: Vec::new(),
             workers: None,
             config,
             now: Instant::now(),
@@ -176,80 +174,89 @@ impl Reactor {
         self.timers.len()
     }
 
+    /// The live slot of `id`, if `id` is current.
+    fn slot_mut(&mut self, id: SourceId) -> Option<&mut Slot> {
+        self.slots
+            .get_mut(id.index as usize)
+            .filter(|slot| slot.occupied && slot.generation == id.generation)
+    }
+
     /// Registers `handler`'s source with `interest` and returns its id.
     ///
     /// # Errors
-    /// The registration failed; the handler is dropped.
+    /// The source table is full, or the registration failed; the handler is dropped.
     pub fn insert(
         &mut self,
         handler: Box<dyn Handler>,
         interest: mio::Interest,
     ) -> io::Result<SourceId> {
-        self.try_insert(handler, interest).map_err(|(e, _)| e)
+        let id = self.reserve_id()?;
+        self.try_install(id, handler, interest).map_err(|(e, _)| e)
     }
 
     /// As [`insert`](Self::insert), but a failed registration is reported to the handler as
     /// `on_close(CloseReason::RegistrationFailed(kind))` before it is dropped.
     ///
     /// # Errors
-    /// The registration failed.
+    /// The source table is full, or the registration failed.
     pub fn insert_or_close(
         &mut self,
         handler: Box<dyn Handler>,
         interest: mio::Interest,
     ) -> io::Result<SourceId> {
-        self.try_insert(handler, interest)
-            .map_err(|(e, mut handler)| {
+        match self.reserve_id() {
+            Ok(id) => self.install(id, handler, interest).map(|()| id),
+            Err(e) => {
+                let mut handler = handler;
                 handler.on_close(CloseReason::RegistrationFailed(e.kind()));
-                e
-            })
+                Err(e)
+            }
+        }
     }
 
-    /// As [`insert`](Self::insert), giving the handler back on failure.
-    fn try_insert(
+    fn reserve_id(&self) -> io::Result<SourceId> {
+        self.shared
+            .ids
+            .reserve()
+            .ok_or_else(|| io::Error::other("reactor source table is full"))
+    }
+
+    /// Registers a source under an id reserved earlier; a failure is reported to the handler.
+    pub(crate) fn install(
         &mut self,
+        id: SourceId,
+        handler: Box<dyn Handler>,
+        interest: mio::Interest,
+    ) -> io::Result<()> {
+        match self.try_install(id, handler, interest) {
+            Ok(_) => Ok(()),
+            Err((e, mut handler)) => {
+                handler.on_close(CloseReason::RegistrationFailed(e.kind()));
+                Err(e)
+            }
+        }
+    }
+
+    /// Registers a source under a reserved id, giving the handler back on failure.
+    fn try_install(
+        &mut self,
+        id: SourceId,
         mut handler: Box<dyn Handler>,
         interest: mio::Interest,
     ) -> Result<SourceId, (io::Error, Box<dyn Handler>)> {
-        let index = match self.free.pop() {
-            Some(index) => index,
-            None => match u32::try_from(self.slots.len())
-                .ok()
-                .filter(|&i| i < u32::MAX)
-            {
-                Some(index) => {
-                    self.slots.push(Slot {
-                        generation: 0,
-                        handler: None,
-                        occupied: false,
-                        pending_ready: Ready::EMPTY,
-                        pending_timers: Vec::new(),
-                        timers: Vec::new(),
-                        closing: false,
-                        last_turn: Duration::ZERO,
-                    });
-                    index
-                }
-                None => return Err((io::Error::other("reactor source table is full"), handler)),
-            },
-        };
-        let slot = &mut self.slots[index as usize];
-        let id = SourceId {
-            index,
-            generation: slot.generation,
-        };
+        let index = id.index as usize;
+        if self.slots.len() <= index {
+            self.slots.resize_with(index + 1, Slot::default);
+        }
         if let Err(e) = self
             .shared
             .registry
             .register(handler.source(), id.token(), interest)
         {
-            self.free.push(index);
+            self.shared.ids.release(id);
             return Err((e, handler));
         }
-        slot.handler = Some(handler);
-        slot.occupied = true;
-        slot.closing = false;
-        slot.last_turn = Duration::ZERO;
+        self.slots[index].occupy(id.generation, handler);
         self.shared.sources.fetch_add(1, Ordering::Relaxed);
         Ok(id)
     }
@@ -261,18 +268,32 @@ impl Reactor {
         self.close_source(id, CloseReason::Closed)
     }
 
-    /// Gives a source a turn soon (`on_ready` with [`Ready::EMPTY`]), for work that reached it
-    /// other than through its socket — a stop request, data queued from another thread.
-    /// Returns `false` for an unknown id.
+    /// Gives a source a turn soon: its `on_ready` sees [`Ready::WAKE`]. For work that reached
+    /// it other than through its socket (a stop request, data queued from another thread).
+    /// A wake is never lost: one that arrives while a worker holds the handler is delivered
+    /// when it comes back. Returns `false` for an unknown id.
     pub fn wake(&mut self, id: SourceId) -> bool {
-        let known = self
-            .slots
-            .get(id.index as usize)
-            .is_some_and(|slot| slot.occupied && slot.generation == id.generation);
-        if known {
-            self.again_next.push((id, Ready::EMPTY));
+        self.add_ready(id, Ready::WAKE)
+    }
+
+    /// Merges readiness into a source's pending work and schedules it.
+    fn add_ready(&mut self, id: SourceId, ready: Ready) -> bool {
+        let Some(slot) = self.slot_mut(id) else {
+            return false;
+        };
+        slot.pending.ready |= ready;
+        self.schedule(id);
+        true
+    }
+
+    /// Puts a source with pending work in the run queue (once).
+    fn schedule(&mut self, id: SourceId) {
+        if let Some(slot) = self.slot_mut(id)
+            && !slot.queued
+        {
+            slot.queued = true;
+            self.queue.push(id);
         }
-        known
     }
 
     /// Runs `callback` on this thread after `delay`, then every `period` if given.
@@ -324,13 +345,31 @@ impl Reactor {
     }
 
     /// One loop turn: waits for readiness (at most `max_wait`, and never past the next timer;
-    /// not at all while sources wait to run again or work is queued), then serves events,
-    /// sources over budget, due timers, posts and worker results.
+    /// not at all while sources wait to run or work is queued), then gathers this turn's work —
+    /// new events, sources over budget before, due timers, posts and wakes, handlers back from
+    /// workers — and serves every source that has some.
     ///
     /// # Errors
     /// `poll` failed (other than by interruption).
     pub fn turn(&mut self, max_wait: Option<Duration>) -> io::Result<()> {
-        let mut timeout = if self.again_next.is_empty() {
+        self.poll_events(max_wait)?;
+        self.now = Instant::now();
+        self.shared.counters.add_turns(1);
+        self.take_events();
+        // Sources over budget before this poll run after this turn's new events.
+        self.take_again();
+        while let Some(timer) = self.timers.pop_due(self.now) {
+            self.fire_timer(timer);
+        }
+        self.run_posts();
+        self.collect_done(false);
+        self.serve_queue();
+        Ok(())
+    }
+
+    /// Polls, without blocking when work is already waiting.
+    fn poll_events(&mut self, max_wait: Option<Duration>) -> io::Result<()> {
+        let mut timeout = if self.queue.is_empty() && self.again.is_empty() {
             let until_timer = self
                 .timers
                 .next_deadline()
@@ -345,6 +384,7 @@ impl Reactor {
         self.shared.polling.store(true, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         if !self.posts.is_empty()
+            || !self.wakes.is_empty()
             || self.workers.as_ref().is_some_and(|w| !w.done.is_empty())
             || self.shared.stop.load(Ordering::SeqCst)
         {
@@ -353,45 +393,43 @@ impl Reactor {
         let polled = self.poll.poll(&mut self.events, timeout);
         self.shared.polling.store(false, Ordering::SeqCst);
         match polled {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
+            Err(e) => Err(e),
         }
-        self.now = Instant::now();
-        let counters = &self.shared.counters;
-        counters.add_turns(1);
+    }
 
-        // Sources over budget before this poll run after this turn's new events; sources that
-        // go over budget now are collected afresh in `again_next`.
-        std::mem::swap(&mut self.again, &mut self.again_next);
-        let mut batch = std::mem::take(&mut self.batch);
-        for event in self.events.iter() {
+    fn take_events(&mut self) {
+        let mut events = std::mem::replace(&mut self.events, mio::Events::with_capacity(0));
+        let mut count = 0;
+        for event in events.iter() {
             if event.token() == WAKER {
-                counters.add_wakeups(1);
+                self.shared.counters.add_wakeups(1);
                 continue;
             }
-            batch.push((
+            count += 1;
+            self.add_ready(
                 SourceId::from_token(event.token()),
                 Ready::from_event(event),
-            ));
+            );
         }
-        counters.add_events(batch.len() as u64);
-        batch.append(&mut self.again);
-        // With workers, the polling thread serves the turn's last source itself and lends the
-        // others: a lone request/response exchange then never changes threads (no handoff per
-        // event), while a busy turn still spreads over the workers.
-        let last = batch.len().wrapping_sub(1);
-        for (i, (id, ready)) in batch.drain(..).enumerate() {
-            self.dispatch(id, Work::Ready(ready), i == last);
-        }
-        self.batch = batch;
+        events.clear();
+        self.events = events;
+        self.shared.counters.add_events(count);
+    }
 
-        while let Some(timer) = self.timers.pop_due(self.now) {
-            self.fire_timer(timer);
+    fn take_again(&mut self) {
+        let mut again = std::mem::take(&mut self.again);
+        for id in again.drain(..) {
+            if let Some(slot) = self.slot_mut(id)
+                && let Some(ready) = slot.again.take()
+            {
+                slot.pending.ready |= ready;
+                slot.pending.rerun = true;
+                self.schedule(id);
+            }
         }
-        self.run_posts();
-        self.collect_done(false);
-        Ok(())
+        self.again = again;
     }
 
     fn run_posts(&mut self) {
@@ -399,6 +437,14 @@ impl Reactor {
         for _ in 0..self.posts.len() {
             match self.posts.try_recv() {
                 Ok(post) => post(self),
+                Err(_) => break,
+            }
+        }
+        for _ in 0..self.wakes.len() {
+            match self.wakes.try_recv() {
+                Ok(id) => {
+                    self.wake(id);
+                }
                 Err(_) => break,
             }
         }
@@ -411,7 +457,16 @@ impl Reactor {
         match &mut entry.target {
             Target::Source(id) => {
                 let id = *id;
-                self.dispatch(id, Work::Timer(timer), false);
+                match self.slot_mut(id) {
+                    Some(slot) => {
+                        slot.pending.timers.push_back(timer);
+                        self.schedule(id);
+                    }
+                    // A timer of a closed source.
+                    None => {
+                        self.timers.cancel(timer);
+                    }
+                }
             }
             Target::Callback(callback) => {
                 let Some(mut callback) = callback.take() else {
@@ -427,54 +482,102 @@ impl Reactor {
         }
     }
 
-    /// Serves `work` for `id`: on this thread (no workers, or `inline`), or through a worker,
-    /// or later if a worker holds it.
-    fn dispatch(&mut self, id: SourceId, work: Work, inline: bool) {
-        let Some(slot) = self.slots.get_mut(id.index as usize) else {
-            return;
-        };
-        if !slot.occupied || slot.generation != id.generation {
-            // A stale event or timer of a closed source.
-            if let Work::Timer(timer) = work {
-                self.timers.cancel(timer);
+    /// Serves every queued source. With workers, the turn's last source is served on this
+    /// thread: a lone request/response exchange then never changes threads, while a busy turn
+    /// still spreads over the workers. Work queued while serving waits for the next turn.
+    fn serve_queue(&mut self) {
+        // This turn's queue is served from `batch`; `self.queue` collects work for the next.
+        let mut batch = std::mem::take(&mut self.serving);
+        std::mem::swap(&mut batch, &mut self.queue);
+        let last = batch.len().wrapping_sub(1);
+        for (i, id) in batch.drain(..).enumerate() {
+            if let Some(slot) = self.slot_mut(id) {
+                slot.queued = false;
+                self.serve(id, i == last);
             }
-            return;
         }
-        let Some(mut handler) = slot.handler.take() else {
-            // Held by a worker: deliver when it comes back, in order.
-            match work {
-                Work::Ready(ready) => slot.pending_ready |= ready,
-                Work::Timer(timer) => slot.pending_timers.push(timer),
-            }
-            return;
-        };
-        if let Work::Timer(timer) = work {
-            // Cancelled after firing but before delivery: skip it.
-            if !self.timers.contains(timer) {
-                slot.handler = Some(handler);
+        self.serving = batch;
+    }
+
+    /// Delivers a source's pending work, in order, until none is left or a worker holds its
+    /// handler (the rest follows when the worker gives it back): the one place work reaches
+    /// handlers.
+    fn serve(&mut self, id: SourceId, inline: bool) {
+        loop {
+            let Some(slot) = self.slot_mut(id) else {
+                return;
+            };
+            if slot.handler.is_none() {
                 return;
             }
-            self.timers.finish(timer);
-            if !self.timers.contains(timer) {
+            if slot.closing {
+                self.close_source(id, CloseReason::Closed);
+                return;
+            }
+            let Some(work) = self.next_work(id) else {
+                return;
+            };
+            if !self.lend(id, work, inline) {
+                self.run_inline(id, work);
+            }
+        }
+    }
+
+    /// The next piece of a source's pending work: a fired timer not cancelled since, else the
+    /// merged readiness.
+    fn next_work(&mut self, id: SourceId) -> Option<Work> {
+        let Reactor { slots, timers, .. } = self;
+        let slot = &mut slots[id.index as usize];
+        while let Some(timer) = slot.pending.timers.pop_front() {
+            if !timers.contains(timer) {
+                continue; // cancelled after it fired
+            }
+            timers.finish(timer);
+            if !timers.contains(timer) {
                 slot.timers.retain(|&t| t != timer);
             }
+            return Some(Work::Timer(timer));
         }
-        let cheap = slot.last_turn < self.config.inline_below;
-        if let Some(workers) = self.workers.as_mut().filter(|_| !inline && !cheap) {
-            workers.lent += 1;
-            let job = Job {
-                id,
-                handler,
-                work,
-                now: self.now,
-            };
-            if let Err(crossbeam_channel::SendError(job)) = workers.jobs.send(job) {
+        slot.pending.take_ready().map(Work::Ready)
+    }
+
+    /// Lends the handler to a worker unless this turn is served inline or is cheap; `false` if
+    /// it stays here.
+    fn lend(&mut self, id: SourceId, work: Work, inline: bool) -> bool {
+        let inline_below = self.config.inline_below;
+        let now = self.now;
+        let slot = &mut self.slots[id.index as usize];
+        let cheap = slot.last_turn < inline_below;
+        let Some(workers) = self.workers.as_mut().filter(|_| !inline && !cheap) else {
+            return false;
+        };
+        let Some(handler) = slot.handler.take() else {
+            return false;
+        };
+        workers.lent += 1;
+        let job = Job {
+            id,
+            handler,
+            work,
+            now,
+        };
+        match workers.jobs.send(job) {
+            Ok(()) => true,
+            Err(crossbeam_channel::SendError(job)) => {
                 // No worker left (they only exit after the reactor stops): keep the handler.
                 workers.lent -= 1;
-                self.slots[id.index as usize].handler = Some(job.handler);
+                slot.handler = Some(job.handler);
+                false
             }
-            return;
         }
+    }
+
+    /// Runs one turn of the handler on this thread and applies its effects.
+    fn run_inline(&mut self, id: SourceId, work: Work) {
+        let index = id.index as usize;
+        let Some(mut handler) = self.slots[index].handler.take() else {
+            return;
+        };
         // Timed only where it decides something: with workers.
         let started = self.workers.is_some().then(Instant::now);
         let mut cx = Context {
@@ -485,15 +588,11 @@ impl Reactor {
             shared: &self.shared,
             budget: self.config.budget,
         };
-        let turn = match work {
-            Work::Ready(ready) => handler.on_ready(&mut cx, ready),
-            Work::Timer(timer) => handler.on_timer(&mut cx, timer),
+        let (turn, ready) = match work {
+            Work::Ready(ready) => (handler.on_ready(&mut cx, ready), ready),
+            Work::Timer(timer) => (handler.on_timer(&mut cx, timer), Ready::EMPTY),
         };
-        let ready = match work {
-            Work::Ready(ready) => ready,
-            Work::Timer(_) => Ready::EMPTY,
-        };
-        let slot = &mut self.slots[id.index as usize];
+        let slot = &mut self.slots[index];
         slot.handler = Some(handler);
         if let Some(started) = started {
             slot.last_turn = started.elapsed();
@@ -515,32 +614,45 @@ impl Reactor {
                 } => {
                     self.timers
                         .insert(timer, deadline, period, Target::Source(id));
-                    if let Some(slot) = self.slots.get_mut(id.index as usize) {
+                    if let Some(slot) = self.slot_mut(id) {
                         slot.timers.push(timer);
                     }
                 }
                 Effect::CancelTimer(timer) => {
                     self.timers.cancel(timer);
-                    if let Some(slot) = self.slots.get_mut(id.index as usize) {
+                    if let Some(slot) = self.slot_mut(id) {
                         slot.timers.retain(|&t| t != timer);
                     }
                 }
                 Effect::Close => close = true,
-                Effect::Insert { handler, interest } => {
+                Effect::Wake(other) => {
+                    self.wake(other);
+                }
+                Effect::Insert {
+                    id: new,
+                    handler,
+                    interest,
+                } => {
                     // A failure is reported to the new handler itself.
-                    let _ = self.insert_or_close(handler, interest);
+                    let _ = self.install(new, handler, interest);
                 }
             }
         }
         if close {
             self.close_source(id, CloseReason::Closed);
-        } else if turn == Turn::Again {
-            self.again_next.push((id, ready));
+        } else if turn == Turn::Again
+            && let Some(slot) = self.slot_mut(id)
+        {
+            if slot.again.is_none() {
+                self.again.push(id);
+            }
+            let slot = &mut self.slots[id.index as usize];
+            slot.again = Some(slot.again.unwrap_or_default() | ready);
         }
     }
 
-    /// Takes back handlers from workers, applies their effects, and re-dispatches work that
-    /// arrived meanwhile. With `block`, waits for at least one.
+    /// Takes back handlers from workers, applies their effects, and queues what arrived for
+    /// them meanwhile. With `block`, waits for at least one.
     pub(crate) fn collect_done(&mut self, block: bool) {
         let Some(workers) = &self.workers else { return };
         if block
@@ -570,41 +682,21 @@ impl Reactor {
         slot.handler = Some(handler);
         slot.last_turn = took;
         self.finish_turn(id, turn, ready, &mut effects);
-        let slot = &mut self.slots[id.index as usize];
-        if !slot.occupied || slot.generation != id.generation {
+        let Some(slot) = self.slot_mut(id) else {
             return;
-        }
+        };
         if slot.closing {
             self.close_source(id, CloseReason::Closed);
-            return;
-        }
-        // Deliver what arrived while the worker held it: timers first (they fired earlier
-        // than the readiness merged since), then the merged readiness.
-        if let Some(timer) = slot.pending_timers.first().copied() {
-            slot.pending_timers.remove(0);
-            self.dispatch(id, Work::Timer(timer), false);
-            return;
-        }
-        let mut ready = std::mem::take(&mut slot.pending_ready);
-        if !ready.is_empty() {
-            // If it also asked to run again, that run is merged into this one.
-            self.again_next.retain(|&(again, again_ready)| {
-                if again == id {
-                    ready |= again_ready;
-                }
-                again != id
-            });
-            self.dispatch(id, Work::Ready(ready), false);
+        } else if !slot.pending.is_empty() {
+            self.schedule(id);
         }
     }
 
     fn close_source(&mut self, id: SourceId, reason: CloseReason) -> bool {
-        let Some(slot) = self.slots.get_mut(id.index as usize) else {
-            return false;
-        };
-        if !slot.occupied || slot.generation != id.generation {
+        if self.slot_mut(id).is_none() {
             return false;
         }
+        let slot = &mut self.slots[id.index as usize];
         let Some(mut handler) = slot.handler.take() else {
             // Held by a worker: close when it is returned.
             slot.closing = true;
@@ -614,14 +706,13 @@ impl Reactor {
         for timer in slot.timers.drain(..) {
             self.timers.cancel(timer);
         }
-        slot.pending_timers.clear();
-        slot.pending_ready = Ready::EMPTY;
+        slot.pending.clear();
         slot.occupied = false;
         slot.closing = false;
-        slot.generation = slot.generation.wrapping_add(1);
-        self.free.push(id.index);
+        slot.queued = false;
+        slot.again = None;
+        self.shared.ids.release(id);
         self.shared.sources.fetch_sub(1, Ordering::Relaxed);
-        self.again_next.retain(|(again, _)| *again != id);
         handler.on_close(reason);
         true
     }
@@ -645,7 +736,8 @@ impl Reactor {
             }
         }
         self.timers.clear();
-        self.again_next.clear();
+        self.queue.clear();
+        self.again.clear();
         // Dropped, not run.
         while self.posts.try_recv().is_ok() {}
         // Disconnect the workers.
@@ -688,6 +780,6 @@ impl Reactor {
 
     /// Readiness for `id`, as the next poll would report it.
     pub(crate) fn test_inject(&mut self, id: SourceId, ready: Ready) {
-        self.again_next.push((id, ready));
+        self.add_ready(id, ready);
     }
 }

@@ -39,7 +39,7 @@ impl fmt::Debug for SourceId {
 pub struct Ready(u8);
 
 impl Ready {
-    /// Nothing (a handler re-run after using its budget may see this).
+    /// Nothing (a handler re-run after a timer turn that used its budget sees this).
     pub const EMPTY: Ready = Ready(0);
     /// The source may be read.
     pub const READABLE: Ready = Ready(1);
@@ -51,6 +51,10 @@ impl Ready {
     pub const WRITE_CLOSED: Ready = Ready(8);
     /// The source reported an error (read it with `take_error` on the socket).
     pub const ERROR: Ready = Ready(16);
+    /// The source was woken ([`Reactor::wake`](crate::Reactor::wake),
+    /// [`ReactorHandle::wake`](crate::ReactorHandle::wake)): work reached it other than
+    /// through its socket. Not a readiness of the socket.
+    pub const WAKE: Ready = Ready(32);
 
     pub(crate) fn from_event(event: &mio::event::Event) -> Ready {
         let mut r = 0;
@@ -91,6 +95,11 @@ impl Ready {
     pub fn is_writable(self) -> bool {
         self.0 & (Self::WRITABLE.0 | Self::WRITE_CLOSED.0 | Self::ERROR.0) != 0
     }
+
+    /// Woken: work reached the source other than through its socket.
+    pub fn is_wake(self) -> bool {
+        self.0 & Self::WAKE.0 != 0
+    }
 }
 
 impl std::ops::BitOr for Ready {
@@ -114,6 +123,7 @@ impl fmt::Debug for Ready {
             (Self::READ_CLOSED, "READ_CLOSED"),
             (Self::WRITE_CLOSED, "WRITE_CLOSED"),
             (Self::ERROR, "ERROR"),
+            (Self::WAKE, "WAKE"),
         ];
         let set: Vec<&str> = names
             .iter()
@@ -164,7 +174,8 @@ pub trait Handler: Send + 'static {
     /// The mio source (socket) to register. Called on registration and removal.
     fn source(&mut self) -> &mut dyn mio::event::Source;
 
-    /// The source is ready (or is re-run after using its budget, with the same readiness).
+    /// The source is ready, was woken ([`Ready::WAKE`]), or is re-run after using its budget
+    /// (with the readiness of that turn).
     fn on_ready(&mut self, cx: &mut Context<'_>, ready: Ready) -> Turn;
 
     /// A timer set by this source fired.

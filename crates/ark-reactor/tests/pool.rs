@@ -100,7 +100,10 @@ fn shared_model_never_serves_a_source_on_two_threads() {
             threads: threads.clone(),
             stopped: stopped.clone(),
         };
-        assert!(pool.insert(Box::new(reader), mio::Interest::READABLE));
+        assert!(
+            pool.insert(Box::new(reader), mio::Interest::READABLE)
+                .is_some()
+        );
     }
     // Let the posts register every source before the load starts.
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -182,7 +185,10 @@ fn sharded_model_spreads_sources_round_robin() {
             tally: tally.clone(),
             on_first_ready: None,
         };
-        assert!(pool.insert(Box::new(handler), mio::Interest::READABLE));
+        assert!(
+            pool.insert(Box::new(handler), mio::Interest::READABLE)
+                .is_some()
+        );
     }
     let deadline = Instant::now() + Duration::from_secs(5);
     let counts = loop {
@@ -218,7 +224,10 @@ fn least_loaded_placement_fills_the_emptiest_reactor() {
             on_first_ready: None,
         };
         let before: usize = pool.handles().iter().map(|h| h.source_count()).sum();
-        assert!(pool.insert(Box::new(handler), mio::Interest::READABLE));
+        assert!(
+            pool.insert(Box::new(handler), mio::Interest::READABLE)
+                .is_some()
+        );
         // Wait for the registration so the next placement sees it.
         let deadline = Instant::now() + Duration::from_secs(5);
         while pool
@@ -281,7 +290,10 @@ fn turns_by_thread(sources: usize, cost: Duration, rounds: u64) -> HashMap<Strin
             threads: threads.clone(),
             received: received.clone(),
         };
-        assert!(pool.insert(Box::new(handler), mio::Interest::READABLE));
+        assert!(
+            pool.insert(Box::new(handler), mio::Interest::READABLE)
+                .is_some()
+        );
     }
     assert!(ark_testkit::wait_until(Duration::from_secs(5), || pool
         .handles()[0]

@@ -13,12 +13,15 @@ use util::{Tally, TimerSource};
 fn callback_timers_fire_in_deadline_order() {
     let mut reactor = Reactor::new(ReactorConfig::default()).unwrap();
     let fired = Arc::new(Mutex::new(Vec::new()));
-    // Inserted out of order: 200 distinct delays, 200 µs apart (far more than the time the
-    // inserts take), spread over 40 ms.
+    // Inserted out of order: 200 distinct deadlines, 200 µs apart, spread over 40 ms, each
+    // delay measured from one common start (so slow inserts, as in a debug build, do not
+    // reorder them).
+    let start = Instant::now();
     for i in 0..200u64 {
         let fired = fired.clone();
-        let delay = Duration::from_micros((i * 7919) % 200 * 200);
-        reactor.add_timer(delay, None, move |_| fired.lock().unwrap().push(delay));
+        let offset = Duration::from_micros((i * 7919) % 200 * 200);
+        let delay = (start + offset).saturating_duration_since(Instant::now());
+        reactor.add_timer(delay, None, move |_| fired.lock().unwrap().push(offset));
     }
     reactor.add_timer(Duration::from_millis(60), None, |r| r.stop());
     let started = Instant::now();

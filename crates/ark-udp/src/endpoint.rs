@@ -274,7 +274,9 @@ impl<H: UdpHandler> Handler for Endpoint<H> {
         self.ensure_started(cx, &mut tally);
         let mut turn = Turn::Done;
         // An empty readiness is a re-run after the budget ran out, or a wake.
-        if (ready.is_readable() || ready.is_empty()) && self.receive(cx, &mut tally) {
+        if (ready.is_readable() || ready.is_wake() || ready.is_empty())
+            && self.receive(cx, &mut tally)
+        {
             turn = Turn::Again;
         }
         let blocked = self.flush(cx, &mut tally);
