@@ -41,7 +41,9 @@ pub enum BufferError {
 }
 
 /// The byte stream is malformed or breaks a configured limit. The stream cannot be
-/// resynchronised: the session that produced it should be closed.
+/// resynchronised: the session that produced it should be closed. The one exception is
+/// [`DecodeError::PausedFull`], which says what the caller must do and leaves the stream
+/// intact ([`ends_stream`](Self::ends_stream) tells them apart).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum DecodeError {
@@ -72,6 +74,28 @@ pub enum DecodeError {
     /// The receive buffer could not keep the bytes of a pending frame.
     #[error(transparent)]
     Buffer(#[from] BufferError),
+    /// Not a stream error: the reader is paused ([`Feed::Paused`](crate::Feed::Paused)) and
+    /// holding this input too would take it past its maximum capacity. The input was **not
+    /// consumed** and the stream is intact: call `resume` until it returns `Feed::Drained`,
+    /// then feed the same input again.
+    #[error(
+        "reader paused holding {held} bytes; {input} more would pass its {max}-byte limit: resume delivery until Feed::Drained, then feed the input again (it was not consumed)"
+    )]
+    PausedFull {
+        /// Undelivered bytes the reader holds.
+        held: usize,
+        /// Length of the refused input.
+        input: usize,
+        /// The receive buffer's maximum capacity.
+        max: usize,
+    },
+}
+
+impl DecodeError {
+    /// Whether the error ends the stream (every variant but [`DecodeError::PausedFull`]).
+    pub fn ends_stream(&self) -> bool {
+        !matches!(self, DecodeError::PausedFull { .. })
+    }
 }
 
 /// A payload cannot be framed with the chosen codec.

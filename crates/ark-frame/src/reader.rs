@@ -46,8 +46,12 @@ impl From<ControlFlow<()>> for Flow {
 pub enum Feed {
     /// Every whole frame was delivered; at most one partial frame is buffered.
     Drained,
-    /// The handler paused delivery. Undelivered bytes are buffered; call
-    /// [`FrameReader::resume`] (or `feed` again) to go on.
+    /// The handler paused delivery. Undelivered bytes are held; call
+    /// [`FrameReader::resume`] to go on. Feeding more input while paused delivers the held
+    /// frames first and holds the new input as long as everything held fits in the buffer's
+    /// maximum capacity; past it the feed returns [`DecodeError::PausedFull`] without
+    /// consuming the input. A caller applying backpressure stops reading from its source
+    /// until `resume` returns `Drained`.
     Paused,
 }
 
@@ -64,7 +68,14 @@ pub enum Feed {
 /// # Errors
 ///
 /// A [`DecodeError`] ends the stream: the buffer is cleared, and every later `feed` returns
-/// the same error. Close the session that produced it.
+/// the same error. Close the session that produced it. ([`DecodeError::PausedFull`] is the
+/// exception: it refuses one input and leaves the stream as it was.)
+///
+/// # Memory
+///
+/// The buffer grows with the bytes that actually arrive (by doubling, from its initial
+/// capacity), never with the length a header announces: a peer that announces a 16 MiB frame
+/// and sends 5 bytes costs the initial capacity, not 16 MiB.
 ///
 /// ```
 /// use ark_frame::{Encoder, FrameReader, LengthPrefix};
@@ -89,6 +100,8 @@ pub struct FrameReader<D> {
     /// Bytes the buffer must hold before decoding it again (0: decode now).
     want: usize,
     failed: Option<DecodeError>,
+    /// Delivery was paused with undelivered bytes held.
+    paused: bool,
 }
 
 impl<D: Decoder> FrameReader<D> {
@@ -119,6 +132,7 @@ impl<D: Decoder> FrameReader<D> {
             buf,
             want: 0,
             failed: None,
+            paused: false,
         }
     }
 
@@ -139,6 +153,15 @@ impl<D: Decoder> FrameReader<D> {
         if let Some(error) = &self.failed {
             return Err(error.clone());
         }
+        let mut on_frame = |frame: &[u8]| on_frame(frame).into();
+        if self.paused && !input.is_empty() {
+            // The held frames go first; if delivery pauses again, the input is held too.
+            match self.feed_inner(&[], &mut on_frame) {
+                Ok(Feed::Drained) => self.paused = false,
+                Ok(Feed::Paused) => return self.hold(input),
+                Err(error) => return Err(self.fail(error)),
+            }
+        }
         // Fast path for small reads: all of `input` belongs to the buffered frame and does
         // not complete it.
         let buffered = self.buf.len();
@@ -148,13 +171,33 @@ impl<D: Decoder> FrameReader<D> {
                 Err(error) => Err(self.fail(error.into())),
             };
         }
-        let result = self.feed_inner(input, |frame| on_frame(frame).into());
+        let result = self.feed_inner(input, on_frame);
+        self.paused = result == Ok(Feed::Paused);
         result.map_err(|error| self.fail(error))
+    }
+
+    /// Holds `input` behind the undelivered bytes of a paused reader, within the buffer's
+    /// maximum capacity.
+    #[cold]
+    fn hold(&mut self, input: &[u8]) -> Result<Feed, DecodeError> {
+        let (held, max) = (self.buf.len(), self.buf.max_capacity());
+        if held.saturating_add(input.len()) > max {
+            return Err(DecodeError::PausedFull {
+                held,
+                input: input.len(),
+                max,
+            });
+        }
+        self.buf
+            .extend_from_slice(input)
+            .map_err(|e| self.fail(e.into()))?;
+        Ok(Feed::Paused)
     }
 
     /// Ends the stream with `error`: every later `feed` returns it until `reset`.
     #[cold]
     fn fail(&mut self, error: DecodeError) -> DecodeError {
+        self.paused = false;
         self.failed = Some(error.clone());
         self.buf.clear();
         self.decoder.reset();
@@ -220,10 +263,10 @@ impl<D: Decoder> FrameReader<D> {
                     }
                     match needed {
                         // A decoder must ask for more than it has; guard against one that
-                        // does not, so the loop always progresses.
+                        // does not, so the loop always progresses. Room is made as bytes
+                        // arrive, not for the announced length.
                         Some(needed) => {
                             self.want = needed.max(have + 1);
-                            self.buf.reserve(self.want - have)?;
                         }
                         None => {
                             let take = have.max(MIN_APPEND_STEP).min(input.len() - pos);
@@ -247,10 +290,10 @@ impl<D: Decoder> FrameReader<D> {
                     }
                 }
                 Decoded::Incomplete { needed } => {
-                    let needed = needed.unwrap_or(0);
-                    self.buf.reserve(needed.max(rest.len()))?;
+                    // Keep what arrived; the buffer grows with later bytes, not with the
+                    // announced length.
                     self.buf.extend_from_slice(rest)?;
-                    self.want = needed;
+                    self.want = needed.unwrap_or(0);
                     break;
                 }
             }
@@ -271,13 +314,18 @@ impl<D: Decoder> FrameReader<D> {
         self.want.saturating_sub(self.buf.len())
     }
 
-    /// Room for the pending frame's missing bytes (at least), for reading from a socket
-    /// directly into the buffer. Follow with [`commit`](Self::commit) and a `feed(&[], ..)`.
+    /// Room for more of the pending frame's missing bytes, for reading from a socket directly
+    /// into the buffer; follow with [`commit`](Self::commit) and a `feed(&[], ..)`. The room
+    /// grows with what has arrived (at most the bytes already buffered, or the initial
+    /// capacity, more per call), never with the announced length alone.
     ///
     /// # Errors
-    /// A [`DecodeError::Buffer`] if the buffer cannot grow to the pending frame.
+    /// A [`DecodeError::Buffer`] if the buffer cannot grow.
     pub fn spare_mut(&mut self) -> Result<&mut [u8], DecodeError> {
-        self.buf.reserve(self.pending_remaining())?;
+        let step = self
+            .pending_remaining()
+            .min(self.buf.len().max(self.buf.initial_capacity()));
+        self.buf.reserve(step)?;
         Ok(self.buf.spare_mut())
     }
 
@@ -311,6 +359,7 @@ impl<D: Decoder> FrameReader<D> {
         self.decoder.reset();
         self.want = 0;
         self.failed = None;
+        self.paused = false;
     }
 
     /// The decoder.

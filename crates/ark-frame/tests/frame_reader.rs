@@ -186,7 +186,7 @@ fn an_error_in_a_buffered_header_is_reported() {
 }
 
 #[test]
-fn large_pending_frame_is_read_directly_into_the_buffer() {
+fn large_pending_frame_is_read_directly_into_a_buffer_that_grows_with_what_arrived() {
     let body = payload(7, 200_000);
     let wire = encode_all(&LengthPrefix::default(), &[body.clone(), b"next".to_vec()]);
     let mut reader = FrameReader::new(LengthPrefix::default());
@@ -199,8 +199,18 @@ fn large_pending_frame_is_read_directly_into_the_buffer() {
     // Read into the spare region as a socket read would, in 64 KiB steps.
     while reader.pending_remaining() > 0 {
         let pending = reader.pending_remaining();
+        let buffered = reader.buffered_len();
+        let room = reader.spare_mut().unwrap().len();
+        assert!(
+            room >= pending.min(buffered.max(4096)),
+            "room for more of the pending frame"
+        );
+        let held = reader.held_bytes();
+        assert!(
+            held <= 2 * (buffered + 4096),
+            "{held} bytes held for {buffered} received: growth follows what arrived"
+        );
         let spare = reader.spare_mut().unwrap();
-        assert!(spare.len() >= pending, "room for the whole pending frame");
         let n = spare.len().min(65_536).min(wire.len() - pos);
         spare[..n].copy_from_slice(&wire[pos..pos + n]);
         reader.commit(n);
@@ -277,4 +287,80 @@ proptest! {
         run(ExactSize::new(max.max(1)).unwrap(), &bytes, chunk);
         run(Raw::new().max_frame_len(max), &bytes, chunk);
     }
+}
+
+#[test]
+fn an_announced_length_reserves_nothing_only_received_bytes_grow_the_buffer() {
+    // A header announcing 16 MiB, then the body in small pieces: the buffer follows what has
+    // arrived (within a doubling), never the announced length.
+    let mut reader = FrameReader::new(LengthPrefix::default());
+    let header = (16u32 * 1024 * 1024).to_be_bytes();
+    reader.feed(&header[..], |_: &[u8]| ()).unwrap();
+    assert!(reader.held_bytes() <= 4096, "{} held", reader.held_bytes());
+    let chunk = [7u8; 10_000];
+    let mut received = header.len();
+    for _ in 0..20 {
+        reader.feed(&chunk, |_: &[u8]| ()).unwrap();
+        received += chunk.len();
+        assert!(
+            reader.held_bytes() <= 2 * received + 4096,
+            "{} held after {received} received",
+            reader.held_bytes()
+        );
+    }
+    // The direct-read path grows the same way.
+    assert!(reader.spare_mut().unwrap().len() <= 2 * received + 4096);
+}
+
+#[test]
+fn feeding_a_paused_reader_holds_the_input_within_its_limit_and_says_what_to_do_past_it() {
+    // Small frames (10-byte bodies) and a small limit: 1 KiB frames + 64 KiB slack.
+    let codec = LengthPrefix::default().max_frame_len(1024);
+    let frame = {
+        let mut wire = Vec::new();
+        codec.encode(&[5u8; 10], &mut wire).unwrap();
+        wire
+    };
+    let input: Vec<u8> = frame.iter().copied().cycle().take(14 * 4681).collect(); // ~64 KiB
+    let mut reader = FrameReader::new(codec);
+    let mut delivered = 0usize;
+    // The handler takes one frame per call, then pauses.
+    let mut one = |f: &[u8]| {
+        assert_eq!(f, [5u8; 10]);
+        delivered += 1;
+        Flow::Pause
+    };
+    assert_eq!(reader.feed(&input, &mut one).unwrap(), Feed::Paused);
+    // Feeding again while paused: the held frames go first (one more, then a pause), the new
+    // input is held behind them as long as everything fits.
+    let err = reader.feed(&input, &mut one).unwrap_err();
+    assert!(
+        matches!(err, DecodeError::PausedFull { .. }),
+        "past the limit the input is refused with a typed error: {err}"
+    );
+    assert!(!err.ends_stream(), "the stream is intact");
+    assert!(err.to_string().contains("resume"), "the error says what to do: {err}");
+    // Doing what it says: resume until drained, then feed the same input again.
+    let mut take_all = |f: &[u8]| {
+        assert_eq!(f, [5u8; 10]);
+        delivered += 1;
+        Flow::Continue
+    };
+    assert_eq!(reader.resume(&mut take_all).unwrap(), Feed::Drained);
+    assert_eq!(reader.feed(&input, &mut take_all).unwrap(), Feed::Drained);
+    assert_eq!(delivered, 2 * 4681);
+    // A paused reader with room holds the input instead.
+    let mut reader = FrameReader::new(LengthPrefix::default().max_frame_len(1024));
+    let small = &input[..14 * 100];
+    let mut count = 0;
+    let mut pause = |_: &[u8]| {
+        count += 1;
+        Flow::Pause
+    };
+    assert_eq!(reader.feed(small, &mut pause).unwrap(), Feed::Paused);
+    assert_eq!(reader.feed(small, &mut pause).unwrap(), Feed::Paused);
+    assert_eq!(reader.buffered_len(), 2 * small.len() - 2 * 14);
+    let mut rest = 0;
+    assert_eq!(reader.resume(|_: &[u8]| rest += 1).unwrap(), Feed::Drained);
+    assert_eq!(count + rest, 200);
 }
