@@ -337,6 +337,11 @@ impl<D: Decoder> FrameReader<D> {
         self.buf.commit(n);
     }
 
+    /// Whether delivery is paused ([`Feed::Paused`]) with frames held.
+    pub fn is_paused(&self) -> bool {
+        self.paused
+    }
+
     /// Bytes received but not yet delivered.
     pub fn buffered_len(&self) -> usize {
         self.buf.len()

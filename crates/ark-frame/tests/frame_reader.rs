@@ -339,7 +339,10 @@ fn feeding_a_paused_reader_holds_the_input_within_its_limit_and_says_what_to_do_
         "past the limit the input is refused with a typed error: {err}"
     );
     assert!(!err.ends_stream(), "the stream is intact");
-    assert!(err.to_string().contains("resume"), "the error says what to do: {err}");
+    assert!(
+        err.to_string().contains("resume"),
+        "the error says what to do: {err}"
+    );
     // Doing what it says: resume until drained, then feed the same input again.
     let mut take_all = |f: &[u8]| {
         assert_eq!(f, [5u8; 10]);

@@ -39,6 +39,7 @@ mod context;
 #[cfg(test)]
 mod delivery_tests;
 mod handle;
+mod lifecycle;
 mod pool;
 mod reactor;
 mod slot;
@@ -50,6 +51,7 @@ mod worker;
 pub use config::ReactorConfig;
 pub use context::{Budget, Context};
 pub use handle::ReactorHandle;
+pub use lifecycle::{Lifecycle, Member};
 pub use pool::{IoModel, Placement, ReactorPool, Runtime, SourceRef, release_pool};
 pub use reactor::Reactor;
 pub use source::{CloseReason, Handler, Ready, SourceId, Turn};

@@ -8,15 +8,17 @@ use std::time::{Duration, Instant};
 
 use ark_frame::LengthPrefix;
 use ark_reactor::{
-    IoModel, Reactor, ReactorConfig, ReactorHandle, ReactorPool, Runtime, SourceId, release_pool,
+    IoModel, Lifecycle, Reactor, ReactorConfig, ReactorHandle, ReactorPool, Runtime, SourceRef,
+    release_pool,
 };
 use mio::net::TcpStream;
 
 use crate::config::{Keepalive, SessionConfig, apply_socket_options};
-use crate::conn::{Conn, Framing};
+use crate::core::{Framing, SessionCore};
+use crate::driver::Conn;
 use crate::owner::Owner;
 use crate::server::session_options;
-use crate::session::{CloseReason, TcpHandler};
+use crate::session::{CloseReason, SessionInfo, TcpHandler};
 use crate::stats::{TcpCounters, TcpStats};
 
 /// Reconnection with exponential backoff.
@@ -38,34 +40,36 @@ impl Default for Reconnect {
 }
 
 /// State a client shares with its connection.
-#[derive(Debug)]
-pub(crate) struct ClientShared {
-    pub(crate) counters: TcpCounters,
-    pub(crate) stopping: AtomicBool,
-    pub(crate) next_id: AtomicU64,
-    pub(crate) connect_timeout: Duration,
-    pub(crate) reconnect: Option<Reconnect>,
+pub(crate) struct ClientShared<C> {
+    counters: TcpCounters,
+    life: Arc<Lifecycle>,
+    next_id: AtomicU64,
+    connect_timeout: Duration,
+    reconnect: Option<Reconnect>,
     backoff: Mutex<Duration>,
     connected: AtomicBool,
     addr: SocketAddr,
     config: Arc<SessionConfig>,
+    codec: C,
     /// The live connection, for a graceful stop.
-    session: Mutex<Option<(ReactorHandle, SourceId)>>,
+    session: Mutex<Option<SourceRef>>,
     /// Connections attempted (the first one included).
     attempts: AtomicU64,
 }
 
-impl ClientShared {
-    pub(crate) fn on_connected(&self) {
-        self.connected.store(true, Ordering::SeqCst);
-        if let Some(r) = self.reconnect {
-            *self.backoff.lock().unwrap_or_else(PoisonError::into_inner) = r.initial;
-        }
+impl<C> std::fmt::Debug for ClientShared<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientShared")
+            .field("addr", &self.addr)
+            .field("connected", &self.connected)
+            .field("attempts", &self.attempts)
+            .finish_non_exhaustive()
     }
+}
 
-    pub(crate) fn on_disconnected(&self) {
-        self.connected.store(false, Ordering::SeqCst);
-        *self.session.lock().unwrap_or_else(PoisonError::into_inner) = None;
+impl<C> ClientShared<C> {
+    fn session(&self) -> std::sync::MutexGuard<'_, Option<SourceRef>> {
+        self.session.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The delay before the next attempt, doubling the one after it (capped).
@@ -77,6 +81,37 @@ impl ClientShared {
         let delay = *backoff;
         *backoff = (delay * 2).min(r.max);
         delay
+    }
+}
+
+impl<C: Framing, H: TcpHandler> Owner<H> for ClientShared<C> {
+    fn counters(&self) -> &TcpCounters {
+        &self.counters
+    }
+
+    fn stopping(&self) -> bool {
+        self.life.is_stopping()
+    }
+
+    fn opened(&self, _: u64) {
+        self.connected.store(true, Ordering::SeqCst);
+        if let Some(r) = self.reconnect {
+            *self.backoff.lock().unwrap_or_else(PoisonError::into_inner) = r.initial;
+        }
+    }
+
+    /// A connection that ended other than by this side's choice is made again after the
+    /// backoff, with the same handler, when reconnecting is on.
+    fn closed(self: Arc<Self>, _: u64, reason: &CloseReason, handler: H, reactor: &ReactorHandle) {
+        self.connected.store(false, Ordering::SeqCst);
+        *self.session() = None;
+        let chosen = matches!(
+            reason,
+            CloseReason::Local | CloseReason::Aborted | CloseReason::Stopped
+        );
+        if !chosen && !self.life.is_stopping() && self.reconnect.is_some() {
+            reconnect_later(self, handler, reactor);
+        }
     }
 }
 
@@ -155,16 +190,11 @@ impl<C: Framing> TcpClientBuilder<C> {
         addr: SocketAddr,
         handler: H,
     ) -> io::Result<TcpClientHandle> {
-        let (pool, own_pool) = match self.runtime {
-            Runtime::Own(model) => (
-                Arc::new(ReactorPool::start(model, self.reactor_config)?),
-                true,
-            ),
-            Runtime::Shared(pool) => (pool, false),
-        };
+        let (pool, own_pool) = self.runtime.pool(self.reactor_config)?;
+        let close_timeout = self.config.close_timeout;
         let shared = Arc::new(ClientShared {
             counters: TcpCounters::default(),
-            stopping: AtomicBool::new(false),
+            life: Lifecycle::new(),
             next_id: AtomicU64::new(0),
             connect_timeout: self.connect_timeout,
             reconnect: self.reconnect,
@@ -172,16 +202,17 @@ impl<C: Framing> TcpClientBuilder<C> {
             connected: AtomicBool::new(false),
             addr,
             config: Arc::new(self.config),
+            codec: self.codec,
             session: Mutex::new(None),
             attempts: AtomicU64::new(0),
         });
-        let codec = self.codec;
         let s = shared.clone();
-        pool.next().post(move |r| connect_on(r, s, codec, handler));
+        pool.next().post(move |r| connect_on(r, s, handler));
         Ok(TcpClientHandle {
             shared,
             pool: Some(pool),
             own_pool,
+            close_timeout,
             stopped: false,
         })
     }
@@ -189,38 +220,19 @@ impl<C: Framing> TcpClientBuilder<C> {
 
 /// Starts a connection attempt on `reactor`. An attempt that fails before reaching the
 /// reactor (no socket, say) is reported to the handler and retried like any other.
-pub(crate) fn connect_on<C: Framing, H: TcpHandler>(
+fn connect_on<C: Framing, H: TcpHandler>(
     reactor: &mut Reactor,
-    shared: Arc<ClientShared>,
-    codec: C,
+    shared: Arc<ClientShared<C>>,
     mut handler: H,
 ) {
-    if shared.stopping.load(Ordering::SeqCst) {
+    if shared.life.is_stopping() {
         handler.on_close(&CloseReason::Stopped);
         return;
     }
     shared.attempts.fetch_add(1, Ordering::Relaxed);
     let addr = shared.addr;
-    match open_stream(addr, &shared.config) {
-        Ok(stream) => {
-            let conn = Conn::connecting(
-                stream,
-                addr,
-                codec,
-                handler,
-                shared.config.clone(),
-                Owner::Client(shared.clone()),
-            );
-            let interest = mio::Interest::READABLE | mio::Interest::WRITABLE;
-            if let Ok(id) = reactor.insert_or_close(Box::new(conn), interest) {
-                *shared
-                    .session
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner) = Some((reactor.handle(), id));
-                // A first turn arms the connect timeout even if the socket never becomes ready.
-                reactor.wake(id);
-            }
-        }
+    let stream = match open_stream(addr, &shared.config) {
+        Ok(stream) => stream,
         Err(e) => {
             let reason = CloseReason::ConnectFailed {
                 addr,
@@ -229,25 +241,49 @@ pub(crate) fn connect_on<C: Framing, H: TcpHandler>(
             };
             handler.on_close(&reason);
             if shared.reconnect.is_some() {
-                reconnect_later(shared, handler, codec, &reactor.handle());
+                reconnect_later(shared, handler, &reactor.handle());
             }
+            return;
         }
+    };
+    let info = SessionInfo {
+        id: shared.next_id.fetch_add(1, Ordering::Relaxed),
+        peer: addr,
+        local: stream.local_addr().unwrap_or(addr),
+        socket_buffers: (0, 0),
+    };
+    let core = SessionCore::new(
+        handler,
+        shared.codec.clone(),
+        shared.config.clone(),
+        info,
+        reactor.now(),
+        Some(shared.connect_timeout),
+    );
+    let owner: Arc<dyn Owner<H>> = shared.clone();
+    let member = shared.life.join();
+    let conn = Conn::new(stream, core, owner, reactor.handle(), true, member);
+    let interest = mio::Interest::READABLE | mio::Interest::WRITABLE;
+    let mut session = shared.session();
+    if let Ok(id) = reactor.insert_or_close(Box::new(conn), interest) {
+        *session = Some(SourceRef::new(reactor.handle(), id));
+        // A first turn arms the connect timeout even if the socket never becomes ready.
+        reactor.wake(id);
     }
 }
 
 /// Schedules the next attempt after the backoff, on `reactor`.
-pub(crate) fn reconnect_later<C: Framing, H: TcpHandler>(
-    shared: Arc<ClientShared>,
+fn reconnect_later<C: Framing, H: TcpHandler>(
+    shared: Arc<ClientShared<C>>,
     handler: H,
-    codec: C,
     reactor: &ReactorHandle,
 ) {
     let delay = shared.next_backoff();
-    let mut next = Some((shared, codec, handler));
+    let mut next = Some((shared, handler));
     reactor.post(move |r| {
         r.add_timer(delay, None, move |r| {
-            if let Some((shared, codec, handler)) = next.take() {
-                connect_on(r, shared, codec, handler);
+            if let Some((shared, handler)) = next.take() {
+                connect_on(r, shared, handler);
             }
         });
     });
@@ -277,26 +313,54 @@ fn open_stream(addr: SocketAddr, config: &SessionConfig) -> io::Result<TcpStream
 /// A running client: its counters, connection state and a graceful `stop`.
 #[derive(Debug)]
 pub struct TcpClientHandle {
-    shared: Arc<ClientShared>,
+    shared: Arc<dyn ClientState>,
     pool: Option<Arc<ReactorPool>>,
     own_pool: bool,
+    close_timeout: Duration,
     stopped: bool,
+}
+
+/// What the handle needs of a client's shared state, whatever its codec.
+trait ClientState: Send + Sync + std::fmt::Debug {
+    fn connected(&self) -> bool;
+    fn attempts(&self) -> u64;
+    fn counters(&self) -> &TcpCounters;
+    fn life(&self) -> &Arc<Lifecycle>;
+    fn session(&self) -> Option<SourceRef>;
+}
+
+impl<C: Send + Sync> ClientState for ClientShared<C> {
+    fn connected(&self) -> bool {
+        self.connected.load(Ordering::SeqCst)
+    }
+    fn attempts(&self) -> u64 {
+        self.attempts.load(Ordering::Relaxed)
+    }
+    fn counters(&self) -> &TcpCounters {
+        &self.counters
+    }
+    fn life(&self) -> &Arc<Lifecycle> {
+        &self.life
+    }
+    fn session(&self) -> Option<SourceRef> {
+        ClientShared::session(self).clone()
+    }
 }
 
 impl TcpClientHandle {
     /// Whether the connection is established now.
     pub fn is_connected(&self) -> bool {
-        self.shared.connected.load(Ordering::SeqCst)
+        self.shared.connected()
     }
 
     /// Connection attempts made so far (the first one included).
     pub fn attempts(&self) -> u64 {
-        self.shared.attempts.load(Ordering::Relaxed)
+        self.shared.attempts()
     }
 
     /// A copy of the client's counters.
     pub fn stats(&self) -> TcpStats {
-        self.shared.counters.snapshot()
+        self.shared.counters().snapshot()
     }
 
     /// Waits until connected, for at most `timeout`; `true` if connected.
@@ -311,42 +375,43 @@ impl TcpClientHandle {
         true
     }
 
-    /// Stops gracefully: no reconnects; the connection flushes what is queued, shuts down
-    /// writing and closes (`CloseReason::Stopped`); an own pool is stopped and joined.
+    /// Stops gracefully, waiting at most the session's close timeout (see
+    /// [`stop_timeout`](Self::stop_timeout)).
     ///
     /// # Errors
     /// Stopping the own pool failed.
     pub fn stop(mut self) -> io::Result<()> {
-        self.shutdown()
+        let timeout = self.close_timeout;
+        self.shutdown(timeout)
     }
 
-    fn shutdown(&mut self) -> io::Result<()> {
+    /// Stops gracefully within `timeout`: no reconnects; the handler gets `on_stopping`, the
+    /// connection writes what is queued, shuts down writing and closes
+    /// (`CloseReason::Stopped`); still open at the deadline, it is closed at once. An own pool
+    /// is stopped and joined.
+    ///
+    /// # Errors
+    /// Stopping the own pool failed.
+    pub fn stop_timeout(mut self, timeout: Duration) -> io::Result<()> {
+        self.shutdown(timeout)
+    }
+
+    fn shutdown(&mut self, timeout: Duration) -> io::Result<()> {
         if self.stopped {
             return Ok(());
         }
         self.stopped = true;
-        self.shared.stopping.store(true, Ordering::SeqCst);
-        let session = self
-            .shared
-            .session
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        if let Some((handle, id)) = session {
-            handle.post(move |r| {
-                r.wake(id);
-            });
-            let deadline = Instant::now() + Duration::from_secs(15);
-            while self
-                .shared
-                .session
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .is_some()
-                && Instant::now() < deadline
-            {
-                std::thread::sleep(Duration::from_millis(1));
+        let deadline = Instant::now() + timeout;
+        let life = self.shared.life().clone();
+        life.begin_stop();
+        if let Some(session) = self.shared.session() {
+            session.wake();
+        }
+        if !life.wait_idle(deadline) {
+            if let Some(session) = self.shared.session() {
+                session.remove();
             }
+            life.wait_idle(Instant::now() + Duration::from_secs(1));
         }
         self.pool
             .take()
@@ -356,6 +421,7 @@ impl TcpClientHandle {
 
 impl Drop for TcpClientHandle {
     fn drop(&mut self) {
-        let _ = self.shutdown();
+        let timeout = self.close_timeout;
+        let _ = self.shutdown(timeout);
     }
 }

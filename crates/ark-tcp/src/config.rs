@@ -38,9 +38,17 @@ pub struct SessionConfig {
     /// Queued bytes at or under which reading resumes and `on_writable` is called after a
     /// `Full` or a pause. Default 1 MiB.
     pub low_watermark: usize,
-    /// After a graceful close has flushed and shut down writing, how long to wait for the
-    /// peer's end of stream before closing anyway. Default 5 s.
-    pub close_linger: Duration,
+    /// How long a graceful close may take in all — writing what is queued, shutting down
+    /// writing, waiting for the peer's end of stream — counted from the close. If the queue
+    /// is not written by then (a peer that does not read), it is dropped and the connection
+    /// reset (`CloseReason::Unflushed`); if only the peer's end of stream is missing, the
+    /// session closes anyway. Default 10 s.
+    pub close_timeout: Duration,
+    /// A frame that has started to arrive must keep arriving: with part of a frame buffered
+    /// and nothing received for this long (while reading is not paused by backpressure), the
+    /// session closes with `CloseReason::FrameStalled`. Bounds what a peer that sends a few
+    /// bytes and stalls (slowloris) can hold. Default 10 s; `None` disables it.
+    pub stall_timeout: Option<Duration>,
 }
 
 impl Default for SessionConfig {
@@ -55,7 +63,8 @@ impl Default for SessionConfig {
             send_limit: 16 * 1024 * 1024,
             high_watermark: 8 * 1024 * 1024,
             low_watermark: 1024 * 1024,
-            close_linger: Duration::from_secs(5),
+            close_timeout: Duration::from_secs(10),
+            stall_timeout: Some(Duration::from_secs(10)),
         }
     }
 }

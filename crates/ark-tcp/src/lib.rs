@@ -55,7 +55,8 @@
 
 mod client;
 mod config;
-mod conn;
+mod core;
+mod driver;
 mod owner;
 mod server;
 mod session;
@@ -64,7 +65,7 @@ mod stats;
 pub use ark_reactor::Runtime;
 pub use client::{Reconnect, TcpClient, TcpClientBuilder, TcpClientHandle};
 pub use config::{Keepalive, SessionConfig};
-pub use conn::Framing;
+pub use core::Framing;
 pub use server::{TcpServer, TcpServerBuilder, TcpServerHandle};
 pub use session::{CloseReason, SendError, Session, TcpHandler};
 pub use stats::TcpStats;

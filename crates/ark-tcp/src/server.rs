@@ -1,23 +1,25 @@
 //! `TcpServer`: a listener that spreads accepted sessions over a reactor pool.
 
+use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use ark_frame::LengthPrefix;
 use ark_reactor::{
-    Context, Handler, IoModel, ReactorConfig, ReactorHandle, ReactorPool, Ready, Runtime, SourceId,
-    TimerId, Turn, release_pool,
+    Context, Handler, IoModel, Lifecycle, ReactorConfig, ReactorHandle, ReactorPool, Ready,
+    Runtime, SourceRef, TimerId, Turn, release_pool,
 };
 use mio::net::TcpListener;
 
 use crate::config::{Keepalive, SessionConfig, apply_socket_options};
-use crate::conn::{Conn, Framing};
-use crate::owner::{Owner, ServerShared};
-use crate::session::TcpHandler;
-use crate::stats::TcpStats;
+use crate::core::{Framing, SessionCore};
+use crate::driver::Conn;
+use crate::owner::Owner;
+use crate::session::{CloseReason, SessionInfo, TcpHandler};
+use crate::stats::{TcpCounters, TcpStats};
 
 /// Entry point: [`TcpServer::builder`].
 #[derive(Debug)]
@@ -90,9 +92,16 @@ macro_rules! session_options {
             self
         }
 
-        /// Time to wait for the peer's end of stream after a graceful close.
-        pub fn close_linger(mut self, linger: Duration) -> Self {
-            self.config.close_linger = linger;
+        /// How long a graceful close may take in all (see `SessionConfig::close_timeout`).
+        pub fn close_timeout(mut self, timeout: Duration) -> Self {
+            self.config.close_timeout = timeout;
+            self
+        }
+
+        /// How long a frame that has started to arrive may stall (see
+        /// `SessionConfig::stall_timeout`); `None` disables it.
+        pub fn stall_timeout(mut self, timeout: Option<Duration>) -> Self {
+            self.config.stall_timeout = timeout;
             self
         }
 
@@ -129,6 +138,37 @@ impl TcpServerBuilder<LengthPrefix> {
     pub fn max_frame(mut self, bytes: usize) -> Self {
         self.codec = self.codec.max_frame_len(bytes);
         self
+    }
+}
+
+/// State a server shares with its listener and sessions.
+#[derive(Debug, Default)]
+pub(crate) struct ServerShared {
+    counters: TcpCounters,
+    life: Arc<Lifecycle>,
+    next_id: AtomicU64,
+    /// Live sessions and where they run: woken at a stop.
+    sessions: Mutex<HashMap<u64, SourceRef>>,
+}
+
+impl ServerShared {
+    fn sessions(&self) -> MutexGuard<'_, HashMap<u64, SourceRef>> {
+        // A panic elsewhere while holding the lock leaves the map usable.
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl<H: TcpHandler> Owner<H> for ServerShared {
+    fn counters(&self) -> &TcpCounters {
+        &self.counters
+    }
+
+    fn stopping(&self) -> bool {
+        self.life.is_stopping()
+    }
+
+    fn closed(self: Arc<Self>, id: u64, _: &CloseReason, _: H, _: &ReactorHandle) {
+        self.sessions().remove(&id);
     }
 }
 
@@ -184,14 +224,9 @@ impl<C: Framing> TcpServerBuilder<C> {
         let listener = TcpListener::from_std(socket.into());
         let local_addr = listener.local_addr()?;
 
-        let (pool, own_pool) = match self.runtime {
-            Runtime::Own(model) => (
-                Arc::new(ReactorPool::start(model, self.reactor_config)?),
-                true,
-            ),
-            Runtime::Shared(pool) => (pool, false),
-        };
+        let (pool, own_pool) = self.runtime.pool(self.reactor_config)?;
         let shared = Arc::new(ServerShared::default());
+        let close_timeout = self.config.close_timeout;
         let accept = Listener {
             listener,
             codec,
@@ -204,19 +239,16 @@ impl<C: Framing> TcpServerBuilder<C> {
             _handler: std::marker::PhantomData,
         };
         let listener_reactor = pool.handles()[0].clone();
-        let (tx, rx) = std::sync::mpsc::channel();
-        listener_reactor.post(move |r| {
-            let _ = tx.send(r.insert(Box::new(accept), mio::Interest::READABLE));
-        });
-        let listener_id = rx
-            .recv_timeout(Duration::from_secs(10))
-            .map_err(|_| io::Error::other("the reactor did not register the listener"))??;
+        let listener_id = listener_reactor
+            .insert(Box::new(accept), mio::Interest::READABLE)
+            .ok_or_else(|| io::Error::other("the reactor did not take the listener"))?;
         Ok(TcpServerHandle {
             local_addr,
             shared,
             pool: Some(pool),
             own_pool,
-            listener: (listener_reactor, listener_id),
+            listener: SourceRef::new(listener_reactor, listener_id),
+            close_timeout,
             stopped: false,
         })
     }
@@ -233,6 +265,49 @@ struct Listener<C, H, F> {
     next: usize,
     retry: Option<TimerId>,
     _handler: std::marker::PhantomData<fn() -> H>,
+}
+
+impl<C, H, F> Listener<C, H, F>
+where
+    C: Framing,
+    H: TcpHandler,
+    F: Fn(SocketAddr) -> H + Send + Sync + 'static,
+{
+    /// Makes an accepted connection a session on the next reactor, round-robin.
+    fn place(&mut self, stream: mio::net::TcpStream, peer: SocketAddr, now: Instant) {
+        let info = SessionInfo {
+            id: self.shared.next_id.fetch_add(1, Ordering::Relaxed),
+            peer,
+            local: stream.local_addr().unwrap_or(peer),
+            socket_buffers: (0, 0),
+        };
+        let core = SessionCore::new(
+            (self.factory)(peer),
+            self.codec.clone(),
+            self.config.clone(),
+            info,
+            now,
+            None,
+        );
+        let target = &self.handles[self.next % self.handles.len()];
+        self.next = self.next.wrapping_add(1);
+        let owner: Arc<dyn Owner<H>> = self.shared.clone();
+        let conn = Conn::new(
+            stream,
+            core,
+            owner,
+            target.clone(),
+            false,
+            self.shared.life.join(),
+        );
+        let interest = mio::Interest::READABLE | mio::Interest::WRITABLE;
+        // Registered in the map under its lock, so the session cannot close (and remove
+        // itself) before it is in the map.
+        let mut sessions = self.shared.sessions();
+        if let Some(id) = target.insert(Box::new(conn), interest) {
+            sessions.insert(info.id, SourceRef::new(target.clone(), id));
+        }
+    }
 }
 
 impl<C, H, F> Handler for Listener<C, H, F>
@@ -271,25 +346,7 @@ where
                     .fetch_add(1, Ordering::Relaxed);
                 continue;
             }
-            let handler = (self.factory)(peer);
-            let conn = Conn::accepted(
-                stream,
-                peer,
-                self.codec.clone(),
-                handler,
-                self.config.clone(),
-                Owner::Server(self.shared.clone()),
-            );
-            let session_id = conn.id();
-            let shared = self.shared.clone();
-            let target = &self.handles[self.next % self.handles.len()];
-            self.next = self.next.wrapping_add(1);
-            target.post(move |r| {
-                let interest = mio::Interest::READABLE | mio::Interest::WRITABLE;
-                if let Ok(id) = r.insert_or_close(Box::new(conn), interest) {
-                    shared.sessions().insert(session_id, (r.handle(), id));
-                }
-            });
+            self.place(stream, peer, cx.now());
         }
         Turn::Again
     }
@@ -310,7 +367,8 @@ pub struct TcpServerHandle {
     shared: Arc<ServerShared>,
     pool: Option<Arc<ReactorPool>>,
     own_pool: bool,
-    listener: (ReactorHandle, SourceId),
+    listener: SourceRef,
+    close_timeout: Duration,
     stopped: bool,
 }
 
@@ -325,37 +383,49 @@ impl TcpServerHandle {
         self.shared.counters.snapshot()
     }
 
-    /// Stops gracefully: no new connections; every session flushes what it had queued, shuts
-    /// down writing and closes (with `CloseReason::Stopped`) when its peer ends its side or
-    /// after the close linger; then an own pool is stopped and its threads joined.
+    /// Stops gracefully, waiting at most the sessions' close timeout (see
+    /// [`stop_timeout`](Self::stop_timeout)).
     ///
     /// # Errors
     /// Stopping the own pool failed.
     pub fn stop(mut self) -> io::Result<()> {
-        self.shutdown()
+        let timeout = self.close_timeout;
+        self.shutdown(timeout)
     }
 
-    fn shutdown(&mut self) -> io::Result<()> {
+    /// Stops gracefully within `timeout`: no new connections; every session's handler gets
+    /// `on_stopping` (a last chance to send), then the session writes what it has queued,
+    /// shuts down writing and closes (`CloseReason::Stopped`) when its peer ends its side.
+    /// Sessions still open at the deadline are closed at once; then an own pool is stopped and
+    /// its threads joined.
+    ///
+    /// # Errors
+    /// Stopping the own pool failed.
+    pub fn stop_timeout(mut self, timeout: Duration) -> io::Result<()> {
+        self.shutdown(timeout)
+    }
+
+    fn shutdown(&mut self, timeout: Duration) -> io::Result<()> {
         if self.stopped {
             return Ok(());
         }
         self.stopped = true;
-        self.shared.stopping.store(true, Ordering::SeqCst);
-        let listener = self.listener.1;
-        self.listener.0.post(move |r| {
-            r.remove(listener);
-        });
-        let sessions: Vec<(ReactorHandle, SourceId)> =
-            self.shared.sessions().values().cloned().collect();
-        for (handle, id) in sessions {
-            handle.post(move |r| {
-                r.wake(id);
-            });
+        let deadline = Instant::now() + timeout;
+        self.shared.life.begin_stop();
+        self.listener.remove();
+        let sessions: Vec<SourceRef> = self.shared.sessions().values().cloned().collect();
+        for session in &sessions {
+            session.wake();
         }
-        // Bounded: each session closes within its linger time once woken.
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while !self.shared.sessions().is_empty() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(1));
+        if !self.shared.life.wait_idle(deadline) {
+            // Past the deadline: close what is left at once.
+            let left: Vec<SourceRef> = self.shared.sessions().values().cloned().collect();
+            for session in left {
+                session.remove();
+            }
+            self.shared
+                .life
+                .wait_idle(Instant::now() + Duration::from_secs(1));
         }
         self.pool
             .take()
@@ -365,6 +435,7 @@ impl TcpServerHandle {
 
 impl Drop for TcpServerHandle {
     fn drop(&mut self) {
-        let _ = self.shutdown();
+        let timeout = self.close_timeout;
+        let _ = self.shutdown(timeout);
     }
 }

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use ark_frame::{DecodeError, EncodeError, Encoder};
 
+use crate::core::Link;
+
 /// Why a session ended. Delivered to [`TcpHandler::on_close`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -16,10 +18,12 @@ pub enum CloseReason {
     /// Closed by [`Session::abort`]: queued data dropped, connection reset.
     #[error("aborted locally")]
     Aborted,
-    /// The peer closed the connection at a frame boundary.
+    /// The peer ended its stream at a frame boundary; every whole frame it sent was delivered
+    /// and everything queued for it was written before the session closed.
     #[error("peer closed the connection")]
     PeerClosed,
-    /// The peer closed the connection in the middle of a frame.
+    /// The peer ended its stream in the middle of a frame (every whole frame before it was
+    /// delivered, and what was queued for the peer was written).
     #[error("peer closed the connection mid-frame, with {buffered} bytes of the frame received")]
     EofMidFrame {
         /// Bytes of the incomplete frame that had arrived.
@@ -28,12 +32,31 @@ pub enum CloseReason {
     /// The peer reset the connection.
     #[error("connection reset by peer")]
     Reset,
-    /// A malformed or oversized frame arrived.
+    /// A malformed or oversized frame arrived (the connection is reset).
     #[error("bad frame: {0}")]
     Frame(DecodeError),
-    /// Nothing arrived for the idle timeout.
+    /// Nothing arrived for the idle timeout (`SessionConfig::idle_timeout`).
     #[error("no data for {0:?} (idle timeout)")]
     IdleTimeout(Duration),
+    /// A frame had started to arrive and no byte of it came for the stall timeout
+    /// (`SessionConfig::stall_timeout`).
+    #[error("a frame stalled: {buffered} bytes of it received, then nothing for {after:?}")]
+    FrameStalled {
+        /// Bytes of the incomplete frame that had arrived.
+        buffered: usize,
+        /// The stall timeout.
+        after: Duration,
+    },
+    /// A graceful close (for `cause`) did not finish within the close timeout
+    /// (`SessionConfig::close_timeout`): the peer did not take what was queued. The unsent
+    /// bytes were dropped and the connection reset.
+    #[error("closing ({cause}) timed out with {unsent} bytes unsent; connection reset")]
+    Unflushed {
+        /// Why the session was closing.
+        cause: Box<CloseReason>,
+        /// Queued bytes that were dropped.
+        unsent: usize,
+    },
     /// The connection was not established within the connect timeout.
     #[error("connect timed out after {0:?}")]
     ConnectTimeout(Duration),
@@ -75,6 +98,15 @@ impl CloseReason {
             },
         }
     }
+
+    /// Whether ending the session this way resets the connection rather than closing it
+    /// with a FIN: the peer must not take a truncated stream as complete.
+    pub(crate) fn resets(&self) -> bool {
+        matches!(
+            self,
+            CloseReason::Aborted | CloseReason::Frame(_) | CloseReason::Unflushed { .. }
+        )
+    }
 }
 
 /// Why a send was refused. Nothing of the message was queued.
@@ -100,72 +132,28 @@ pub enum SendError {
     Closed,
 }
 
-/// The outgoing byte queue of a session: frames are appended contiguously and written with
-/// one `write` per turn; the storage is reused, so steady-state sends allocate nothing.
-#[derive(Debug, Default)]
-pub(crate) struct SendQueue {
-    pub(crate) buf: Vec<u8>,
-    pub(crate) pos: usize,
-}
-
-impl SendQueue {
-    pub(crate) fn len(&self) -> usize {
-        self.buf.len() - self.pos
-    }
-
-    pub(crate) fn consume(&mut self, n: usize) {
-        self.pos += n;
-        if self.pos == self.buf.len() {
-            self.buf.clear();
-            self.pos = 0;
-        }
-    }
-
-    /// Moves the unsent tail to the front when the sent head dominates.
-    pub(crate) fn compact(&mut self) {
-        if self.pos > 0 && self.pos >= self.buf.len() / 2 {
-            self.buf.drain(..self.pos);
-            self.pos = 0;
-        }
-    }
-
-    pub(crate) fn clear(&mut self) -> usize {
-        let dropped = self.len();
-        self.buf.clear();
-        self.pos = 0;
-        dropped
-    }
-}
-
-/// What the handler asked the session to do next.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) enum Ending {
-    #[default]
-    None,
-    Graceful,
-    Abort,
-}
-
-/// A handler's view of its session during a callback.
-pub struct Session<'a> {
+/// What a session is, apart from its state: fixed when it opens.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SessionInfo {
     pub(crate) id: u64,
     pub(crate) peer: SocketAddr,
     pub(crate) local: SocketAddr,
-    pub(crate) out: &'a mut SendQueue,
-    pub(crate) encoder: &'a dyn EncodeInto,
-    pub(crate) send_limit: usize,
-    pub(crate) ending: &'a mut Ending,
-    pub(crate) wants_writable: &'a mut bool,
-    pub(crate) frames_out: &'a mut u64,
     pub(crate) socket_buffers: (usize, usize),
+}
+
+/// A handler's view of its session during a callback: send, close, and what the session is.
+pub struct Session<'a> {
+    pub(crate) info: &'a SessionInfo,
+    pub(crate) link: &'a mut Link,
+    pub(crate) encoder: &'a dyn EncodeInto,
 }
 
 impl std::fmt::Debug for Session<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Session")
-            .field("id", &self.id)
-            .field("peer", &self.peer)
-            .field("queued", &self.out.len())
+            .field("id", &self.info.id)
+            .field("peer", &self.info.peer)
+            .field("queued", &self.link.queued())
             .finish_non_exhaustive()
     }
 }
@@ -188,28 +176,28 @@ impl<E: Encoder> EncodeInto for E {
 impl Session<'_> {
     /// This session's id (unique within its server or client).
     pub fn id(&self) -> u64 {
-        self.id
+        self.info.id
     }
 
     /// The peer's address.
     pub fn peer_addr(&self) -> SocketAddr {
-        self.peer
+        self.info.peer
     }
 
     /// The local address.
     pub fn local_addr(&self) -> SocketAddr {
-        self.local
+        self.info.local
     }
 
     /// The socket's actual `(SO_SNDBUF, SO_RCVBUF)` sizes, read when the session opened (the
     /// kernel may have doubled or capped the requested sizes).
     pub fn socket_buffers(&self) -> (usize, usize) {
-        self.socket_buffers
+        self.info.socket_buffers
     }
 
     /// Bytes queued and not yet written.
     pub fn queued_bytes(&self) -> usize {
-        self.out.len()
+        self.link.queued()
     }
 
     /// Queues `payload` as one frame. Never blocks: the frame is written at the end of this
@@ -218,14 +206,13 @@ impl Session<'_> {
     ///
     /// # Errors
     /// [`SendError::Full`] when the queue would pass its limit, [`SendError::Encode`] when the
-    /// payload cannot be framed, [`SendError::Closed`] after `close`/`abort`. Nothing is queued
-    /// on error.
+    /// payload cannot be framed, [`SendError::Closed`] after `close`/`abort` or once the
+    /// session is closing. Nothing is queued on error.
     pub fn send(&mut self, payload: &[u8]) -> Result<(), SendError> {
         let needed = self.encoder.encoded_len(payload)?;
-        self.check_room(needed)?;
-        self.out.compact();
-        self.encoder.encode_into(payload, &mut self.out.buf)?;
-        *self.frames_out += 1;
+        let queue = self.link.room_for(needed)?;
+        self.encoder.encode_into(payload, queue)?;
+        self.link.count_frame_out();
         Ok(())
     }
 
@@ -234,9 +221,7 @@ impl Session<'_> {
     /// # Errors
     /// As [`send`](Self::send), without `Encode`.
     pub fn send_raw(&mut self, bytes: &[u8]) -> Result<(), SendError> {
-        self.check_room(bytes.len())?;
-        self.out.compact();
-        self.out.buf.extend_from_slice(bytes);
+        self.link.room_for(bytes.len())?.extend_from_slice(bytes);
         Ok(())
     }
 
@@ -248,48 +233,20 @@ impl Session<'_> {
     /// # Errors
     /// As [`send_raw`](Self::send_raw); on error `bytes` is left as it was.
     pub fn append_raw(&mut self, bytes: &mut Vec<u8>) -> Result<(), SendError> {
-        self.check_room(bytes.len())?;
-        if self.out.len() == 0 {
-            self.out.clear();
-            std::mem::swap(&mut self.out.buf, bytes);
-        } else {
-            self.out.compact();
-            self.out.buf.extend_from_slice(bytes);
-            bytes.clear();
-        }
-        Ok(())
+        self.link.append(bytes)
     }
 
-    fn check_room(&mut self, needed: usize) -> Result<(), SendError> {
-        if *self.ending != Ending::None {
-            return Err(SendError::Closed);
-        }
-        let queued = self.out.len();
-        // An empty queue always takes one frame, so a frame larger than the limit (up to the
-        // codec's maximum) can still be sent.
-        if queued > 0 && queued + needed > self.send_limit {
-            *self.wants_writable = true;
-            return Err(SendError::Full {
-                queued,
-                needed,
-                limit: self.send_limit,
-            });
-        }
-        Ok(())
-    }
-
-    /// Closes gracefully: everything queued is written, writing is shut down, and the session
-    /// closes when the peer ends its side (or after `close_linger`); messages the peer still
-    /// sends meanwhile are delivered. No more sends are accepted.
+    /// Closes gracefully: no more sends; everything queued is written, writing is shut down,
+    /// and the session closes when the peer ends its side. The peer's messages are delivered
+    /// meanwhile. The whole close takes at most `close_timeout`; past it what is unsent is
+    /// dropped and the connection reset ([`CloseReason::Unflushed`]).
     pub fn close(&mut self) {
-        if *self.ending == Ending::None {
-            *self.ending = Ending::Graceful;
-        }
+        self.link.begin_close(CloseReason::Local);
     }
 
     /// Closes at once: queued data is dropped and the connection is reset.
     pub fn abort(&mut self) {
-        *self.ending = Ending::Abort;
+        self.link.abort();
     }
 }
 
@@ -307,6 +264,12 @@ pub trait TcpHandler: Send + 'static {
 
     /// The send queue drained to the low watermark after a `SendError::Full` or a read pause.
     fn on_writable(&mut self, session: &mut Session<'_>) {
+        let _ = session;
+    }
+
+    /// The server or client is stopping: the last moment to send a goodbye. The session then
+    /// closes gracefully (what is queued is written first) with [`CloseReason::Stopped`].
+    fn on_stopping(&mut self, session: &mut Session<'_>) {
         let _ = session;
     }
 

@@ -29,6 +29,8 @@ pub(crate) struct TurnTally {
     pub(crate) frames_out: u64,
     pub(crate) reads: u64,
     pub(crate) writes: u64,
+    /// Queued bytes dropped by an abort, a reset or a close that timed out.
+    pub(crate) dropped_send_bytes: u64,
 }
 
 impl TcpCounters {
@@ -44,6 +46,7 @@ impl TcpCounters {
         add(&self.frames_out, t.frames_out);
         add(&self.reads, t.reads);
         add(&self.writes, t.writes);
+        add(&self.aborted_send_bytes, t.dropped_send_bytes);
     }
 
     pub(crate) fn snapshot(&self) -> TcpStats {
@@ -90,7 +93,8 @@ pub struct TcpStats {
     pub reads: u64,
     /// Write syscalls.
     pub writes: u64,
-    /// Queued bytes dropped by aborts, resets and reconnects (never replayed).
+    /// Queued bytes dropped by aborts, resets, closes that timed out and reconnects (never
+    /// replayed).
     pub aborted_send_bytes: u64,
     /// Failed `accept` calls (server).
     pub accept_errors: u64,

@@ -82,7 +82,7 @@ impl WsClientBuilder {
             .framing(Raw::new().max_frame_len(64 * 1024))
             .connect_timeout(self.connect_timeout)
             .idle_timeout(config.idle_timeout)
-            .close_linger(config.close_timeout)
+            .close_timeout(config.close_timeout)
             .send_queue(
                 config.write_buffer_limit.saturating_add(config.max_frame),
                 config.write_buffer_limit / 4,

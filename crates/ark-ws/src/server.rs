@@ -135,7 +135,7 @@ impl WsServerBuilder {
             .framing(Raw::new().max_frame_len(64 * 1024))
             .nodelay(true)
             .idle_timeout(config.idle_timeout)
-            .close_linger(config.close_timeout)
+            .close_timeout(config.close_timeout)
             .send_queue(
                 config.write_buffer_limit.saturating_add(config.max_frame),
                 config.write_buffer_limit / 4,

@@ -1,0 +1,581 @@
+//! The sans-IO TCP session: bytes and time in, bytes, deadlines and handler callbacks out.
+//!
+//! [`SessionCore`] knows nothing of sockets or clocks. A driver (`driver.rs`) feeds it what it
+//! read ([`handle_read`](SessionCore::handle_read), [`handle_eof`](SessionCore::handle_eof)),
+//! writes what it offers ([`transmit`](SessionCore::transmit), then
+//! [`handle_written`](SessionCore::handle_written)), shuts down writing when asked
+//! ([`poll_shutdown`](SessionCore::poll_shutdown)), and keeps one timer at
+//! [`poll_timeout`](SessionCore::poll_timeout), calling
+//! [`handle_timeout`](SessionCore::handle_timeout) when it fires. A byte transform (TLS) fits
+//! between the two: it takes the driver's reads and gives the core plaintext, and wraps what
+//! the core transmits.
+//!
+//! The session's phase is one [`State`]; the receive side's pause (backpressure) is the frame
+//! reader's own state.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ark_frame::{Decoder, Encoder, Flow, FrameReader, RecvBuf};
+
+use crate::config::SessionConfig;
+use crate::session::{CloseReason, SendError, Session, SessionInfo, TcpHandler};
+use crate::stats::TurnTally;
+
+/// The codecs a TCP session can use: any ark-frame decoder that also encodes (and that a
+/// server or client can share between its threads).
+pub trait Framing: Decoder + Encoder + Clone + Send + Sync + 'static {}
+impl<T: Decoder + Encoder + Clone + Send + Sync + 'static> Framing for T {}
+
+/// Frames at least this large are read straight into the session's receive buffer instead of
+/// through the reactor's scratch buffer.
+const DIRECT_READ_THRESHOLD: usize = 32 * 1024;
+
+/// The phase of a session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum State {
+    /// Not yet established (a client's connect under way, or an accepted connection before its
+    /// first turn). A client's connect must finish by `deadline`.
+    Connecting {
+        since: Instant,
+        deadline: Option<Instant>,
+    },
+    /// Established; `on_open` has run.
+    Open,
+    /// Closing gracefully: no more sends; what is queued is being written, then writing is
+    /// shut down. `peer_done`: the peer's end of stream has arrived already.
+    Closing {
+        reason: CloseReason,
+        deadline: Instant,
+        peer_done: bool,
+    },
+    /// Writing is shut down; reading until the peer's end of stream.
+    ShutdownSent {
+        reason: CloseReason,
+        deadline: Instant,
+    },
+    /// Ended.
+    Closed(CloseReason),
+}
+
+/// The outgoing byte queue of a session: frames are appended contiguously and written with
+/// one `write` per turn; the storage is reused, so steady-state sends allocate nothing.
+#[derive(Debug, Default)]
+pub(crate) struct SendQueue {
+    buf: Vec<u8>,
+    pos: usize,
+}
+
+impl SendQueue {
+    pub(crate) fn len(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.buf[self.pos..]
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.pos += n.min(self.len());
+        if self.pos == self.buf.len() {
+            self.buf.clear();
+            self.pos = 0;
+        }
+    }
+
+    /// The storage to append to, the unsent tail moved to the front first when the sent head
+    /// dominates.
+    fn tail(&mut self) -> &mut Vec<u8> {
+        if self.pos > 0 && self.pos >= self.buf.len() / 2 {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+        }
+        &mut self.buf
+    }
+
+    fn clear(&mut self) -> usize {
+        let dropped = self.len();
+        self.buf.clear();
+        self.pos = 0;
+        dropped
+    }
+}
+
+/// The part of a session a handler's [`Session`] view changes: the phase, the send queue and
+/// this turn's counts. Kept apart from the frame reader, which is busy delivering while
+/// handlers run.
+#[derive(Debug)]
+pub(crate) struct Link {
+    state: State,
+    queue: SendQueue,
+    config: Arc<SessionConfig>,
+    /// The time of the input being handled.
+    now: Instant,
+    /// A send was refused (or reading paused): call `on_writable` once the queue drains.
+    wants_writable: bool,
+    tally: TurnTally,
+}
+
+impl Link {
+    pub(crate) fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// The queue to append `needed` bytes to, if the session takes sends and the limit allows.
+    /// An empty queue always takes one frame, so a frame larger than the limit (up to the
+    /// codec's maximum) can still be sent.
+    pub(crate) fn room_for(&mut self, needed: usize) -> Result<&mut Vec<u8>, SendError> {
+        if !matches!(self.state, State::Open | State::Connecting { .. }) {
+            return Err(SendError::Closed);
+        }
+        let queued = self.queue.len();
+        let limit = self.config.send_limit;
+        if queued > 0 && queued + needed > limit {
+            self.wants_writable = true;
+            return Err(SendError::Full {
+                queued,
+                needed,
+                limit,
+            });
+        }
+        Ok(self.queue.tail())
+    }
+
+    /// Appends all of `bytes` (swapping buffers when nothing is queued) and empties it.
+    pub(crate) fn append(&mut self, bytes: &mut Vec<u8>) -> Result<(), SendError> {
+        let empty = self.queue.len() == 0;
+        let queue = self.room_for(bytes.len())?;
+        if empty {
+            queue.clear();
+            std::mem::swap(queue, bytes);
+        } else {
+            queue.extend_from_slice(bytes);
+            bytes.clear();
+        }
+        Ok(())
+    }
+
+    pub(crate) fn count_frame_out(&mut self) {
+        self.tally.frames_out += 1;
+    }
+
+    /// Starts a graceful close for `reason` (no effect once closing or closed).
+    pub(crate) fn begin_close(&mut self, reason: CloseReason) {
+        match self.state {
+            State::Open => {
+                self.state = State::Closing {
+                    reason,
+                    deadline: self.now + self.config.close_timeout,
+                    peer_done: false,
+                };
+            }
+            // Nothing was exchanged yet: nothing to flush.
+            State::Connecting { .. } => self.finish(reason),
+            _ => {}
+        }
+    }
+
+    /// Ends the session now: what is queued is dropped.
+    pub(crate) fn abort(&mut self) {
+        self.finish(CloseReason::Aborted);
+    }
+
+    /// Ends the session with `reason` (the first reason wins), dropping the queue.
+    fn finish(&mut self, reason: CloseReason) {
+        if matches!(self.state, State::Closed(_)) {
+            return;
+        }
+        self.tally.dropped_send_bytes += self.queue.clear() as u64;
+        self.state = State::Closed(reason);
+    }
+}
+
+/// One TCP session without IO: framing, send queue, phase, deadlines and the handler.
+pub(crate) struct SessionCore<C: Framing, H: TcpHandler> {
+    handler: H,
+    reader: FrameReader<C>,
+    codec: C,
+    link: Link,
+    info: SessionInfo,
+    /// When bytes last arrived (idle and stall deadlines count from it).
+    last_rx: Instant,
+    /// `on_close` has been called.
+    reported: bool,
+}
+
+impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
+    /// A session not yet established; `connect_timeout` bounds a client's connect.
+    pub(crate) fn new(
+        handler: H,
+        codec: C,
+        config: Arc<SessionConfig>,
+        info: SessionInfo,
+        now: Instant,
+        connect_timeout: Option<Duration>,
+    ) -> Self {
+        let max = codec.max_encoded_len().saturating_add(64 * 1024);
+        let initial = config.initial_recv_buffer.max(1);
+        let buf = RecvBuf::with_capacity(initial, max.max(initial)).unwrap_or_default();
+        SessionCore {
+            handler,
+            reader: FrameReader::with_buffer(codec.clone(), buf),
+            codec,
+            link: Link {
+                state: State::Connecting {
+                    since: now,
+                    deadline: connect_timeout.map(|t| now + t),
+                },
+                queue: SendQueue::default(),
+                config,
+                now,
+                wants_writable: false,
+                tally: TurnTally::default(),
+            },
+            info,
+            last_rx: now,
+            reported: false,
+        }
+    }
+
+    /// The session's fixed facts.
+    pub(crate) fn info(&self) -> &SessionInfo {
+        &self.info
+    }
+
+    pub(crate) fn state(&self) -> &State {
+        &self.link.state
+    }
+
+    /// Why the session closed, once it has.
+    pub(crate) fn close_reason(&self) -> Option<&CloseReason> {
+        match &self.link.state {
+            State::Closed(reason) => Some(reason),
+            _ => None,
+        }
+    }
+
+    /// Runs `f` with the handler and a session view.
+    fn with_session<R>(&mut self, f: impl FnOnce(&mut H, &mut Session<'_>) -> R) -> R {
+        let mut session = Session {
+            info: &self.info,
+            link: &mut self.link,
+            encoder: &self.codec,
+        };
+        f(&mut self.handler, &mut session)
+    }
+
+    /// The connection is established: `on_open` runs.
+    pub(crate) fn handle_connected(&mut self, now: Instant, info: SessionInfo) {
+        if !matches!(self.link.state, State::Connecting { .. }) {
+            return;
+        }
+        self.link.now = now;
+        self.info = info;
+        self.last_rx = now;
+        self.link.state = State::Open;
+        self.with_session(|h, s| h.on_open(s));
+    }
+
+    /// A transport failure (connect refused, reset, I/O error): the session ends.
+    pub(crate) fn handle_error(&mut self, reason: CloseReason) {
+        self.link.finish(reason);
+    }
+
+    /// Whether the driver should read: the session takes input and delivery is not paused.
+    pub(crate) fn wants_read(&self) -> bool {
+        let open = match &self.link.state {
+            State::Open | State::ShutdownSent { .. } => true,
+            State::Closing { peer_done, .. } => !peer_done,
+            State::Connecting { .. } | State::Closed(_) => false,
+        };
+        open && !self.reader.is_paused()
+    }
+
+    /// For a large pending frame, the receive buffer's free room to read into directly (then
+    /// [`handle_read_direct`](Self::handle_read_direct)); `None` to read into scratch instead.
+    pub(crate) fn direct_read_buf(&mut self) -> Option<&mut [u8]> {
+        if self.reader.pending_remaining() < DIRECT_READ_THRESHOLD {
+            return None;
+        }
+        match self.reader.spare_mut() {
+            Ok(buf) => Some(buf),
+            Err(e) => {
+                self.link.finish(CloseReason::Frame(e));
+                None
+            }
+        }
+    }
+
+    /// `n` bytes were read into [`direct_read_buf`](Self::direct_read_buf).
+    pub(crate) fn handle_read_direct(&mut self, now: Instant, n: usize) {
+        self.reader.commit(n);
+        self.received(now, n);
+        self.deliver(&[]);
+    }
+
+    /// Bytes arrived from the peer: every whole frame goes to `on_message`.
+    pub(crate) fn handle_read(&mut self, now: Instant, input: &[u8]) {
+        self.received(now, input.len());
+        self.deliver(input);
+    }
+
+    fn received(&mut self, now: Instant, n: usize) {
+        self.link.now = now;
+        self.last_rx = now;
+        self.link.tally.bytes_in += n as u64;
+    }
+
+    /// Feeds `input` (after what the reader holds) to the handler, frame by frame. Delivery
+    /// pauses when a message's handling leaves the send queue at or above the high watermark,
+    /// or the handler aborts.
+    fn deliver(&mut self, input: &[u8]) {
+        if matches!(self.link.state, State::Closed(_)) {
+            return;
+        }
+        let SessionCore {
+            handler,
+            reader,
+            codec,
+            link,
+            info,
+            ..
+        } = self;
+        let high = link.config.high_watermark;
+        let result = reader.feed(input, |frame: &[u8]| {
+            link.tally.frames_in += 1;
+            let queued = link.queue.len();
+            let mut session = Session {
+                info,
+                link,
+                encoder: codec,
+            };
+            handler.on_message(&mut session, frame);
+            if matches!(link.state, State::Closed(_)) {
+                return Flow::Pause;
+            }
+            // Answers pile up faster than the peer reads them: stop taking its messages (TCP
+            // flow control pushes back on it). A queue filled by sends that do not answer
+            // messages does not pause reading: a peer that sends and reads at once must not
+            // deadlock with us.
+            if link.queue.len() >= high && link.queue.len() > queued {
+                link.wants_writable = true;
+                return Flow::Pause;
+            }
+            Flow::Continue
+        });
+        if let Err(e) = result {
+            // The driver never feeds a paused reader, so every error here ends the stream.
+            link.finish(CloseReason::Frame(e));
+        }
+    }
+
+    /// The peer ended its stream. Whole frames already arrived have been delivered; what is
+    /// queued for the peer is still written, then writing is shut down and the session closes.
+    pub(crate) fn handle_eof(&mut self, now: Instant) {
+        self.link.now = now;
+        let buffered = self.reader.buffered_len();
+        let deadline = now + self.link.config.close_timeout;
+        match &mut self.link.state {
+            State::Connecting { .. } | State::Open => {
+                let reason = if buffered == 0 {
+                    CloseReason::PeerClosed
+                } else {
+                    CloseReason::EofMidFrame { buffered }
+                };
+                self.link.state = State::Closing {
+                    reason,
+                    deadline,
+                    peer_done: true,
+                };
+            }
+            State::Closing { peer_done, .. } => *peer_done = true,
+            State::ShutdownSent { reason, .. } => {
+                let reason = reason.clone();
+                self.link.finish(reason);
+            }
+            State::Closed(_) => {}
+        }
+    }
+
+    /// The bytes to write now (empty when there are none or writing is over).
+    pub(crate) fn transmit(&self) -> &[u8] {
+        match self.link.state {
+            State::Open | State::Closing { .. } => self.link.queue.bytes(),
+            _ => &[],
+        }
+    }
+
+    /// `n` bytes of [`transmit`](Self::transmit) were written. Under the low watermark a
+    /// paused delivery resumes and `on_writable` runs; returns whether reading may go on
+    /// again after a pause.
+    pub(crate) fn handle_written(&mut self, now: Instant, n: usize) -> bool {
+        self.link.now = now;
+        self.link.queue.consume(n);
+        self.link.tally.bytes_out += n as u64;
+        if self.link.queue.len() > self.link.config.low_watermark {
+            return false;
+        }
+        let resumed = self.reader.is_paused() && {
+            self.deliver(&[]);
+            !self.reader.is_paused()
+        };
+        if self.link.wants_writable && self.link.state == State::Open {
+            self.link.wants_writable = false;
+            self.with_session(|h, s| h.on_writable(s));
+        }
+        resumed
+    }
+
+    /// Whether the driver must shut down writing now (once): a graceful close has written
+    /// everything. If the peer already ended its stream, the session is then closed.
+    pub(crate) fn poll_shutdown(&mut self) -> bool {
+        let State::Closing {
+            reason,
+            deadline,
+            peer_done,
+        } = &self.link.state
+        else {
+            return false;
+        };
+        if self.link.queue.len() > 0 {
+            return false;
+        }
+        let (reason, deadline) = (reason.clone(), *deadline);
+        if *peer_done {
+            self.link.finish(reason);
+        } else {
+            self.link.state = State::ShutdownSent { reason, deadline };
+        }
+        true
+    }
+
+    /// The earliest deadline the session has (connect, idle, stalled frame, close).
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        let config = &self.link.config;
+        match &self.link.state {
+            State::Connecting { deadline, .. } => *deadline,
+            State::Open => {
+                let idle = config.idle_timeout.map(|t| self.last_rx + t);
+                let stall = self.stalled_frame().map(|t| self.last_rx + t);
+                match (idle, stall) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                }
+            }
+            State::Closing { deadline, .. } | State::ShutdownSent { deadline, .. } => {
+                Some(*deadline)
+            }
+            State::Closed(_) => None,
+        }
+    }
+
+    /// The stall timeout, if a frame has started to arrive while reading goes on.
+    fn stalled_frame(&self) -> Option<Duration> {
+        let started = self.reader.buffered_len() > 0 && !self.reader.is_paused();
+        self.link.config.stall_timeout.filter(|_| started)
+    }
+
+    /// Applies every deadline passed at `now`.
+    pub(crate) fn handle_timeout(&mut self, now: Instant) {
+        self.link.now = now;
+        let config = self.link.config.clone();
+        let expired = |deadline: Instant| now >= deadline;
+        match &self.link.state {
+            State::Connecting {
+                since,
+                deadline: Some(deadline),
+            } if expired(*deadline) => {
+                let waited = now.saturating_duration_since(*since);
+                self.link.finish(CloseReason::ConnectTimeout(waited));
+            }
+            State::Open => {
+                if let Some(idle) = config.idle_timeout.filter(|&t| expired(self.last_rx + t)) {
+                    self.link.begin_close(CloseReason::IdleTimeout(idle));
+                } else if let Some(after) =
+                    self.stalled_frame().filter(|&t| expired(self.last_rx + t))
+                {
+                    let buffered = self.reader.buffered_len();
+                    self.link
+                        .begin_close(CloseReason::FrameStalled { buffered, after });
+                }
+            }
+            State::Closing {
+                reason, deadline, ..
+            } if expired(*deadline) => {
+                let unsent = self.link.queue.len();
+                let cause = Box::new(reason.clone());
+                self.link.finish(CloseReason::Unflushed { cause, unsent });
+            }
+            State::ShutdownSent { reason, deadline } if expired(*deadline) => {
+                let reason = reason.clone();
+                self.link.finish(reason);
+            }
+            _ => {}
+        }
+    }
+
+    /// The owner is stopping: `on_stopping` runs (a last chance to say goodbye), then the
+    /// session closes gracefully with [`CloseReason::Stopped`].
+    pub(crate) fn stop(&mut self, now: Instant) {
+        self.link.now = now;
+        if self.link.state == State::Open {
+            self.with_session(|h, s| h.on_stopping(s));
+        }
+        self.link.begin_close(CloseReason::Stopped);
+    }
+
+    /// Frees the receive buffer when nothing is buffered (the driver calls it when the
+    /// socket is drained): idle sessions hold no receive memory.
+    pub(crate) fn release_idle_buffers(&mut self) {
+        if self.reader.buffered_len() == 0 {
+            self.reader.release();
+        }
+    }
+
+    /// Ends the session (with `reason` unless it has ended already) and tells the handler,
+    /// once. Returns the reason reported.
+    pub(crate) fn report_close(&mut self, reason: CloseReason) -> CloseReason {
+        self.link.finish(reason);
+        let reason = self.close_reason().cloned().unwrap_or(CloseReason::Stopped);
+        if !self.reported {
+            self.reported = true;
+            self.handler.on_close(&reason);
+        }
+        reason
+    }
+
+    /// The handler, for a client that reconnects with it.
+    pub(crate) fn into_handler(self) -> H {
+        self.handler
+    }
+
+    /// Counts a read syscall of the driver.
+    pub(crate) fn count_read(&mut self) {
+        self.link.tally.reads += 1;
+    }
+
+    /// Counts a write syscall of the driver.
+    pub(crate) fn count_write(&mut self) {
+        self.link.tally.writes += 1;
+    }
+
+    /// Counters since the last call.
+    pub(crate) fn take_tally(&mut self) -> TurnTally {
+        std::mem::take(&mut self.link.tally)
+    }
+
+    /// Receive-buffer bytes held.
+    pub(crate) fn held_recv(&self) -> usize {
+        self.reader.held_bytes()
+    }
+
+    /// Bytes queued for sending.
+    pub(crate) fn queued(&self) -> usize {
+        self.link.queue.len()
+    }
+}
+
+#[cfg(test)]
+mod pair;
+#[cfg(test)]
+mod tests;

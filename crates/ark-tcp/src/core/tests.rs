@@ -1,0 +1,315 @@
+//! The session core on a simulated pair and clock: no sockets, no sleeps; each test runs in
+//! microseconds of real time.
+
+use std::time::Duration;
+
+use ark_frame::DecodeError;
+
+use super::State;
+use super::pair::{Pair, Scripted, Seen};
+use crate::config::SessionConfig;
+use crate::session::CloseReason;
+
+fn frame(i: usize, len: usize) -> Vec<u8> {
+    (0..len).map(|b| (i * 31 + b) as u8).collect()
+}
+
+fn frames(n: usize, len: usize) -> Vec<Vec<u8>> {
+    (0..n).map(|i| frame(i, len)).collect()
+}
+
+fn echo() -> Scripted {
+    Scripted {
+        echo: true,
+        ..Scripted::default()
+    }
+}
+
+fn config() -> SessionConfig {
+    SessionConfig {
+        idle_timeout: None,
+        stall_timeout: None,
+        close_timeout: Duration::from_secs(2),
+        ..SessionConfig::default()
+    }
+}
+
+#[test]
+fn frames_go_both_ways_in_order() {
+    let client = Scripted {
+        greet: frames(50, 1000),
+        ..Scripted::default()
+    };
+    let pair = Pair::new(client, echo(), config());
+    assert!(pair.server.messages() == frames(50, 1000));
+    assert!(pair.client.messages() == frames(50, 1000));
+    assert_eq!(pair.server.seen()[0], Seen::Opened);
+}
+
+#[test]
+fn idle_timeout_closes_a_silent_session_gracefully() {
+    let server_config = SessionConfig {
+        idle_timeout: Some(Duration::from_secs(1)),
+        ..config()
+    };
+    let client = Scripted {
+        greet: vec![b"hi".to_vec()],
+        ..Scripted::default()
+    };
+    let mut pair = Pair::with(client, config(), echo(), server_config, |_| {});
+    pair.advance(Duration::from_millis(999));
+    assert_eq!(pair.server.closed(), None, "not idle long enough");
+    pair.advance(Duration::from_millis(1));
+    // The server closed (FIN); the client saw the end of stream at a frame boundary and
+    // closed its side, which completed the server's close.
+    assert_eq!(
+        pair.server.closed(),
+        Some(CloseReason::IdleTimeout(Duration::from_secs(1)))
+    );
+    assert_eq!(pair.client.closed(), Some(CloseReason::PeerClosed));
+    assert_eq!(pair.client.messages(), [b"hi".to_vec()]);
+}
+
+#[test]
+fn a_close_completes_when_the_peer_reads_everything() {
+    let server = Scripted {
+        greet: frames(300, 4096),
+        close_after_greeting: true,
+        ..Scripted::default()
+    };
+    // A slow pipe: the close waits for the queue to drain.
+    let mut pair = Pair::with(Scripted::default(), config(), server, config(), |p| {
+        p.client.window = 16 * 1024;
+    });
+    pair.advance(Duration::from_millis(100));
+    assert!(pair.client.messages() == frames(300, 4096));
+    assert_eq!(pair.server.closed(), Some(CloseReason::Local));
+    assert_eq!(pair.client.closed(), Some(CloseReason::PeerClosed));
+}
+
+#[test]
+fn a_close_against_a_peer_that_does_not_read_ends_by_its_deadline() {
+    let server = Scripted {
+        greet: frames(300, 4096),
+        close_after_greeting: true,
+        ..Scripted::default()
+    };
+    let mut pair = Pair::with(Scripted::default(), config(), server, config(), |p| {
+        p.client.reading = false;
+        p.client.window = 64 * 1024;
+    });
+    assert!(matches!(pair.server.core.state(), State::Closing { .. }));
+    pair.advance(Duration::from_millis(1999));
+    assert_eq!(pair.server.closed(), None, "within the close timeout");
+    pair.advance(Duration::from_millis(1));
+    match pair.server.closed() {
+        Some(CloseReason::Unflushed { cause, unsent }) => {
+            assert_eq!(*cause, CloseReason::Local);
+            assert!(unsent > 0);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(pair.server.core.queued(), 0, "the queue was freed");
+    // The connection was reset: the client's next read fails.
+    pair.client.reading = true;
+    pair.run();
+    assert_eq!(pair.client.closed(), Some(CloseReason::Reset));
+}
+
+#[test]
+fn a_peer_closing_mid_frame_is_reported_after_every_whole_frame() {
+    let mut partial = Vec::new();
+    partial.extend_from_slice(&100u32.to_be_bytes());
+    partial.extend_from_slice(&[7; 10]);
+    let client = Scripted {
+        greet: frames(3, 10),
+        greet_raw: partial,
+        close_after_greeting: true,
+        ..Scripted::default()
+    };
+    let mut pair = Pair::new(client, echo(), config());
+    pair.advance(Duration::from_millis(10));
+    assert_eq!(pair.server.messages(), frames(3, 10));
+    assert_eq!(
+        pair.server.closed(),
+        Some(CloseReason::EofMidFrame { buffered: 14 })
+    );
+    // Every whole frame's echo reached the client before the server's FIN.
+    assert_eq!(pair.client.messages(), frames(3, 10));
+    assert_eq!(pair.client.closed(), Some(CloseReason::Local));
+}
+
+#[test]
+fn a_half_close_still_gets_every_echo_before_the_fin() {
+    // The client sends 7,000 frames, shuts down writing at once, and reads until the end of
+    // stream: every echo must arrive, and the stream must end at a frame boundary.
+    let client = Scripted {
+        greet: frames(7000, 1024),
+        close_after_greeting: true,
+        ..Scripted::default()
+    };
+    let mut pair = Pair::new(client, echo(), config());
+    pair.advance(Duration::from_millis(10));
+    assert_eq!(pair.server.messages().len(), 7000);
+    assert!(
+        pair.client.messages() == frames(7000, 1024),
+        "every echo, in order"
+    );
+    assert_eq!(pair.server.closed(), Some(CloseReason::PeerClosed));
+    assert_eq!(pair.client.closed(), Some(CloseReason::Local));
+}
+
+#[test]
+fn backpressure_pauses_reading_and_resumes_with_nothing_lost() {
+    let config = SessionConfig {
+        send_limit: 128 * 1024,
+        high_watermark: 64 * 1024,
+        low_watermark: 16 * 1024,
+        ..config()
+    };
+    let mut pair = Pair::new(Scripted::default(), echo(), config);
+    // The client sends while it does not read: the server's echoes back up.
+    pair.client.reading = false;
+    pair.client.window = 32 * 1024;
+    let mut sent = 0;
+    while sent < 1000 && pair.client_send(&frame(sent, 1024)).is_ok() {
+        sent += 1;
+        pair.run();
+    }
+    pair.run();
+    assert!(
+        !pair.server.core.wants_read(),
+        "the server paused reading at its high watermark"
+    );
+    assert!(pair.server.messages().len() < sent, "delivery paused too");
+    // The client reads again: the server resumes; the rest follows.
+    pair.client.reading = true;
+    pair.run();
+    for _ in 0..100_000 {
+        if sent == 1000 {
+            break;
+        }
+        if pair.client_send(&frame(sent, 1024)).is_ok() {
+            sent += 1;
+        }
+        pair.run();
+    }
+
+    assert!(
+        pair.server.messages() == frames(1000, 1024),
+        "every frame once, in order"
+    );
+    assert!(
+        pair.client.messages() == frames(1000, 1024),
+        "every echo once, in order"
+    );
+    assert!(pair.server.core.wants_read());
+}
+
+#[test]
+fn an_oversized_frame_resets_only_that_session() {
+    let mut header = Vec::new();
+    header.extend_from_slice(&(2 * 1024 * 1024u32).to_be_bytes());
+    let client = Scripted {
+        greet_raw: header,
+        ..Scripted::default()
+    };
+    let mut pair = Pair::new(client, echo(), config());
+    pair.run();
+    assert_eq!(
+        pair.server.closed(),
+        Some(CloseReason::Frame(DecodeError::TooLarge {
+            len: 2 * 1024 * 1024,
+            max: 1024 * 1024
+        }))
+    );
+    assert_eq!(pair.client.closed(), Some(CloseReason::Reset));
+}
+
+#[test]
+fn a_stalled_frame_closes_after_the_stall_timeout() {
+    let config = SessionConfig {
+        stall_timeout: Some(Duration::from_millis(500)),
+        ..config()
+    };
+    let client = Scripted {
+        greet_raw: vec![0, 0, 1],
+        ..Scripted::default()
+    };
+    let mut pair = Pair::new(client, echo(), config);
+    pair.advance(Duration::from_millis(499));
+    assert_eq!(pair.server.closed(), None);
+    pair.advance(Duration::from_millis(1));
+    assert_eq!(
+        pair.server.closed(),
+        Some(CloseReason::FrameStalled {
+            buffered: 3,
+            after: Duration::from_millis(500)
+        })
+    );
+}
+
+#[test]
+fn stop_lets_the_handler_say_goodbye_then_closes_gracefully() {
+    let server = Scripted {
+        echo: true,
+        goodbye: Some(b"bye".to_vec()),
+        ..Scripted::default()
+    };
+    let mut pair = Pair::new(Scripted::default(), server, config());
+    let now = pair.now;
+    pair.server.core.stop(now);
+    pair.run();
+    assert_eq!(pair.client.messages(), [b"bye".to_vec()]);
+    assert_eq!(pair.server.closed(), Some(CloseReason::Stopped));
+    assert_eq!(pair.client.closed(), Some(CloseReason::PeerClosed));
+    assert!(pair.server.seen().contains(&Seen::Stopping));
+}
+
+#[test]
+fn sends_after_close_are_refused_and_abort_drops_the_queue() {
+    let mut pair = Pair::new(Scripted::default(), Scripted::default(), config());
+    pair.client.reading = false;
+    pair.client.window = 0;
+    for i in 0..10 {
+        pair.server_send(&frame(i, 100));
+    }
+    assert_eq!(pair.server.core.queued(), 10 * 104);
+    pair.server_abort();
+    assert_eq!(pair.server.core.queued(), 0);
+    pair.run();
+    assert_eq!(pair.server.closed(), Some(CloseReason::Aborted));
+}
+
+#[test]
+fn a_connect_that_never_completes_times_out() {
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    use super::SessionCore;
+    use crate::session::SessionInfo;
+
+    let handler = Scripted::default();
+    let log = handler.log.clone();
+    let addr = "127.0.0.1:9".parse().unwrap();
+    let start = Instant::now();
+    let info = SessionInfo {
+        id: 0,
+        peer: addr,
+        local: addr,
+        socket_buffers: (0, 0),
+    };
+    let mut core = SessionCore::new(
+        handler,
+        ark_frame::LengthPrefix::default(),
+        Arc::new(config()),
+        info,
+        start,
+        Some(Duration::from_secs(3)),
+    );
+    assert_eq!(core.poll_timeout(), Some(start + Duration::from_secs(3)));
+    core.handle_timeout(start + Duration::from_secs(3));
+    let reason = core.report_close(CloseReason::Stopped);
+    assert_eq!(reason, CloseReason::ConnectTimeout(Duration::from_secs(3)));
+    assert_eq!(*log.lock().unwrap(), [Seen::Closed(reason)]);
+}

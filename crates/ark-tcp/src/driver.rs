@@ -1,0 +1,339 @@
+//! The thin driver: one TCP socket on the reactor, moving bytes between it and a
+//! [`SessionCore`]. Read → feed → deliver → write; the core decides everything else.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use ark_reactor::{Context, Handler, Member, ReactorHandle, Ready, TimerId, Turn};
+use mio::net::TcpStream;
+
+use crate::core::{Framing, SessionCore, State};
+use crate::owner::Owner;
+use crate::session::{CloseReason, SessionInfo, TcpHandler};
+
+/// A session's socket on the reactor.
+pub(crate) struct Conn<C: Framing, H: TcpHandler> {
+    stream: TcpStream,
+    /// `None` once closed (the handler went back to the owner).
+    core: Option<SessionCore<C, H>>,
+    owner: Arc<dyn Owner<H>>,
+    reactor: ReactorHandle,
+    /// An outgoing connect (check it completes) rather than an accepted connection.
+    outgoing: bool,
+    /// The reactor timer armed for the core's next deadline.
+    timer: Option<(TimerId, Instant)>,
+    /// The last read filled its buffer or reading resumed: read without a new edge.
+    read_more: bool,
+    opened: bool,
+    /// Buffer bytes last published to the owner's counters: (receive, send).
+    published: (usize, usize),
+    /// Keeps the owner's stop waiting until the session is gone.
+    _member: Member,
+}
+
+impl<C: Framing, H: TcpHandler> Conn<C, H> {
+    /// A session over `stream`: accepted, or `outgoing` with its connect under way (bounded by
+    /// `connect_timeout`).
+    pub(crate) fn new(
+        stream: TcpStream,
+        core: SessionCore<C, H>,
+        owner: Arc<dyn Owner<H>>,
+        reactor: ReactorHandle,
+        outgoing: bool,
+        member: Member,
+    ) -> Self {
+        Conn {
+            stream,
+            core: Some(core),
+            owner,
+            reactor,
+            outgoing,
+            timer: None,
+            read_more: true,
+            opened: false,
+            published: (0, 0),
+            _member: member,
+        }
+    }
+
+    /// Completes the connect (or reports its failure) on the first turns.
+    fn connect(&mut self, now: Instant) {
+        let Some(core) = self.core.as_mut() else {
+            return;
+        };
+        let peer = core.info().peer;
+        let connected = if self.outgoing {
+            check_connected(&self.stream, peer)
+        } else {
+            Ok(true)
+        };
+        match connected {
+            Ok(true) => {
+                let socket = socket2::SockRef::from(&self.stream);
+                let info = SessionInfo {
+                    local: self.stream.local_addr().unwrap_or(core.info().local),
+                    socket_buffers: (
+                        socket.send_buffer_size().unwrap_or(0),
+                        socket.recv_buffer_size().unwrap_or(0),
+                    ),
+                    ..*core.info()
+                };
+                self.opened = true;
+                let counters = self.owner.counters();
+                counters.sessions_open.fetch_add(1, Ordering::Relaxed);
+                counters.sessions_total.fetch_add(1, Ordering::Relaxed);
+                self.owner.opened(info.id);
+                core.handle_connected(now, info);
+            }
+            Ok(false) => {}
+            Err(reason) => core.handle_error(reason),
+        }
+    }
+
+    /// Everything a turn does after its input: write, shut down, close, arm the timer.
+    fn finish_turn(&mut self, cx: &mut Context<'_>, mut turn: Turn) -> Turn {
+        let Some(core) = self.core.as_mut() else {
+            return Turn::Done;
+        };
+        let now = cx.now();
+        let (blocked, resumed) = write_once(&mut self.stream, core, cx, now);
+        if resumed {
+            self.read_more = true;
+            turn = Turn::Again;
+        }
+        if core.poll_shutdown() {
+            let _ = self.stream.shutdown(Shutdown::Write);
+        }
+        self.publish();
+        let Some(core) = self.core.as_mut() else {
+            return Turn::Done;
+        };
+        if let Some(reason) = core.close_reason() {
+            if reason.resets() {
+                // Reset rather than FIN: the peer must not take a truncated stream as complete.
+                let _ = socket2::SockRef::from(&self.stream).set_linger(Some(Duration::ZERO));
+            }
+            cx.close();
+            return Turn::Done;
+        }
+        arm_timer(&mut self.timer, core.poll_timeout(), cx);
+        if !blocked && !core.transmit().is_empty() {
+            // Queued by callbacks after this turn's write, with room in the socket.
+            turn = Turn::Again;
+        }
+        turn
+    }
+
+    /// Publishes the turn's counters and buffer sizes to the owner.
+    fn publish(&mut self) {
+        let Some(core) = self.core.as_mut() else {
+            return;
+        };
+        let counters = self.owner.counters();
+        counters.add(&core.take_tally());
+        let held = (core.held_recv(), core.queued());
+        if held != self.published {
+            let delta = |now: usize, before: usize| now as i64 - before as i64;
+            counters
+                .recv_buffer_bytes
+                .fetch_add(delta(held.0, self.published.0), Ordering::Relaxed);
+            counters
+                .send_queue_bytes
+                .fetch_add(delta(held.1, self.published.1), Ordering::Relaxed);
+            self.published = held;
+        }
+    }
+}
+
+/// Whether a non-blocking connect has completed (`Ok(false)`: still under way).
+fn check_connected(stream: &TcpStream, addr: SocketAddr) -> Result<bool, CloseReason> {
+    let failed = |e: io::Error| match e.kind() {
+        io::ErrorKind::ConnectionRefused => CloseReason::Refused(addr),
+        kind => CloseReason::ConnectFailed {
+            addr,
+            kind,
+            message: e.to_string(),
+        },
+    };
+    if let Ok(Some(e)) | Err(e) = stream.take_error() {
+        return Err(failed(e));
+    }
+    match stream.peer_addr() {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(false),
+        Err(e) => Err(failed(e)),
+    }
+}
+
+/// Reads and feeds the core within the turn's budget. Returns whether input may still be
+/// waiting (the budget ran out).
+fn read<C: Framing, H: TcpHandler>(
+    stream: &mut TcpStream,
+    core: &mut SessionCore<C, H>,
+    cx: &mut Context<'_>,
+    ready: Ready,
+) -> bool {
+    let now = cx.now();
+    let budget = cx.budget();
+    let (mut reads, mut bytes) = (0u32, 0usize);
+    while core.wants_read() {
+        if reads == budget.operations || bytes >= budget.bytes {
+            return true;
+        }
+        let (result, asked) = match core.direct_read_buf() {
+            Some(buf) => (stream.read(buf).map(|n| (n, true)), buf.len()),
+            None => {
+                let scratch = cx.scratch();
+                (stream.read(scratch).map(|n| (n, false)), scratch.len())
+            }
+        };
+        reads += 1;
+        cx.counters().add_reads(1);
+        core.count_read();
+        match result {
+            Ok((0, _)) => {
+                core.handle_eof(now);
+                return false;
+            }
+            Ok((n, direct)) => {
+                bytes += n;
+                if direct {
+                    core.handle_read_direct(now, n);
+                } else {
+                    core.handle_read(now, &cx.scratch()[..n]);
+                }
+                // A short read drained the socket, unless the peer's end of stream came with
+                // this edge: then read on until it shows.
+                if n < asked && !ready.contains(Ready::READ_CLOSED) {
+                    core.release_idle_buffers();
+                    return false;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                core.release_idle_buffers();
+                return false;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                core.handle_error(CloseReason::io(&e));
+                return false;
+            }
+        }
+    }
+    false
+}
+
+/// One write of what the core offers. Returns (the socket is full, reading resumed).
+fn write_once<C: Framing, H: TcpHandler>(
+    stream: &mut TcpStream,
+    core: &mut SessionCore<C, H>,
+    cx: &mut Context<'_>,
+    now: Instant,
+) -> (bool, bool) {
+    let bytes = core.transmit();
+    if bytes.is_empty() {
+        return (false, false);
+    }
+    let len = bytes.len();
+    let result = stream.write(bytes);
+    cx.counters().add_writes(1);
+    core.count_write();
+    match result {
+        // A partial write filled the socket: its next writable edge will come.
+        Ok(n) => (n < len, core.handle_written(now, n)),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => (true, false),
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => (false, false),
+        Err(e) => {
+            core.handle_error(CloseReason::io(&e));
+            (true, false)
+        }
+    }
+}
+
+/// Keeps one reactor timer at or before the core's next deadline. A deadline that moved later
+/// (idle time after new input) keeps the earlier timer: it fires, finds nothing due, and the
+/// timer is set again — one timer operation per idle period instead of one per turn.
+fn arm_timer(armed: &mut Option<(TimerId, Instant)>, want: Option<Instant>, cx: &mut Context<'_>) {
+    let Some(want) = want else { return };
+    if armed.is_some_and(|(_, at)| at <= want) {
+        return;
+    }
+    if let Some((timer, _)) = armed.take() {
+        cx.cancel_timer(timer);
+    }
+    let delay = want.saturating_duration_since(cx.now());
+    *armed = Some((cx.set_timer(delay, None), want));
+}
+
+impl<C: Framing, H: TcpHandler> Handler for Conn<C, H> {
+    fn source(&mut self) -> &mut dyn mio::event::Source {
+        &mut self.stream
+    }
+
+    fn on_ready(&mut self, cx: &mut Context<'_>, ready: Ready) -> Turn {
+        let now = cx.now();
+        if self
+            .core
+            .as_ref()
+            .is_some_and(|c| matches!(c.state(), State::Connecting { .. }))
+        {
+            self.connect(now);
+        }
+        let Some(core) = self.core.as_mut() else {
+            return Turn::Done;
+        };
+        if self.owner.stopping() {
+            core.stop(now);
+        }
+        let mut turn = Turn::Done;
+        if core.wants_read() && (ready.is_readable() || self.read_more) {
+            self.read_more = read(&mut self.stream, core, cx, ready);
+            if self.read_more {
+                turn = Turn::Again;
+            }
+        }
+        self.finish_turn(cx, turn)
+    }
+
+    fn on_timer(&mut self, cx: &mut Context<'_>, timer: TimerId) -> Turn {
+        if self.timer.is_some_and(|(armed, _)| armed == timer) {
+            self.timer = None;
+            if let Some(core) = self.core.as_mut() {
+                core.handle_timeout(cx.now());
+            }
+        }
+        self.finish_turn(cx, Turn::Done)
+    }
+
+    fn on_close(&mut self, reason: ark_reactor::CloseReason) {
+        let Some(mut core) = self.core.take() else {
+            return;
+        };
+        let reason = core.report_close(match reason {
+            ark_reactor::CloseReason::Stopped => CloseReason::Stopped,
+            ark_reactor::CloseReason::Closed => CloseReason::Local,
+            ark_reactor::CloseReason::RegistrationFailed(kind) => CloseReason::Io {
+                kind,
+                message: "registering the socket with the reactor failed".to_string(),
+            },
+        });
+        let counters = self.owner.counters();
+        counters.add(&core.take_tally());
+        counters
+            .recv_buffer_bytes
+            .fetch_sub(self.published.0 as i64, Ordering::Relaxed);
+        counters
+            .send_queue_bytes
+            .fetch_sub(self.published.1 as i64, Ordering::Relaxed);
+        if self.opened {
+            counters.sessions_open.fetch_sub(1, Ordering::Relaxed);
+        }
+        let id = core.info().id;
+        self.owner
+            .clone()
+            .closed(id, &reason, core.into_handler(), &self.reactor);
+    }
+}
