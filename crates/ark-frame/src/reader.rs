@@ -316,8 +316,9 @@ impl<D: Decoder> FrameReader<D> {
 
     /// Room for more of the pending frame's missing bytes, for reading from a socket directly
     /// into the buffer; follow with [`commit`](Self::commit) and a `feed(&[], ..)`. The room
-    /// grows with what has arrived (at most the bytes already buffered, or the initial
-    /// capacity, more per call), never with the announced length alone.
+    /// grows with what has arrived (by at most the bytes already buffered, or the initial
+    /// capacity, and only once less than half of that is left), never with the announced
+    /// length alone.
     ///
     /// # Errors
     /// A [`DecodeError::Buffer`] if the buffer cannot grow.
@@ -325,7 +326,10 @@ impl<D: Decoder> FrameReader<D> {
         let step = self
             .pending_remaining()
             .min(self.buf.len().max(self.buf.initial_capacity()));
-        self.buf.reserve(step)?;
+        // Grow (doubling) only once the room left is under half a step.
+        if self.buf.spare_mut().len() < step / 2 {
+            self.buf.reserve(step)?;
+        }
         Ok(self.buf.spare_mut())
     }
 
