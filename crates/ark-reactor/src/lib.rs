@@ -36,6 +36,7 @@
 
 mod config;
 mod context;
+mod deadlines;
 #[cfg(test)]
 mod delivery_tests;
 mod handle;
@@ -50,6 +51,7 @@ mod worker;
 
 pub use config::ReactorConfig;
 pub use context::{Budget, Context};
+pub use deadlines::Deadlines;
 pub use handle::ReactorHandle;
 pub use lifecycle::{Lifecycle, Member};
 pub use pool::{IoModel, Placement, ReactorPool, Runtime, SourceRef, release_pool};

@@ -201,7 +201,7 @@ impl<C: Framing> TcpClientBuilder<C> {
             backoff: Mutex::new(self.reconnect.map_or(Duration::ZERO, |r| r.initial)),
             connected: AtomicBool::new(false),
             addr,
-            config: Arc::new(self.config),
+            config: Arc::new(self.config.normalized()),
             codec: self.codec,
             session: Mutex::new(None),
             attempts: AtomicU64::new(0),

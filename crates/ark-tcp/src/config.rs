@@ -49,6 +49,11 @@ pub struct SessionConfig {
     /// session closes with `CloseReason::FrameStalled`. Bounds what a peer that sends a few
     /// bytes and stalls (slowloris) can hold. Default 10 s; `None` disables it.
     pub stall_timeout: Option<Duration>,
+    /// Queued bytes must keep leaving: with bytes queued and none written for this long (the
+    /// peer stopped reading), the session is reset and the queue dropped
+    /// (`CloseReason::WriteStalled`). Bounds how long a peer that never reads can hold a
+    /// session and its queue. Default 30 s; `None` disables it.
+    pub write_stall_timeout: Option<Duration>,
 }
 
 impl Default for SessionConfig {
@@ -65,7 +70,17 @@ impl Default for SessionConfig {
             low_watermark: 1024 * 1024,
             close_timeout: Duration::from_secs(10),
             stall_timeout: Some(Duration::from_secs(10)),
+            write_stall_timeout: Some(Duration::from_secs(30)),
         }
+    }
+}
+
+impl SessionConfig {
+    /// The configuration with its watermarks put in order: low ≤ high ≤ send limit.
+    pub(crate) fn normalized(mut self) -> Self {
+        self.high_watermark = self.high_watermark.min(self.send_limit);
+        self.low_watermark = self.low_watermark.min(self.high_watermark);
+        self
     }
 }
 

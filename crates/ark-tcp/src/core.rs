@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ark_frame::{Decoder, Encoder, Flow, FrameReader, RecvBuf};
+use ark_reactor::{Deadlines, TimerId};
 
 use crate::config::SessionConfig;
 use crate::session::{CloseReason, SendError, Session, SessionInfo, TcpHandler};
@@ -113,6 +114,10 @@ pub(crate) struct Link {
     now: Instant,
     /// A send was refused (or reading paused): call `on_writable` once the queue drains.
     wants_writable: bool,
+    /// When queued bytes last left (or the queue last became non-empty).
+    last_tx: Instant,
+    /// The handler's timers.
+    timers: Deadlines,
     tally: TurnTally,
 }
 
@@ -138,7 +143,20 @@ impl Link {
                 limit,
             });
         }
+        if queued == 0 {
+            self.last_tx = self.now;
+        }
         Ok(self.queue.tail())
+    }
+
+    /// Starts a handler timer due `after` from now.
+    pub(crate) fn set_timer(&mut self, after: Duration) -> TimerId {
+        self.timers.insert(self.now + after)
+    }
+
+    /// Cancels a handler timer; `true` if it was pending.
+    pub(crate) fn cancel_timer(&mut self, timer: TimerId) -> bool {
+        self.timers.cancel(timer)
     }
 
     /// Appends all of `bytes` (swapping buffers when nothing is queued) and empties it.
@@ -190,6 +208,11 @@ impl Link {
     }
 }
 
+/// The earliest of some optional instants.
+fn earliest<const N: usize>(instants: [Option<Instant>; N]) -> Option<Instant> {
+    instants.into_iter().flatten().min()
+}
+
 /// One TCP session without IO: framing, send queue, phase, deadlines and the handler.
 pub(crate) struct SessionCore<C: Framing, H: TcpHandler> {
     handler: H,
@@ -229,6 +252,8 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
                 config,
                 now,
                 wants_writable: false,
+                last_tx: now,
+                timers: Deadlines::default(),
                 tally: TurnTally::default(),
             },
             info,
@@ -412,6 +437,9 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
         self.link.now = now;
         self.link.queue.consume(n);
         self.link.tally.bytes_out += n as u64;
+        if n > 0 {
+            self.link.last_tx = now;
+        }
         if self.link.queue.len() > self.link.config.low_watermark {
             return false;
         }
@@ -449,24 +477,31 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
         true
     }
 
-    /// The earliest deadline the session has (connect, idle, stalled frame, close).
+    /// The earliest deadline the session has (connect, idle, stalled frame or write, close,
+    /// the handler's timers).
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
         let config = &self.link.config;
-        match &self.link.state {
+        let phase = match &self.link.state {
             State::Connecting { deadline, .. } => *deadline,
-            State::Open => {
-                let idle = config.idle_timeout.map(|t| self.last_rx + t);
-                let stall = self.stalled_frame().map(|t| self.last_rx + t);
-                match (idle, stall) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                }
-            }
-            State::Closing { deadline, .. } | State::ShutdownSent { deadline, .. } => {
-                Some(*deadline)
-            }
-            State::Closed(_) => None,
-        }
+            State::Open => earliest([
+                config.idle_timeout.map(|t| self.last_rx + t),
+                self.stalled_frame().map(|t| self.last_rx + t),
+                self.stalled_write().map(|t| self.link.last_tx + t),
+            ]),
+            State::Closing { deadline, .. } => earliest([
+                Some(*deadline),
+                self.stalled_write().map(|t| self.link.last_tx + t),
+            ]),
+            State::ShutdownSent { deadline, .. } => Some(*deadline),
+            State::Closed(_) => return None,
+        };
+        earliest([phase, self.link.timers.earliest()])
+    }
+
+    /// The write stall timeout, if bytes wait to be written.
+    fn stalled_write(&self) -> Option<Duration> {
+        let waiting = self.link.queue.len() > 0;
+        self.link.config.write_stall_timeout.filter(|_| waiting)
     }
 
     /// The stall timeout, if a frame has started to arrive while reading goes on.
@@ -475,11 +510,31 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
         self.link.config.stall_timeout.filter(|_| started)
     }
 
-    /// Applies every deadline passed at `now`.
+    /// Applies every deadline passed at `now`, then runs the handler's due timers.
     pub(crate) fn handle_timeout(&mut self, now: Instant) {
         self.link.now = now;
+        self.expire_phase(now);
+        while !matches!(self.link.state, State::Closed(_))
+            && let Some(timer) = self.link.timers.pop_due(now)
+        {
+            self.with_session(|h, s| h.on_timer(s, timer));
+        }
+    }
+
+    /// The session's own deadlines: connect, idle, stalls, close.
+    fn expire_phase(&mut self, now: Instant) {
         let config = self.link.config.clone();
         let expired = |deadline: Instant| now >= deadline;
+        if let Some(after) = self
+            .stalled_write()
+            .filter(|&t| expired(self.link.last_tx + t))
+            .filter(|_| matches!(self.link.state, State::Open | State::Closing { .. }))
+        {
+            let unsent = self.link.queue.len();
+            self.link
+                .finish(CloseReason::WriteStalled { unsent, after });
+            return;
+        }
         match &self.link.state {
             State::Connecting {
                 since,

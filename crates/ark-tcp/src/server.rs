@@ -84,11 +84,24 @@ macro_rules! session_options {
             self
         }
 
-        /// Send-queue limit and the low/high watermarks.
-        pub fn send_queue(mut self, limit: usize, low: usize, high: usize) -> Self {
-            self.config.send_limit = limit;
-            self.config.low_watermark = low.min(limit);
-            self.config.high_watermark = high.clamp(self.config.low_watermark, limit);
+        /// Most bytes a session may queue for sending; a send past it fails with
+        /// `SendError::Full`. Default 16 MiB.
+        pub fn send_limit(mut self, bytes: usize) -> Self {
+            self.config.send_limit = bytes;
+            self
+        }
+
+        /// Queued bytes at which a session stops reading while its answers pile up
+        /// (backpressure to the peer). Default 8 MiB; at most `send_limit`.
+        pub fn high_watermark(mut self, bytes: usize) -> Self {
+            self.config.high_watermark = bytes;
+            self
+        }
+
+        /// Queued bytes at or under which reading resumes and `on_writable` runs. Default
+        /// 1 MiB; at most the high watermark.
+        pub fn low_watermark(mut self, bytes: usize) -> Self {
+            self.config.low_watermark = bytes;
             self
         }
 
@@ -102,6 +115,13 @@ macro_rules! session_options {
         /// `SessionConfig::stall_timeout`); `None` disables it.
         pub fn stall_timeout(mut self, timeout: Option<Duration>) -> Self {
             self.config.stall_timeout = timeout;
+            self
+        }
+
+        /// How long queued bytes may wait with none written before the session is reset
+        /// (see `SessionConfig::write_stall_timeout`); `None` disables it.
+        pub fn write_stall_timeout(mut self, timeout: Option<Duration>) -> Self {
+            self.config.write_stall_timeout = timeout;
             self
         }
 
@@ -231,7 +251,7 @@ impl<C: Framing> TcpServerBuilder<C> {
             listener,
             codec,
             factory,
-            config: Arc::new(self.config),
+            config: Arc::new(self.config.normalized()),
             shared: shared.clone(),
             handles: pool.handles().to_vec(),
             next: 0,

@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use ark_frame::{DecodeError, EncodeError, Encoder};
+use ark_reactor::TimerId;
 
 use crate::core::Link;
 
@@ -45,6 +46,16 @@ pub enum CloseReason {
         /// Bytes of the incomplete frame that had arrived.
         buffered: usize,
         /// The stall timeout.
+        after: Duration,
+    },
+    /// Bytes were queued and none could be written for the write stall timeout
+    /// (`SessionConfig::write_stall_timeout`): the peer stopped reading. The unsent bytes
+    /// were dropped and the connection reset.
+    #[error("the peer stopped reading: nothing written for {after:?}, {unsent} bytes dropped")]
+    WriteStalled {
+        /// Queued bytes that were dropped.
+        unsent: usize,
+        /// The write stall timeout.
         after: Duration,
     },
     /// A graceful close (for `cause`) did not finish within the close timeout
@@ -104,7 +115,10 @@ impl CloseReason {
     pub(crate) fn resets(&self) -> bool {
         matches!(
             self,
-            CloseReason::Aborted | CloseReason::Frame(_) | CloseReason::Unflushed { .. }
+            CloseReason::Aborted
+                | CloseReason::Frame(_)
+                | CloseReason::Unflushed { .. }
+                | CloseReason::WriteStalled { .. }
         )
     }
 }
@@ -236,6 +250,17 @@ impl Session<'_> {
         self.link.append(bytes)
     }
 
+    /// Starts a timer: [`TcpHandler::on_timer`] runs with its id once `after` has passed
+    /// (one-shot; set it again from `on_timer` to repeat). Timers end with the session.
+    pub fn set_timer(&mut self, after: Duration) -> TimerId {
+        self.link.set_timer(after)
+    }
+
+    /// Cancels a timer of this session; `true` if it was pending (it will not fire).
+    pub fn cancel_timer(&mut self, timer: TimerId) -> bool {
+        self.link.cancel_timer(timer)
+    }
+
     /// Closes gracefully: no more sends; everything queued is written, writing is shut down,
     /// and the session closes when the peer ends its side. The peer's messages are delivered
     /// meanwhile. The whole close takes at most `close_timeout`; past it what is unsent is
@@ -265,6 +290,11 @@ pub trait TcpHandler: Send + 'static {
     /// The send queue drained to the low watermark after a `SendError::Full` or a read pause.
     fn on_writable(&mut self, session: &mut Session<'_>) {
         let _ = session;
+    }
+
+    /// A timer set with [`Session::set_timer`] fired.
+    fn on_timer(&mut self, session: &mut Session<'_>, timer: TimerId) {
+        let _ = (session, timer);
     }
 
     /// The server or client is stopping: the last moment to send a goodbye. The session then

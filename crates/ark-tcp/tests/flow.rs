@@ -66,7 +66,9 @@ fn a_slow_reader_gets_full_then_writable_without_spinning() {
     let (f, w) = (fulls.clone(), writables.clone());
     let server = TcpServer::builder()
         .bind("127.0.0.1:0".parse().unwrap())
-        .send_queue(1024 * 1024, 256 * 1024, 1024 * 1024)
+        .send_limit(1024 * 1024)
+        .high_watermark(1024 * 1024)
+        .low_watermark(256 * 1024)
         .socket_buffers(Some(32 * 1024), None)
         .start(move |_| Flooder {
             chunk: vec![0x5a; CHUNK],

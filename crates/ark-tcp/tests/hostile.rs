@@ -24,7 +24,11 @@ fn connect(addr: SocketAddr) -> TcpStream {
 fn wait_for(server: &TcpServerHandle, what: &str, done: impl Fn(&TcpStats) -> bool) {
     let deadline = Instant::now() + TIMEOUT;
     while !done(&server.stats()) {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}: {:?}", server.stats());
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}: {:?}",
+            server.stats()
+        );
         std::thread::sleep(Duration::from_millis(2));
     }
 }
@@ -52,7 +56,9 @@ fn a_half_closed_client_gets_every_echo_before_the_end_of_stream() {
         writer.shutdown(Shutdown::Write).unwrap();
     });
     let mut received = Vec::new();
-    client.read_to_end(&mut received).expect("the stream ends with a FIN, not a reset");
+    client
+        .read_to_end(&mut received)
+        .expect("the stream ends with a FIN, not a reset");
     sending.join().unwrap();
     assert_eq!(
         received.len(),
@@ -82,7 +88,9 @@ fn an_announced_length_costs_only_the_bytes_that_arrive() {
         s.write_all(&[1]).unwrap();
         liars.push(s);
     }
-    wait_for(&server, "every liar's 5 bytes", |s| s.bytes_in >= LIARS as u64 * 5);
+    wait_for(&server, "every liar's 5 bytes", |s| {
+        s.bytes_in >= LIARS as u64 * 5
+    });
     let held = server.stats().recv_buffer_bytes;
     assert!(
         held <= LIARS as u64 * 4096,
@@ -96,7 +104,9 @@ fn an_announced_length_costs_only_the_bytes_that_arrive() {
     assert!(echo == frame(9));
     // When they leave, their buffers go with them.
     drop(liars);
-    wait_for(&server, "the liars' sessions to close", |s| s.sessions_open == 1);
+    wait_for(&server, "the liars' sessions to close", |s| {
+        s.sessions_open == 1
+    });
     assert_eq!(server.stats().recv_buffer_bytes, 0);
     let closes = closes.lock().unwrap();
     assert_eq!(closes.len(), LIARS);
@@ -228,7 +238,9 @@ fn a_graceful_stop_lets_every_session_say_goodbye() {
     let g = goodbyes.clone();
     let server = TcpServer::builder()
         .bind("127.0.0.1:0".parse().unwrap())
-        .start(move |_| Polite { goodbyes: g.clone() })
+        .start(move |_| Polite {
+            goodbyes: g.clone(),
+        })
         .unwrap();
     let mut clients: Vec<TcpStream> = (0..3).map(|_| connect(server.local_addr())).collect();
     wait_for(&server, "three sessions", |s| s.sessions_open == 3);
@@ -246,6 +258,10 @@ fn a_graceful_stop_lets_every_session_say_goodbye() {
     let got = reading.join().unwrap();
     assert_eq!(goodbyes.load(Ordering::SeqCst), 3);
     for bytes in got {
-        assert_eq!(bytes, [0, 0, 0, 3, b'b', b'y', b'e'], "a goodbye frame, then a FIN");
+        assert_eq!(
+            bytes,
+            [0, 0, 0, 3, b'b', b'y', b'e'],
+            "a goodbye frame, then a FIN"
+        );
     }
 }

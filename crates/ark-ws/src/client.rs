@@ -81,13 +81,7 @@ impl WsClientBuilder {
         let mut tcp = TcpClient::builder()
             .framing(Raw::new().max_frame_len(64 * 1024))
             .connect_timeout(self.connect_timeout)
-            .idle_timeout(config.idle_timeout)
-            .close_timeout(config.close_timeout)
-            .send_queue(
-                config.write_buffer_limit.saturating_add(config.max_frame),
-                config.write_buffer_limit / 4,
-                config.write_buffer_limit.saturating_add(config.max_frame),
-            );
+            .session_config(config.session_config());
         if let Some(model) = self.io_model {
             tcp = tcp.io_model(model);
         }

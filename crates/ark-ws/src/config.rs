@@ -7,6 +7,9 @@ use tungstenite::protocol::WebSocketConfig;
 
 use crate::session::Request;
 
+/// Bytes of control frames (pongs, close) tungstenite may hold while the send queue is full.
+pub(crate) const CONTROL_BACKLOG: usize = 1024;
+
 /// Decides whether to accept an upgrade request: `Err((status, reason))` rejects it with that
 /// HTTP status.
 pub type UpgradeHook = Arc<dyn Fn(&Request) -> Result<(), (u16, String)> + Send + Sync>;
@@ -34,6 +37,13 @@ pub struct WsConfig {
     /// How long the close handshake may take before the connection is closed anyway.
     /// Default 30 s.
     pub close_timeout: Duration,
+    /// How long the opening handshake (the HTTP upgrade) may take from the TCP connection's
+    /// start; past it the connection is closed. Bounds what a peer that sends part of an
+    /// upgrade and stalls can hold. Default 10 s.
+    pub handshake_timeout: Duration,
+    /// With encoded frames waiting and none written for this long (the peer stopped reading),
+    /// the connection is reset and the frames dropped. Default 30 s; `None` disables it.
+    pub write_stall_timeout: Option<Duration>,
     /// Close a session that received nothing for this long. Default 1 hour.
     pub idle_timeout: Option<Duration>,
     /// Server: inspects the upgrade request and accepts or rejects it.
@@ -50,6 +60,8 @@ impl std::fmt::Debug for WsConfig {
             .field("read_buffer", &self.read_buffer)
             .field("write_buffer_limit", &self.write_buffer_limit)
             .field("close_timeout", &self.close_timeout)
+            .field("handshake_timeout", &self.handshake_timeout)
+            .field("write_stall_timeout", &self.write_stall_timeout)
             .field("idle_timeout", &self.idle_timeout)
             .field("upgrade_hook", &self.upgrade_hook.is_some())
             .finish()
@@ -66,6 +78,8 @@ impl Default for WsConfig {
             read_buffer: 4 * 1024,
             write_buffer_limit: 16 * 1024 * 1024,
             close_timeout: Duration::from_secs(30),
+            handshake_timeout: Duration::from_secs(10),
+            write_stall_timeout: Some(Duration::from_secs(30)),
             idle_timeout: Some(Duration::from_secs(3600)),
             upgrade_hook: None,
         }
@@ -74,13 +88,39 @@ impl Default for WsConfig {
 
 impl WsConfig {
     /// tungstenite's configuration: frames go straight to the in-memory stream (no write
-    /// buffering there; the limit is enforced by ark), sizes as configured.
+    /// buffering there; data frames bypass it and their limit is enforced by ark), sizes as
+    /// configured. While the send queue is full, tungstenite may hold at most
+    /// [`CONTROL_BACKLOG`] bytes of control frames; pongs beyond that collapse into the one
+    /// it owes last.
     pub(crate) fn tungstenite(&self) -> WebSocketConfig {
         WebSocketConfig::default()
             .read_buffer_size(self.read_buffer.max(1))
             .write_buffer_size(0)
-            .max_write_buffer_size(usize::MAX)
+            .max_write_buffer_size(CONTROL_BACKLOG)
             .max_message_size(Some(self.max_message))
             .max_frame_size(Some(self.max_frame))
+    }
+
+    /// The TCP sessions' settings for this configuration. The send queue has room for the
+    /// write-buffer limit plus one maximum frame and control frames; reading pauses when
+    /// answers pile up past half the write-buffer limit and resumes at a quarter (a peer that
+    /// sends and never reads then costs no CPU, and the pongs its pings owe stay bounded).
+    pub(crate) fn session_config(&self) -> ark_tcp::SessionConfig {
+        ark_tcp::SessionConfig {
+            nodelay: true,
+            idle_timeout: self.idle_timeout,
+            close_timeout: self.close_timeout,
+            send_limit: self
+                .write_buffer_limit
+                .saturating_add(self.max_frame)
+                .saturating_add(64 * 1024),
+            high_watermark: self.write_buffer_limit / 2,
+            low_watermark: self.write_buffer_limit / 4,
+            // The handshake deadline bounds a stalled upgrade; WebSocket frames are parsed by
+            // tungstenite, not by the TCP session's framing.
+            stall_timeout: None,
+            write_stall_timeout: self.write_stall_timeout,
+            ..ark_tcp::SessionConfig::default()
+        }
     }
 }

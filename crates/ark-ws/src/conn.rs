@@ -2,6 +2,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
+use ark_reactor::TimerId;
 use ark_tcp::{CloseReason, Session, TcpHandler};
 use tungstenite::handshake::client::ClientHandshake;
 use tungstenite::handshake::server::{Callback, ErrorResponse, Response, ServerHandshake};
@@ -93,6 +94,8 @@ pub(crate) struct WsConn<H> {
     reported: bool,
     /// This side is the client (masks its frames).
     client: bool,
+    /// The opening handshake's deadline.
+    handshake_timer: Option<TimerId>,
 }
 
 impl<H: WsHandler> WsConn<H> {
@@ -122,6 +125,7 @@ impl<H: WsHandler> WsConn<H> {
             close_received: None,
             reported: false,
             client: false,
+            handshake_timer: None,
         }
     }
 
@@ -137,6 +141,7 @@ impl<H: WsHandler> WsConn<H> {
             close_received: None,
             reported: false,
             client: true,
+            handshake_timer: None,
         }
     }
 
@@ -150,16 +155,21 @@ impl<H: WsHandler> WsConn<H> {
     }
 
     /// Moves encoded bytes to the TCP session's queue (one write per turn happens there).
-    /// Bytes the queue refuses (full) stay in the stream's outbox until `on_writable`.
+    /// While the queue is at the write-buffer limit, tungstenite's own writes (pongs) wait in
+    /// it (the latest pong owed replaces older ones); a close frame never waits.
     fn flush(&mut self, tcp: &mut Session<'_>) {
-        if let State::Open(ws) = &mut self.state {
-            let _ = ws.flush(); // writes into the in-memory stream; cannot block
-        }
+        let closing = self.close_sent.is_some() || self.close_received.is_some();
+        let blocked = !closing && tcp.queued_bytes() >= self.config.write_buffer_limit;
         let keep = self.config.read_buffer;
+        if let State::Open(ws) = &mut self.state {
+            ws.get_mut().blocked = blocked;
+            let _ = ws.flush(); // into the in-memory stream; WouldBlock while blocked
+        }
         let Some(stream) = self.stream() else { return };
         if !stream.outbox.is_empty() {
-            // Handed over without a copy when the TCP queue is empty; what the queue refuses
-            // (full) stays in the outbox until `on_writable`.
+            // Handed over without a copy when the TCP queue is empty. The queue's hard limit
+            // leaves room for the write-buffer limit, a frame and control frames, so it
+            // refuses only when the session is closing.
             let _ = tcp.append_raw(&mut stream.outbox);
         }
         stream.shrink_if_idle(keep);
@@ -208,20 +218,25 @@ impl<H: WsHandler> WsConn<H> {
         }
     }
 
-    /// Sends a close frame for a bad message and closes the connection after it.
+    /// Fails the connection for a bad message (RFC 6455 7.1.7): a close frame with `code`,
+    /// then the TCP connection closes; nothing more is read from the peer (tungstenite's
+    /// reading state is not to be trusted after such an error).
     fn fail(&mut self, tcp: &mut Session<'_>, code: CloseCode, reason: &str) {
         if let State::Open(ws) = &mut self.state
             && self.close_sent.is_none()
             && ws.can_write()
         {
+            self.close_sent = Some((u16::from(code), reason.to_string()));
+            ws.get_mut().blocked = false;
             let _ = ws.close(Some(CloseFrame {
                 code,
                 reason: reason.into(),
             }));
-            self.close_sent = Some((u16::from(code), reason.to_string()));
         }
         self.flush(tcp);
+        self.report_close();
         tcp.close();
+        self.state = State::Done;
     }
 
     /// Advances the handshake and reads every complete message.
@@ -311,6 +326,9 @@ impl<H: WsHandler> WsConn<H> {
 
     fn open(&mut self, tcp: &mut Session<'_>) {
         self.opened = true;
+        if let Some(timer) = self.handshake_timer.take() {
+            tcp.cancel_timer(timer);
+        }
         let request = self.request.take().unwrap_or_else(|| Request::new(()));
         if let State::Open(ws) = &mut self.state {
             let mut session =
@@ -357,6 +375,7 @@ enum Read {
 
 impl<H: WsHandler> TcpHandler for WsConn<H> {
     fn on_open(&mut self, tcp: &mut Session<'_>) {
+        self.handshake_timer = Some(tcp.set_timer(self.config.handshake_timeout));
         if let State::ClientPending(request) = &mut self.state {
             let request = request.take().unwrap_or_else(|| Request::new(()));
             self.request = Some(copy_request(&request));
@@ -387,6 +406,23 @@ impl<H: WsHandler> TcpHandler for WsConn<H> {
 
     fn on_writable(&mut self, tcp: &mut Session<'_>) {
         self.flush(tcp);
+    }
+
+    fn on_timer(&mut self, tcp: &mut Session<'_>, timer: TimerId) {
+        if self.handshake_timer != Some(timer) {
+            return;
+        }
+        self.handshake_timer = None;
+        match self.state {
+            State::Server(_) => {
+                let response = "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+                let _ = tcp.send_raw(response.as_bytes());
+            }
+            State::Client(_) | State::ClientPending(_) => {}
+            State::Open(_) | State::Done => return,
+        }
+        self.state = State::Done;
+        tcp.close();
     }
 
     fn on_close(&mut self, reason: &CloseReason) {

@@ -65,6 +65,19 @@ macro_rules! ws_options {
             self
         }
 
+        /// How long the opening handshake may take (default 10 s).
+        pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
+            self.config.handshake_timeout = timeout;
+            self
+        }
+
+        /// How long encoded frames may wait with none written (a peer that stopped reading)
+        /// before the connection is reset (default 30 s; `None` disables).
+        pub fn write_stall_timeout(mut self, timeout: Option<Duration>) -> Self {
+            self.config.write_stall_timeout = timeout;
+            self
+        }
+
         /// Idle timeout (default 1 h; `None` disables).
         pub fn idle_timeout(mut self, timeout: Option<Duration>) -> Self {
             self.config.idle_timeout = timeout;
@@ -133,14 +146,7 @@ impl WsServerBuilder {
         let mut tcp = TcpServer::builder()
             .bind(addr)
             .framing(Raw::new().max_frame_len(64 * 1024))
-            .nodelay(true)
-            .idle_timeout(config.idle_timeout)
-            .close_timeout(config.close_timeout)
-            .send_queue(
-                config.write_buffer_limit.saturating_add(config.max_frame),
-                config.write_buffer_limit / 4,
-                config.write_buffer_limit.saturating_add(config.max_frame),
-            );
+            .session_config(config.session_config());
         if let Some(model) = self.io_model {
             tcp = tcp.io_model(model);
         }

@@ -94,9 +94,17 @@ impl WsSession<'_> {
     }
 
     fn write(&mut self, message: Message) -> Result<(), SendError> {
-        // Writing into the in-memory stream cannot block; a protocol error here means the
-        // connection is closing.
-        self.ws.write(message).map_err(|_| SendError::Closed)
+        // The in-memory stream blocks only while the send queue is at its limit; the frame
+        // then waits in tungstenite (bounded), or is refused as `Full` past that.
+        match self.ws.write(message) {
+            Ok(()) => Ok(()),
+            Err(tungstenite::Error::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(()),
+            Err(tungstenite::Error::WriteBufferFull(_)) => Err(SendError::Full {
+                queued: self.tcp_queued,
+                limit: self.limit,
+            }),
+            Err(_) => Err(SendError::Closed),
+        }
     }
 
     /// Queues `message`: an echo can send back the [`Message`] it received. Data messages are
@@ -138,8 +146,12 @@ impl WsSession<'_> {
     /// RFC 6455 requires), instead of through tungstenite's frame buffer.
     fn write_data(&mut self, opcode: Data, payload: &[u8]) -> Result<(), SendError> {
         self.check(payload.len())?;
-        // What tungstenite still holds (a pong it owes) goes first.
-        self.ws.flush().map_err(|_| SendError::Closed)?;
+        // What tungstenite still holds (a pong it owes) goes first, if the queue has room.
+        match self.ws.flush() {
+            Ok(()) => {}
+            Err(tungstenite::Error::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(_) => return Err(SendError::Closed),
+        }
         let header = FrameHeader {
             is_final: true,
             rsv1: false,
@@ -189,6 +201,8 @@ impl WsSession<'_> {
             code: CloseCode::from(code),
             reason: reason.into(),
         };
+        // A close frame never waits behind a full queue.
+        self.ws.get_mut().blocked = false;
         let _ = self.ws.close(Some(frame));
     }
 }

@@ -15,6 +15,10 @@ pub(crate) struct MemStream {
     /// The most bytes each buffer held since it was last idle: what the traffic needs.
     peak_in: usize,
     peak_out: usize,
+    /// The send queue is at its limit: tungstenite's own writes (automatic pongs) wait.
+    /// tungstenite then keeps only the latest pong it owes (RFC 6455 5.5.3) and writes it
+    /// once the queue has room.
+    pub(crate) blocked: bool,
 }
 
 impl MemStream {
@@ -110,6 +114,9 @@ impl Read for MemStream {
 
 impl Write for MemStream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.blocked {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
         self.outbox.extend_from_slice(buf);
         self.peak_out = self.peak_out.max(self.outbox.len());
         Ok(buf.len())

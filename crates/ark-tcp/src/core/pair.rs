@@ -18,6 +18,7 @@ pub(super) enum Seen {
     Message(Vec<u8>),
     Writable,
     Stopping,
+    Timer(ark_reactor::TimerId),
     Closed(CloseReason),
 }
 
@@ -64,6 +65,9 @@ impl TcpHandler for Scripted {
     }
     fn on_writable(&mut self, _: &mut Session<'_>) {
         self.log.lock().unwrap().push(Seen::Writable);
+    }
+    fn on_timer(&mut self, _: &mut Session<'_>, timer: ark_reactor::TimerId) {
+        self.log.lock().unwrap().push(Seen::Timer(timer));
     }
     fn on_stopping(&mut self, session: &mut Session<'_>) {
         self.log.lock().unwrap().push(Seen::Stopping);
@@ -303,6 +307,16 @@ impl Pair {
             .core
             .with_session(|_, s| s.send(frame))
             .expect("room in the server's queue");
+    }
+
+    /// The server's application sets a timer.
+    pub(super) fn server_timer(&mut self, after: Duration) -> ark_reactor::TimerId {
+        self.server.core.with_session(|_, s| s.set_timer(after))
+    }
+
+    /// The server's application cancels a timer.
+    pub(super) fn server_cancel(&mut self, timer: ark_reactor::TimerId) -> bool {
+        self.server.core.with_session(|_, s| s.cancel_timer(timer))
     }
 
     /// The server's application aborts its session.

@@ -313,3 +313,57 @@ fn a_connect_that_never_completes_times_out() {
     assert_eq!(reason, CloseReason::ConnectTimeout(Duration::from_secs(3)));
     assert_eq!(*log.lock().unwrap(), [Seen::Closed(reason)]);
 }
+
+#[test]
+fn handler_timers_fire_in_deadline_order_and_cancelled_ones_never() {
+    let mut pair = Pair::new(Scripted::default(), Scripted::default(), config());
+    let late = pair.server_timer(Duration::from_millis(300));
+    let early = pair.server_timer(Duration::from_millis(100));
+    let cancelled = pair.server_timer(Duration::from_millis(200));
+    assert!(pair.server_cancel(cancelled));
+    assert!(!pair.server_cancel(cancelled));
+    pair.advance(Duration::from_millis(99));
+    assert!(
+        !pair
+            .server
+            .seen()
+            .iter()
+            .any(|s| matches!(s, Seen::Timer(_)))
+    );
+    pair.advance(Duration::from_millis(300));
+    let fired: Vec<Seen> = pair
+        .server
+        .seen()
+        .into_iter()
+        .filter(|s| matches!(s, Seen::Timer(_)))
+        .collect();
+    assert_eq!(fired, [Seen::Timer(early), Seen::Timer(late)]);
+}
+
+#[test]
+fn a_peer_that_stops_reading_is_reset_after_the_write_stall_timeout() {
+    let config = SessionConfig {
+        write_stall_timeout: Some(Duration::from_secs(3)),
+        ..config()
+    };
+    let server = Scripted {
+        greet: frames(100, 4096),
+        ..Scripted::default()
+    };
+    let mut pair = Pair::with(Scripted::default(), config.clone(), server, config, |p| {
+        p.client.reading = false;
+        p.client.window = 64 * 1024;
+    });
+    assert!(pair.server.core.queued() > 0);
+    pair.advance(Duration::from_millis(2999));
+    assert_eq!(pair.server.closed(), None);
+    pair.advance(Duration::from_millis(1));
+    match pair.server.closed() {
+        Some(CloseReason::WriteStalled { unsent, after }) => {
+            assert!(unsent > 0);
+            assert_eq!(after, Duration::from_secs(3));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(pair.server.core.queued(), 0);
+}
