@@ -22,8 +22,10 @@ pub struct UdpConfig {
     /// A session with no datagram for this long is closed. Default 60 s; `None` keeps
     /// sessions until stop.
     pub session_expiry: Option<Duration>,
-    /// Most sessions per socket; datagrams from further new peers are dropped and counted.
-    /// Default 100,000.
+    /// Most sessions per socket. When the table is full, a new peer's first datagram evicts
+    /// the least recently active of a few sampled sessions (`CloseReason::Evicted`), so a
+    /// flood from spoofed addresses cannot lock new peers out; sessions that keep talking
+    /// stay. Default 100,000.
     pub max_sessions: usize,
     /// Most bytes queued for sending per socket before `SendError::Full`. Default 4 MiB.
     pub send_queue_limit: usize,

@@ -1,6 +1,5 @@
 //! One UDP socket as an ark-reactor source: batched receive, per-peer sessions, batched send.
 
-use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
@@ -11,6 +10,7 @@ use ark_reactor::{Context, Handler, Ready, TimerId, Turn};
 use mio::net::UdpSocket;
 
 use crate::config::UdpConfig;
+use crate::peers::Peers;
 use crate::session::{CloseReason, DatagramError, UdpHandler, UdpSession};
 use crate::stats::{UdpCounters, UdpStats};
 use crate::sys::{RecvBatch, SendBatch};
@@ -18,15 +18,10 @@ use crate::sys::{RecvBatch, SendBatch};
 /// Makes the handler of a new peer's session.
 pub(crate) type Factory<H> = Arc<dyn Fn(SocketAddr) -> H + Send + Sync>;
 
-pub(crate) struct Peer<H> {
-    handler: H,
-    last_seen: Instant,
-}
-
 pub(crate) enum Mode<H> {
     /// Sessions keyed by peer address, created on a peer's first datagram.
     Server {
-        sessions: HashMap<SocketAddr, Peer<H>>,
+        sessions: Peers<H>,
         factory: Factory<H>,
     },
     /// A connected socket with one session.
@@ -42,7 +37,7 @@ pub(crate) enum Mode<H> {
 impl<H> Mode<H> {
     pub(crate) fn server(factory: Factory<H>) -> Self {
         Mode::Server {
-            sessions: HashMap::new(),
+            sessions: Peers::default(),
             factory,
         }
     }
@@ -129,20 +124,21 @@ impl<H: UdpHandler> Endpoint<H> {
                             tally.truncated += 1;
                             continue;
                         }
-                        if sessions.len() >= config.max_sessions {
+                        if config.max_sessions == 0 {
                             tally.sessions_rejected += 1;
                             continue;
+                        }
+                        if sessions.len() >= config.max_sessions
+                            && let Some((_, mut evicted)) = sessions.evict()
+                        {
+                            evicted.on_close(&CloseReason::Evicted);
+                            tally.sessions_evicted += 1;
+                            tally.sessions_closed += 1;
                         }
                         let mut handler = factory(received.from);
                         handler.on_open(&mut session);
                         tally.sessions_opened += 1;
-                        &mut sessions
-                            .entry(received.from)
-                            .or_insert(Peer {
-                                handler,
-                                last_seen: now,
-                            })
-                            .handler
+                        &mut sessions.insert(received.from, handler, now).handler
                     }
                 }
                 Mode::Client { handler, .. } | Mode::Cast { handler, .. } => handler,
@@ -218,14 +214,13 @@ impl<H: UdpHandler> Endpoint<H> {
             return;
         };
         if let Mode::Server { sessions, .. } = &mut self.mode {
-            sessions.retain(|_, peer| {
-                let alive = now.saturating_duration_since(peer.last_seen) < expiry;
-                if !alive {
+            sessions.retain(
+                |peer| now.saturating_duration_since(peer.last_seen) < expiry,
+                |_, mut peer| {
                     peer.handler.on_close(&CloseReason::Expired(expiry));
                     tally.sessions_closed += 1;
-                }
-                alive
-            });
+                },
+            );
         }
     }
 
@@ -300,8 +295,8 @@ impl<H: UdpHandler> Handler for Endpoint<H> {
         let mut closed = 0;
         match &mut self.mode {
             Mode::Server { sessions, .. } => {
-                for (_, mut peer) in sessions.drain() {
-                    peer.handler.on_close(&CloseReason::Stopped);
+                for (_, mut handler) in sessions.drain() {
+                    handler.on_close(&CloseReason::Stopped);
                     closed += 1;
                 }
             }

@@ -53,6 +53,7 @@ mod client;
 mod config;
 mod endpoint;
 mod limits;
+mod peers;
 mod server;
 mod session;
 mod snmp;

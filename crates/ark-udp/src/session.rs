@@ -13,6 +13,10 @@ pub enum CloseReason {
     /// No datagram from the peer for the session expiry time.
     #[error("no datagram for {0:?} (session expiry)")]
     Expired(Duration),
+    /// The session table was full (`UdpConfig::max_sessions`) and this session was the least
+    /// recently active of those sampled: it made room for a new peer.
+    #[error("evicted to make room for a new peer (session table full)")]
+    Evicted,
     /// The server or client stopped.
     #[error("stopped")]
     Stopped,

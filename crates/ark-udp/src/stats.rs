@@ -38,9 +38,11 @@ macro_rules! counters {
 counters! {
     /// Sessions opened (first datagram from a new peer).
     sessions_opened,
-    /// Sessions closed (expired or stopped).
+    /// Sessions closed (expired, evicted or stopped).
     sessions_closed,
-    /// New peers turned away because `max_sessions` was reached.
+    /// Sessions evicted to make room for a new peer (the table was at `max_sessions`).
+    sessions_evicted,
+    /// New peers turned away (only with `max_sessions` 0).
     sessions_rejected,
     /// Datagrams received and delivered.
     datagrams_in,
