@@ -80,10 +80,10 @@ impl<H> Peers<H> {
     fn remove(&mut self, addr: &SocketAddr) -> Option<Peer<H>> {
         let peer = self.map.remove(addr)?;
         self.order.swap_remove(peer.slot);
-        if let Some(moved) = self.order.get(peer.slot) {
-            if let Some(p) = self.map.get_mut(moved) {
-                p.slot = peer.slot;
-            }
+        if let Some(moved) = self.order.get(peer.slot)
+            && let Some(p) = self.map.get_mut(moved)
+        {
+            p.slot = peer.slot;
         }
         Some(peer)
     }
