@@ -24,3 +24,4 @@ pub mod message;
 pub mod record;
 pub mod run;
 pub mod servers;
+pub mod signals;

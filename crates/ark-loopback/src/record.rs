@@ -84,6 +84,7 @@ pub struct Record {
     pub cpu_elapsed_seconds: f64,
     pub cpu_percent: f64,
     pub peak_rss_bytes: u64,
+    pub interrupted: bool,
     pub ok: bool,
     pub error: Option<String>,
 }

@@ -12,6 +12,7 @@ use crate::clients::{Core, PHASE_DRAIN, PHASE_MEASURED, Totals};
 use crate::endpoints::{ArkEndpoints, Endpoints};
 use crate::record::{Record, UdpKernel};
 use crate::servers::{Echo, ServerCounters};
+use crate::signals;
 
 /// Process CPU seconds (all threads).
 fn cpu_seconds() -> f64 {
@@ -83,6 +84,10 @@ pub fn main_for<E: Endpoints>(
         eprintln!("error: {message}");
         return ExitCode::from(2);
     }
+    if let Err(e) = signals::install() {
+        eprintln!("error: cannot handle SIGINT/SIGTERM: {e}");
+        return ExitCode::FAILURE;
+    }
     if args.role == Role::Server {
         return match serve::<E>(args) {
             Ok(record) => {
@@ -118,8 +123,8 @@ pub fn run_server(args: &Args) -> std::io::Result<serde_json::Value> {
     serve::<ArkEndpoints>(args)
 }
 
-/// Runs the server only (`--role server`) for warm-up + measured + drain + 5 s, then returns
-/// what it served.
+/// Runs the server only (`--role server`) for warm-up + measured + drain + 5 s (or until
+/// SIGINT/SIGTERM), then stops it gracefully and returns what it served.
 ///
 /// # Errors
 /// The IO threads or the server could not start.
@@ -132,7 +137,7 @@ pub fn serve<E: Endpoints>(args: &Args) -> std::io::Result<serde_json::Value> {
     };
     let addr = endpoints.start_server(args, echo)?;
     eprintln!("{} loopback server on {addr}", E::NAME);
-    std::thread::sleep(Duration::from_secs_f64(
+    let interrupted = signals::sleep_unless_stopped(Duration::from_secs_f64(
         args.warmup + args.seconds + args.drain + 5.0,
     ));
     let syscalls = endpoints.syscalls();
@@ -144,6 +149,7 @@ pub fn serve<E: Endpoints>(args: &Args) -> std::io::Result<serde_json::Value> {
         "protocol": protocol_name(args.protocol),
         "server_send_rejections": counters.send_rejections.load(Ordering::Relaxed),
         "syscalls": syscalls,
+        "interrupted": interrupted,
         "ok": true,
     }))
 }
@@ -214,7 +220,7 @@ fn measure_inner<E: Endpoints>(
         }
     }
 
-    std::thread::sleep(Duration::from_secs_f64(args.warmup));
+    let mut interrupted = signals::sleep_unless_stopped(Duration::from_secs_f64(args.warmup));
     let (cpu0, sys0, allocs0) = (
         cpu_seconds(),
         endpoints.syscalls(),
@@ -222,7 +228,9 @@ fn measure_inner<E: Endpoints>(
     );
     totals.phase.store(PHASE_MEASURED, Ordering::SeqCst);
     let started = Instant::now();
-    std::thread::sleep(Duration::from_secs_f64(args.seconds));
+    if !interrupted {
+        interrupted = signals::sleep_unless_stopped(Duration::from_secs_f64(args.seconds));
+    }
     totals.phase.store(PHASE_DRAIN, Ordering::SeqCst);
     let elapsed = started.elapsed().as_secs_f64();
     let (cpu1, sys1, allocs1) = (
@@ -281,7 +289,12 @@ fn measure_inner<E: Endpoints>(
     let warmup_ok = args.warmup == 0.0 || get(&totals.warmup_received) > 0;
     let unfinished = if udp { 0 } else { missing };
     let mut error = None;
-    if messages == 0 {
+    if interrupted {
+        error = Some(format!(
+            "interrupted by SIGINT/SIGTERM after {elapsed:.3} s of {} s measured; the figures cover that time",
+            args.seconds
+        ));
+    } else if messages == 0 {
         error = Some("no round trip completed in the measured phase".to_string());
     } else if errors > 0 {
         error = Some(format!(
@@ -349,6 +362,7 @@ fn measure_inner<E: Endpoints>(
         cpu_elapsed_seconds: elapsed,
         cpu_percent: cpu / elapsed * 100.0,
         peak_rss_bytes: peak_rss(),
+        interrupted,
         ok: error.is_none(),
         error,
         ..base_record(args, E::NAME)
@@ -433,6 +447,7 @@ fn base_record(args: &Args, implementation: &'static str) -> Record {
         cpu_elapsed_seconds: 0.0,
         cpu_percent: 0.0,
         peak_rss_bytes: peak_rss(),
+        interrupted: false,
         ok: false,
         error: None,
     }

@@ -208,3 +208,67 @@ fn server_and_client_in_two_processes() {
         assert!(String::from_utf8_lossy(&server_out.stdout).contains("\"role\":\"server\""));
     }
 }
+
+/// Starts the binary with `args`, sends it `signal` after `after`, and returns its exit code
+/// and last stdout line as JSON.
+fn run_signalled(args: &[&str], signal: i32, after: std::time::Duration) -> (Option<i32>, Value) {
+    let child = binary()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ark-loopback starts");
+    std::thread::sleep(after);
+    // SAFETY: kill(2) with the pid of a child this test owns and has not waited for yet.
+    let sent = unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+    assert_eq!(sent, 0, "the signal was delivered");
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let record = stdout
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or(Value::Null);
+    (out.status.code(), record)
+}
+
+#[test]
+fn sigint_and_sigterm_stop_gracefully_with_a_record_of_what_was_measured() {
+    let second = std::time::Duration::from_secs(1);
+    let run = [
+        "--protocol",
+        "tcp",
+        "--clients",
+        "2",
+        "--window",
+        "4",
+        "--seconds",
+        "60",
+        "--warmup",
+        "0.1",
+    ];
+    for (name, signal) in [("SIGINT", libc::SIGINT), ("SIGTERM", libc::SIGTERM)] {
+        let (code, record) = run_signalled(&run, signal, second);
+        assert_eq!(
+            code,
+            Some(1),
+            "{name}: not ok, but not killed either: {record}"
+        );
+        assert_eq!(record["interrupted"], true, "{name}: {record}");
+        assert!(record["messages"].as_u64().unwrap() > 0, "{name}: {record}");
+        assert!(
+            record["elapsed_seconds"].as_f64().unwrap() < 30.0,
+            "{name}: {record}"
+        );
+        assert_eq!(record["content_errors"], 0, "{name}: {record}");
+        assert_eq!(
+            record["unfinished_messages"], 0,
+            "{name}: drained: {record}"
+        );
+    }
+    let server = ["--role", "server", "--protocol", "tcp", "--seconds", "60"];
+    let (code, record) = run_signalled(&server, libc::SIGTERM, second);
+    assert_eq!(code, Some(0), "{record}");
+    assert_eq!(record["role"], "server");
+    assert_eq!(record["interrupted"], true, "{record}");
+}

@@ -11,7 +11,9 @@ use util::Echo;
 
 fn peer() -> UdpSocket {
     let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-    socket.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
     socket
 }
 
