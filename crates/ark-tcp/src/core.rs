@@ -279,8 +279,13 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
         }
     }
 
+    /// The handler.
+    pub(crate) fn handler(&self) -> &H {
+        &self.handler
+    }
+
     /// Runs `f` with the handler and a session view.
-    fn with_session<R>(&mut self, f: impl FnOnce(&mut H, &mut Session<'_>) -> R) -> R {
+    pub(crate) fn with_session<R>(&mut self, f: impl FnOnce(&mut H, &mut Session<'_>) -> R) -> R {
         let mut session = Session {
             info: &self.info,
             link: &mut self.link,

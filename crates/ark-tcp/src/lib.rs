@@ -60,6 +60,7 @@ mod driver;
 mod owner;
 mod server;
 mod session;
+mod sim;
 mod stats;
 
 pub use ark_reactor::Runtime;
@@ -68,4 +69,5 @@ pub use config::{Keepalive, SessionConfig};
 pub use core::Framing;
 pub use server::{TcpServer, TcpServerBuilder, TcpServerHandle};
 pub use session::{CloseReason, SendError, Session, TcpHandler};
+pub use sim::Simulator;
 pub use stats::TcpStats;

@@ -1,15 +1,16 @@
 //! A simulated pair of sessions for the core's tests (quinn-proto's `Pair` is the model): two
-//! [`SessionCore`]s joined by in-memory byte pipes with a bounded window, and a simulated
-//! clock. Whole connections run in microseconds, deterministically, with no socket.
+//! [`Simulator`]s joined by in-memory byte pipes with bounded windows, on one simulated clock.
+//! Whole connections run in microseconds, deterministically, with no socket.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ark_frame::LengthPrefix;
 
-use super::{SessionCore, State};
+use super::SessionCore;
 use crate::config::SessionConfig;
-use crate::session::{CloseReason, Session, SessionInfo, TcpHandler};
+use crate::session::{CloseReason, Session, TcpHandler};
+use crate::sim::Simulator;
 
 /// What a [`Scripted`] handler saw, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,56 +81,34 @@ impl TcpHandler for Scripted {
     }
 }
 
-/// One end of the pair: its core and what is in flight towards it.
+/// One end of the pair: a simulated session and how its peer treats it.
 pub(super) struct Side {
-    pub(super) core: SessionCore<LengthPrefix, Scripted>,
+    pub(super) sim: Simulator<LengthPrefix, Scripted>,
     pub(super) log: Log,
-    /// Bytes written by the other side and not yet read by this one.
-    inbound: Vec<u8>,
-    /// The other side shut down writing (seen after `inbound` is read).
-    inbound_fin: bool,
-    eof_seen: bool,
-    /// The other side reset the connection.
-    reset_by_peer: bool,
-    /// Most bytes `inbound` may hold: the socket buffers and window between the two.
+    /// Most bytes in flight towards this side: the socket buffers and window between the two.
     pub(super) window: usize,
-    /// Whether this side's application reads (false: a peer that does not read).
+    /// Whether this side reads (false: a peer that does not read).
     pub(super) reading: bool,
-    wrote_fin: bool,
-    reported: bool,
+    /// The other side's end of stream or reset has been passed on.
+    end_passed: bool,
 }
 
 impl Side {
-    fn new(handler: Scripted, config: SessionConfig, now: Instant, id: u64) -> Side {
+    fn new(handler: Scripted, config: SessionConfig, now: Instant) -> Side {
         let log = handler.log.clone();
-        let addr = format!("127.0.0.1:{}", 1000 + id).parse().unwrap();
-        let info = SessionInfo {
-            id,
-            peer: addr,
-            local: addr,
-            socket_buffers: (0, 0),
-        };
         let codec = LengthPrefix::default().max_frame_len(1024 * 1024);
-        let core = SessionCore::new(
-            handler,
-            codec,
-            Arc::new(config),
-            info,
-            now,
-            Some(Duration::from_secs(5)),
-        );
         Side {
-            core,
+            sim: Simulator::starting_at(handler, codec, config, now),
             log,
-            inbound: Vec::new(),
-            inbound_fin: false,
-            eof_seen: false,
-            reset_by_peer: false,
             window: 256 * 1024,
             reading: true,
-            wrote_fin: false,
-            reported: false,
+            end_passed: false,
         }
+    }
+
+    /// The session core.
+    pub(super) fn core(&self) -> &SessionCore<LengthPrefix, Scripted> {
+        self.sim.core()
     }
 
     pub(super) fn seen(&self) -> Vec<Seen> {
@@ -154,35 +133,9 @@ impl Side {
             _ => None,
         })
     }
-
-    /// Reads what arrived, in chunks of at most 64 KiB as a socket read would.
-    fn read(&mut self, now: Instant) -> bool {
-        if self.reset_by_peer && !self.core.state_is_closed() {
-            self.core.handle_error(CloseReason::Reset);
-            return true;
-        }
-        let mut progress = false;
-        while self.reading && self.core.wants_read() && !self.inbound.is_empty() {
-            let n = self.inbound.len().min(64 * 1024);
-            let chunk: Vec<u8> = self.inbound.drain(..n).collect();
-            self.core.handle_read(now, &chunk);
-            progress = true;
-        }
-        if self.reading
-            && self.core.wants_read()
-            && self.inbound.is_empty()
-            && self.inbound_fin
-            && !self.eof_seen
-        {
-            self.eof_seen = true;
-            self.core.handle_eof(now);
-            progress = true;
-        }
-        progress
-    }
 }
 
-/// Two sessions joined by in-memory pipes, and the simulated time.
+/// Two simulated sessions joined by in-memory pipes with bounded windows, on one clock.
 pub(super) struct Pair {
     pub(super) now: Instant,
     pub(super) client: Side,
@@ -195,8 +148,8 @@ impl Pair {
         Self::with(client, config.clone(), server, config, |_| {})
     }
 
-    /// A pair with a configuration per side; `setup` runs before the sides open (to set
-    /// windows or a side that does not read).
+    /// A pair with a configuration per side; `setup` runs before bytes move (to set windows
+    /// or a side that does not read).
     pub(super) fn with(
         client: Scripted,
         client_config: SessionConfig,
@@ -207,22 +160,26 @@ impl Pair {
         let now = Instant::now();
         let mut pair = Pair {
             now,
-            client: Side::new(client, client_config, now, 1),
-            server: Side::new(server, server_config, now, 2),
+            client: Side::new(client, client_config, now),
+            server: Side::new(server, server_config, now),
         };
         setup(&mut pair);
-        let (c, s) = (*pair.client.core.info(), *pair.server.core.info());
-        pair.server.core.handle_connected(now, s);
-        pair.client.core.handle_connected(now, c);
         pair.run();
         pair
     }
 
-    /// Moves bytes and events until nothing changes (bounded).
+    /// Gives each side's session the window of its peer (tests change windows directly).
+    fn sync_windows(&mut self) {
+        self.client.sim.set_window(self.server.window);
+        self.server.sim.set_window(self.client.window);
+    }
+
+    /// Moves bytes, ends of stream and resets until nothing changes (bounded).
     pub(super) fn run(&mut self) {
+        self.sync_windows();
         for _ in 0..100_000 {
-            let a = Self::step(self.now, &mut self.client, &mut self.server);
-            let b = Self::step(self.now, &mut self.server, &mut self.client);
+            let a = Self::transfer(&mut self.client, &mut self.server);
+            let b = Self::transfer(&mut self.server, &mut self.client);
             if !a && !b {
                 return;
             }
@@ -230,56 +187,46 @@ impl Pair {
         panic!("the pair did not settle");
     }
 
-    /// One side writes to the other, shuts down, reads, reports its close.
-    fn step(now: Instant, from: &mut Side, to: &mut Side) -> bool {
-        let mut progress = from.read(now);
-        let room = to.window.saturating_sub(to.inbound.len());
-        let bytes = from.core.transmit();
-        let n = bytes.len().min(room);
-        if n > 0 {
-            to.inbound.extend_from_slice(&bytes[..n]);
-            from.core.handle_written(now, n);
-            progress = true;
-        }
-        if from.core.poll_shutdown() {
-            from.wrote_fin = true;
-            to.inbound_fin = true;
-            progress = true;
-        }
-        if let Some(reason) = from.core.close_reason().cloned()
-            && !from.reported
-        {
-            from.reported = true;
-            from.core.report_close(reason.clone());
-            if reason.resets() {
-                to.reset_by_peer = true;
-                to.inbound.clear();
-            } else if !from.wrote_fin {
-                // Closing the socket sends a FIN.
-                from.wrote_fin = true;
-                to.inbound_fin = true;
+    /// What `from` wrote reaches `to` if `to` reads, within `to`'s window; then `from`'s end
+    /// of stream or reset.
+    fn transfer(from: &mut Side, to: &mut Side) -> bool {
+        let mut progress = false;
+        if to.reading {
+            let room = to.window.saturating_sub(to.sim.unconsumed());
+            let bytes = from.sim.peer_read_up_to(room);
+            if !bytes.is_empty() {
+                to.sim.peer_send(&bytes);
+                progress = true;
             }
+        }
+        if !to.end_passed && from.sim.was_reset() {
+            to.end_passed = true;
+            to.sim.peer_reset();
+            progress = true;
+        } else if !to.end_passed && from.sim.ended_stream() && from.sim.unread() == 0 {
+            to.end_passed = true;
+            to.sim.peer_close();
             progress = true;
         }
         progress
     }
 
-    /// Advances the clock by `by`, in steps that stop at every deadline on the way, running
-    /// the pair after each.
+    /// Advances the clock by `by`, stopping at every deadline of either side on the way.
     pub(super) fn advance(&mut self, by: Duration) {
         let end = self.now + by;
         for _ in 0..10_000 {
             let next = [
-                self.client.core.poll_timeout(),
-                self.server.core.poll_timeout(),
+                self.client.sim.next_deadline(),
+                self.server.sim.next_deadline(),
             ]
             .into_iter()
             .flatten()
             .filter(|&t| t <= end)
             .min();
-            self.now = next.unwrap_or(end);
-            self.client.core.handle_timeout(self.now);
-            self.server.core.handle_timeout(self.now);
+            let to = next.unwrap_or(end).max(self.now);
+            self.client.sim.advance(to - self.client.sim.now());
+            self.server.sim.advance(to - self.server.sim.now());
+            self.now = to;
             self.run();
             if next.is_none() {
                 return;
@@ -287,40 +234,44 @@ impl Pair {
         }
         panic!("deadlines did not settle");
     }
-}
 
-impl SessionCore<LengthPrefix, Scripted> {
-    fn state_is_closed(&self) -> bool {
-        matches!(self.state(), State::Closed(_))
-    }
-}
-
-impl Pair {
     /// The client's application sends `frame` outside a callback (as a handle would).
     pub(super) fn client_send(&mut self, frame: &[u8]) -> Result<(), crate::session::SendError> {
-        self.client.core.with_session(|_, s| s.send(frame))
+        self.sync_windows();
+        let result = self.client.sim.with_session(|_, s| s.send(frame));
+        self.run();
+        result
     }
 
     /// The server's application sends `frame`.
     pub(super) fn server_send(&mut self, frame: &[u8]) {
+        self.sync_windows();
         self.server
-            .core
+            .sim
             .with_session(|_, s| s.send(frame))
             .expect("room in the server's queue");
     }
 
     /// The server's application sets a timer.
     pub(super) fn server_timer(&mut self, after: Duration) -> ark_reactor::TimerId {
-        self.server.core.with_session(|_, s| s.set_timer(after))
+        self.server.sim.with_session(|_, s| s.set_timer(after))
     }
 
     /// The server's application cancels a timer.
     pub(super) fn server_cancel(&mut self, timer: ark_reactor::TimerId) -> bool {
-        self.server.core.with_session(|_, s| s.cancel_timer(timer))
+        self.server.sim.with_session(|_, s| s.cancel_timer(timer))
     }
 
     /// The server's application aborts its session.
     pub(super) fn server_abort(&mut self) {
-        self.server.core.with_session(|_, s| s.abort());
+        self.sync_windows();
+        self.server.sim.with_session(|_, s| s.abort());
+    }
+
+    /// The server's owner stops: `on_stopping`, then a graceful close.
+    pub(super) fn server_stop(&mut self) {
+        self.sync_windows();
+        self.server.sim.stop();
+        self.run();
     }
 }

@@ -98,7 +98,7 @@ fn a_close_against_a_peer_that_does_not_read_ends_by_its_deadline() {
         p.client.reading = false;
         p.client.window = 64 * 1024;
     });
-    assert!(matches!(pair.server.core.state(), State::Closing { .. }));
+    assert!(matches!(pair.server.core().state(), State::Closing { .. }));
     pair.advance(Duration::from_millis(1999));
     assert_eq!(pair.server.closed(), None, "within the close timeout");
     pair.advance(Duration::from_millis(1));
@@ -109,7 +109,7 @@ fn a_close_against_a_peer_that_does_not_read_ends_by_its_deadline() {
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!(pair.server.core.queued(), 0, "the queue was freed");
+    assert_eq!(pair.server.core().queued(), 0, "the queue was freed");
     // The connection was reset: the client's next read fails.
     pair.client.reading = true;
     pair.run();
@@ -178,7 +178,7 @@ fn backpressure_pauses_reading_and_resumes_with_nothing_lost() {
     }
     pair.run();
     assert!(
-        !pair.server.core.wants_read(),
+        !pair.server.core().wants_read(),
         "the server paused reading at its high watermark"
     );
     assert!(pair.server.messages().len() < sent, "delivery paused too");
@@ -203,7 +203,7 @@ fn backpressure_pauses_reading_and_resumes_with_nothing_lost() {
         pair.client.messages() == frames(1000, 1024),
         "every echo once, in order"
     );
-    assert!(pair.server.core.wants_read());
+    assert!(pair.server.core().wants_read());
 }
 
 #[test]
@@ -257,9 +257,7 @@ fn stop_lets_the_handler_say_goodbye_then_closes_gracefully() {
         ..Scripted::default()
     };
     let mut pair = Pair::new(Scripted::default(), server, config());
-    let now = pair.now;
-    pair.server.core.stop(now);
-    pair.run();
+    pair.server_stop();
     assert_eq!(pair.client.messages(), [b"bye".to_vec()]);
     assert_eq!(pair.server.closed(), Some(CloseReason::Stopped));
     assert_eq!(pair.client.closed(), Some(CloseReason::PeerClosed));
@@ -274,9 +272,9 @@ fn sends_after_close_are_refused_and_abort_drops_the_queue() {
     for i in 0..10 {
         pair.server_send(&frame(i, 100));
     }
-    assert_eq!(pair.server.core.queued(), 10 * 104);
+    assert_eq!(pair.server.core().queued(), 10 * 104);
     pair.server_abort();
-    assert_eq!(pair.server.core.queued(), 0);
+    assert_eq!(pair.server.core().queued(), 0);
     pair.run();
     assert_eq!(pair.server.closed(), Some(CloseReason::Aborted));
 }
@@ -354,7 +352,7 @@ fn a_peer_that_stops_reading_is_reset_after_the_write_stall_timeout() {
         p.client.reading = false;
         p.client.window = 64 * 1024;
     });
-    assert!(pair.server.core.queued() > 0);
+    assert!(pair.server.core().queued() > 0);
     pair.advance(Duration::from_millis(2999));
     assert_eq!(pair.server.closed(), None);
     pair.advance(Duration::from_millis(1));
@@ -365,5 +363,5 @@ fn a_peer_that_stops_reading_is_reset_after_the_write_stall_timeout() {
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!(pair.server.core.queued(), 0);
+    assert_eq!(pair.server.core().queued(), 0);
 }
