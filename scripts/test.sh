@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
-# The project's test command (README.md): every crate's tests, in release mode.
-# Extra arguments go to `cargo test` (e.g. `scripts/test.sh -p ark-frame`).
+# The project's test command (README.md): every crate's tests in release mode; the transport
+# crates' tests again in a debug build (debug assertions on, so a `debug_assert` in a
+# dependency cannot hide); a short smoke run of every fuzz target.
+# Extra arguments go to the release `cargo test` (e.g. `scripts/test.sh -p ark-frame`); with
+# arguments, only that run is made.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Python's websockets library, the independent client of ark-ws's interop test.
 bash scripts/setup-test-deps.sh
 cargo test --workspace --release "$@"
+if [ "$#" -eq 0 ]; then
+    echo "== debug build: transport crates (debug assertions on)"
+    cargo test -p ark-reactor -p ark-tcp -p ark-udp -p ark-ws
+    echo "== fuzz smoke"
+    bash scripts/fuzz.sh 20
+fi

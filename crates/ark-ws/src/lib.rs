@@ -58,6 +58,24 @@ mod server;
 mod session;
 mod stream;
 
+/// Entry points for the fuzz targets (`crates/ark-ws/fuzz`); not a stable API.
+#[doc(hidden)]
+pub mod fuzzing {
+    use std::sync::Arc;
+
+    use crate::{WsConfig, WsHandler};
+
+    /// The server side of one WebSocket connection as the ark-tcp handler the server runs,
+    /// and the TCP session settings it runs with: drive it with `ark_tcp::Simulator`.
+    pub fn server<H: WsHandler>(
+        config: WsConfig,
+        handler: H,
+    ) -> (impl ark_tcp::TcpHandler, ark_tcp::SessionConfig) {
+        let session = config.session_config();
+        (crate::conn::WsConn::server(Arc::new(config), handler), session)
+    }
+}
+
 pub use client::{WsClient, WsClientBuilder, WsClientHandle};
 pub use config::{UpgradeHook, WsConfig};
 pub use server::{WsServer, WsServerBuilder, WsServerHandle};

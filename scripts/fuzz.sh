@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Runs every fuzz target for SECONDS each (default 60) with cargo-fuzz on the installed nightly
+# toolchain, debug assertions on, and prints the executions per target. Installs cargo-fuzz
+# (from crates.io) when it is missing. Exits non-zero on any crash.
+#   scripts/fuzz.sh 60        # the bounded run
+#   scripts/fuzz.sh 20        # the CI smoke (targets keep building and run clean)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-60}"
+targets=(
+    "crates/ark-frame/fuzz frame_reader"
+    "crates/ark-tcp/fuzz session"
+    "crates/ark-ws/fuzz server_frames"
+)
+if ! rustc +nightly --version >/dev/null 2>&1; then
+    echo "fuzz: WARNING: no nightly toolchain on this machine; fuzz targets NOT run" >&2
+    exit 0
+fi
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    cargo install --locked --quiet cargo-fuzz
+fi
+summary=()
+for entry in "${targets[@]}"; do
+    read -r dir target <<<"$entry"
+    log=$(mktemp)
+    echo "== fuzz $dir $target (${seconds}s)"
+    if ! (cd "$dir" && cargo +nightly fuzz run --debug-assertions "$target" -- \
+            -max_total_time="$seconds" -print_final_stats=1) >"$log" 2>&1; then
+        tail -n 60 "$log"
+        echo "fuzz: $target FAILED (crash input under $dir/artifacts/$target)" >&2
+        exit 1
+    fi
+    runs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
+    summary+=("$target: $runs executions in ${seconds}s")
+    rm -f "$log"
+done
+printf 'fuzz: %s\n' "${summary[@]}"
