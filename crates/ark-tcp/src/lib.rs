@@ -3,19 +3,27 @@
 //! TCP servers, clients and sessions for the ark networking library, on
 //! [`ark_reactor`] and [`ark_frame`].
 //!
-//! * **Receive path.** Each readiness turn reads once into the reactor's shared 64 KiB scratch
-//!   buffer; every whole frame is handed to [`TcpHandler::on_message`] straight from it; only a
-//!   trailing partial frame is copied into the session's receive buffer, allocated lazily and
-//!   released when the session goes idle. A large pending frame is read directly into the
-//!   receive buffer.
+//! * **Structure.** Each session is a sans-IO core — framing, send queue, one phase enum,
+//!   deadlines and the handler's callbacks, with bytes and time in and bytes and the next
+//!   deadline out — driven by a thin reactor driver (read → feed → deliver → write). The same
+//!   core runs in memory in a [`Simulator`], for deterministic tests of a handler.
+//! * **Receive path.** Reads go into the reactor's shared 64 KiB scratch buffer, several per
+//!   turn within the reactor's budget; every whole frame is handed to
+//!   [`TcpHandler::on_message`] straight from it; only a trailing partial frame is copied into
+//!   the session's receive buffer, allocated lazily, grown with the bytes that arrive (never
+//!   with an announced length) and released when the session goes idle. A large pending frame
+//!   is read directly into the receive buffer.
 //! * **Send path.** [`Session::send`] appends header and payload to the session's send queue;
 //!   the queue is written with one `write` per turn, so many messages share a syscall. Sends
 //!   never block: past the queue limit they fail with [`SendError::Full`] and
-//!   [`TcpHandler::on_writable`] follows when the queue drains. Above the high watermark the
-//!   session stops reading (backpressure to the peer).
-//! * **Close.** Graceful close flushes everything queued, shuts down writing and waits for the
-//!   peer's end of stream; bad frames, resets, EOF mid-frame, idle and connect timeouts end only
-//!   their own session, each with its own [`CloseReason`].
+//!   [`TcpHandler::on_writable`] follows when the queue drains. While answers pile up past the
+//!   high watermark the session stops reading (backpressure to the peer).
+//! * **Timers and close.** [`Session::set_timer`] starts a timer ([`TcpHandler::on_timer`]).
+//!   Graceful close flushes everything queued, shuts down writing and waits for the peer's end
+//!   of stream, all within the close timeout; a peer that ends its stream still gets every
+//!   answer first. Bad frames, resets, EOF mid-frame, stalled frames or writes, idle and connect
+//!   timeouts end only their own session, each with its own [`CloseReason`]. `docs/tcp.md`
+//!   lists every bound a hostile peer meets.
 //!
 //! ```
 //! use std::sync::mpsc;
