@@ -204,17 +204,22 @@ impl Endpoints for ArkEndpoints {
     }
 
     fn stop(self) -> std::io::Result<()> {
+        // Every client's stop begins at once; then each is waited for.
+        let mut stopping = Vec::new();
         for client in self.clients {
             match client {
-                Client::Tcp(c) => c.stop()?,
+                Client::Tcp(c) => stopping.push(c.stop()),
                 Client::Udp(c) => c.stop()?,
-                Client::Ws(c) => c.stop()?,
+                Client::Ws(c) => stopping.push(c.stop()),
             }
         }
+        for stop in stopping {
+            stop.wait()?;
+        }
         match self.server {
-            Some(Server::Tcp(s)) => s.stop(),
+            Some(Server::Tcp(s)) => s.stop().wait(),
             Some(Server::Udp(s)) => s.stop(),
-            Some(Server::Ws(s)) => s.stop(),
+            Some(Server::Ws(s)) => s.stop().wait(),
             None => Ok(()),
         }
     }

@@ -228,6 +228,7 @@ fn measure_inner<E: Endpoints>(
     );
     totals.phase.store(PHASE_MEASURED, Ordering::SeqCst);
     let started = Instant::now();
+    eprintln!("{}: measuring for {} s", E::NAME, args.seconds);
     if !interrupted {
         interrupted = signals::sleep_unless_stopped(Duration::from_secs_f64(args.seconds));
     }

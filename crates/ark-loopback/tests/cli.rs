@@ -209,16 +209,23 @@ fn server_and_client_in_two_processes() {
     }
 }
 
-/// Starts the binary with `args`, sends it `signal` after `after`, and returns its exit code
-/// and last stdout line as JSON.
-fn run_signalled(args: &[&str], signal: i32, after: std::time::Duration) -> (Option<i32>, Value) {
-    let child = binary()
+/// Starts the binary with `args`, waits until its stderr shows `ready` (a line containing it),
+/// sends it `signal` a moment later, and returns its exit code and last stdout line as JSON.
+fn run_signalled(args: &[&str], signal: i32, ready: &str) -> (Option<i32>, Value) {
+    use std::io::BufRead;
+    let mut child = binary()
         .args(args)
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .expect("ark-loopback starts");
-    std::thread::sleep(after);
+    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut lines = stderr.lines();
+    assert!(
+        lines.any(|l| l.is_ok_and(|l| l.contains(ready))),
+        "the program said {ready:?}"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
     // SAFETY: kill(2) with the pid of a child this test owns and has not waited for yet.
     let sent = unsafe { libc::kill(child.id() as libc::pid_t, signal) };
     assert_eq!(sent, 0, "the signal was delivered");
@@ -234,7 +241,6 @@ fn run_signalled(args: &[&str], signal: i32, after: std::time::Duration) -> (Opt
 
 #[test]
 fn sigint_and_sigterm_stop_gracefully_with_a_record_of_what_was_measured() {
-    let second = std::time::Duration::from_secs(1);
     let run = [
         "--protocol",
         "tcp",
@@ -248,7 +254,7 @@ fn sigint_and_sigterm_stop_gracefully_with_a_record_of_what_was_measured() {
         "0.1",
     ];
     for (name, signal) in [("SIGINT", libc::SIGINT), ("SIGTERM", libc::SIGTERM)] {
-        let (code, record) = run_signalled(&run, signal, second);
+        let (code, record) = run_signalled(&run, signal, "measuring");
         assert_eq!(
             code,
             Some(1),
@@ -267,7 +273,7 @@ fn sigint_and_sigterm_stop_gracefully_with_a_record_of_what_was_measured() {
         );
     }
     let server = ["--role", "server", "--protocol", "tcp", "--seconds", "60"];
-    let (code, record) = run_signalled(&server, libc::SIGTERM, second);
+    let (code, record) = run_signalled(&server, libc::SIGTERM, "loopback server on");
     assert_eq!(code, Some(0), "{record}");
     assert_eq!(record["role"], "server");
     assert_eq!(record["interrupted"], true, "{record}");

@@ -154,7 +154,18 @@ impl ReactorHandle {
     /// handler as `on_close(CloseReason::RegistrationFailed(kind))`. `None` if the reactor has
     /// stopped (the handler is dropped) or its source table is full.
     pub fn insert(&self, handler: Box<dyn Handler>, interest: mio::Interest) -> Option<SourceId> {
+        self.insert_with(|_| handler, interest)
+    }
+
+    /// As [`insert`](Self::insert), with the handler made by `make` from its source's id (a
+    /// handler that hands out references to itself needs it).
+    pub fn insert_with(
+        &self,
+        make: impl FnOnce(SourceId) -> Box<dyn Handler>,
+        interest: mio::Interest,
+    ) -> Option<SourceId> {
         let id = self.shared.ids.reserve()?;
+        let handler = make(id);
         let posted = self.post(move |reactor| {
             // A failure is reported to the handler itself.
             let _ = reactor.install(id, handler, interest);

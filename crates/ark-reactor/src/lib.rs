@@ -49,11 +49,14 @@ mod stats;
 mod timer;
 mod worker;
 
+/// The mio version ark-reactor's API takes (`mio::Interest`, `mio::event::Source`, ...).
+pub use mio;
+
 pub use config::ReactorConfig;
 pub use context::{Budget, Context};
 pub use deadlines::Deadlines;
 pub use handle::ReactorHandle;
-pub use lifecycle::{Lifecycle, Member};
+pub use lifecycle::{Lifecycle, Member, Stopping};
 pub use pool::{IoModel, Placement, ReactorPool, Runtime, SourceRef, release_pool};
 pub use reactor::Reactor;
 pub use source::{CloseReason, Handler, Ready, SourceId, Turn};

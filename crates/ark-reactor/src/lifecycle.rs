@@ -1,19 +1,25 @@
-//! `Lifecycle`: the stop protocol every ark server and client shares.
+//! `Lifecycle` and `Stopping`: the stop protocol every ark server and client shares.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
-use std::time::Instant;
+use std::collections::HashMap;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
-/// The stop protocol shared by servers and clients: members (sessions) join when they are
-/// created and leave when they are gone; a stop raises a flag members see on their next turn;
-/// the stopper waits until no member is left, or until its deadline.
+use crate::pool::{ReactorPool, SourceRef, release_pool};
+
+/// The stop protocol shared by servers and clients. Members (sessions, sockets) join when they
+/// are created — with the source that serves them — and leave when they are gone. A stop
+/// raises a flag and wakes every member's source, so each sees the flag on its own thread and
+/// winds down (a graceful close, a goodbye); the stopper waits until no member is left, or
+/// until its deadline, and then removes what is left.
 ///
 /// ```
 /// use std::time::{Duration, Instant};
 /// use ark_reactor::Lifecycle;
 ///
 /// let life = Lifecycle::new();
-/// let member = life.join();
+/// let member = life.join(None);
 /// assert!(life.begin_stop());
 /// assert!(life.is_stopping());
 /// // The member is still there: the wait ends at its deadline.
@@ -23,26 +29,31 @@ use std::time::Instant;
 /// ```
 #[derive(Debug, Default)]
 pub struct Lifecycle {
-    live: Mutex<usize>,
+    members: Mutex<HashMap<u64, Option<SourceRef>>>,
     idle: Condvar,
     stopping: AtomicBool,
+    next: AtomicU64,
 }
 
 /// A member's place in a [`Lifecycle`]; dropping it leaves.
 #[derive(Debug)]
 pub struct Member {
     life: Arc<Lifecycle>,
+    key: u64,
+}
+
+impl Member {
+    /// Records the source serving this member (woken at a stop, removed past its deadline).
+    pub fn set_source(&self, source: SourceRef) {
+        self.life.members().insert(self.key, Some(source));
+    }
 }
 
 impl Drop for Member {
     fn drop(&mut self) {
-        let mut live = self
-            .life
-            .live
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        *live -= 1;
-        if *live == 0 {
+        let mut members = self.life.members();
+        members.remove(&self.key);
+        if members.is_empty() {
             self.life.idle.notify_all();
         }
     }
@@ -54,20 +65,33 @@ impl Lifecycle {
         Arc::new(Lifecycle::default())
     }
 
-    /// Adds a member until the returned guard is dropped.
-    pub fn join(self: &Arc<Self>) -> Member {
-        *self.live.lock().unwrap_or_else(PoisonError::into_inner) += 1;
-        Member { life: self.clone() }
+    fn members(&self) -> MutexGuard<'_, HashMap<u64, Option<SourceRef>>> {
+        // A panic elsewhere while holding the lock leaves the map usable.
+        self.members.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Adds a member (served by `source`, if known yet) until the returned guard is dropped.
+    pub fn join(self: &Arc<Self>, source: Option<SourceRef>) -> Member {
+        let key = self.next.fetch_add(1, Ordering::Relaxed);
+        self.members().insert(key, source);
+        Member {
+            life: self.clone(),
+            key,
+        }
     }
 
     /// Members now.
     pub fn live(&self) -> usize {
-        *self.live.lock().unwrap_or_else(PoisonError::into_inner)
+        self.members().len()
     }
 
-    /// Raises the stop flag; `true` the first time.
+    /// Raises the stop flag and wakes every member's source; `true` the first time.
     pub fn begin_stop(&self) -> bool {
-        !self.stopping.swap(true, Ordering::SeqCst)
+        let first = !self.stopping.swap(true, Ordering::SeqCst);
+        for source in self.sources() {
+            source.wake();
+        }
+        first
     }
 
     /// Whether a stop has begun.
@@ -75,19 +99,105 @@ impl Lifecycle {
         self.stopping.load(Ordering::Relaxed)
     }
 
+    fn sources(&self) -> Vec<SourceRef> {
+        self.members().values().flatten().cloned().collect()
+    }
+
     /// Waits until no member is left or `deadline` passes; `true` if none is left.
     pub fn wait_idle(&self, deadline: Instant) -> bool {
-        let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
-        while *live > 0 {
+        let mut members = self.members();
+        while !members.is_empty() {
             let Some(left) = deadline.checked_duration_since(Instant::now()) else {
                 return false;
             };
-            live = self
+            members = self
                 .idle
-                .wait_timeout(live, left)
+                .wait_timeout(members, left)
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
         }
         true
+    }
+
+    /// Removes every member's source at once (each gets `on_close(Closed)` on its own thread).
+    pub fn remove_all(&self) {
+        for source in self.sources() {
+            source.remove();
+        }
+    }
+}
+
+/// A stop under way, returned by the `stop()` of ark's servers and clients: members are
+/// winding down on their own threads. [`wait`](Self::wait) or
+/// [`wait_timeout`](Self::wait_timeout) for the end — members still there at the deadline
+/// are closed at once, then a pool of the owner's own is stopped and its threads joined.
+/// Dropping a `Stopping` waits as [`wait`](Self::wait) does.
+#[derive(Debug)]
+#[must_use = "a stop finishes (and an own pool is joined) when it is waited for or dropped"]
+pub struct Stopping {
+    life: Arc<Lifecycle>,
+    pool: Option<(Arc<ReactorPool>, bool)>,
+    timeout: Duration,
+    done: bool,
+}
+
+impl Stopping {
+    /// Begins a stop of `life`'s members; `pool` (and whether it is owned) is released at the
+    /// end; `timeout` is how long [`wait`](Self::wait) gives the members.
+    pub fn begin(
+        life: Arc<Lifecycle>,
+        pool: Option<(Arc<ReactorPool>, bool)>,
+        timeout: Duration,
+    ) -> Stopping {
+        life.begin_stop();
+        Stopping {
+            life,
+            pool,
+            timeout,
+            done: false,
+        }
+    }
+
+    /// Whether every member is gone.
+    pub fn is_finished(&self) -> bool {
+        self.life.live() == 0
+    }
+
+    /// Waits for the stop with the owner's default deadline (its sessions' close timeout).
+    ///
+    /// # Errors
+    /// Stopping an own pool failed.
+    pub fn wait(mut self) -> io::Result<()> {
+        let timeout = self.timeout;
+        self.finish(timeout)
+    }
+
+    /// Waits at most `timeout` for the members; what is left is closed at once.
+    ///
+    /// # Errors
+    /// Stopping an own pool failed.
+    pub fn wait_timeout(mut self, timeout: Duration) -> io::Result<()> {
+        self.finish(timeout)
+    }
+
+    fn finish(&mut self, timeout: Duration) -> io::Result<()> {
+        if std::mem::replace(&mut self.done, true) {
+            return Ok(());
+        }
+        if !self.life.wait_idle(Instant::now() + timeout) {
+            self.life.remove_all();
+            self.life.wait_idle(Instant::now() + Duration::from_secs(1));
+        }
+        match self.pool.take() {
+            Some((pool, owned)) => release_pool(pool, owned),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Stopping {
+    fn drop(&mut self) {
+        let timeout = self.timeout;
+        let _ = self.finish(timeout);
     }
 }

@@ -214,15 +214,24 @@ impl Reactor {
         }
     }
 
-    fn reserve_id(&self) -> io::Result<SourceId> {
+    /// Reserves the id of a source to [`install`](Self::install) later (a handler that hands
+    /// out references to itself needs its id before it is registered).
+    ///
+    /// # Errors
+    /// The source table is full.
+    pub fn reserve_id(&self) -> io::Result<SourceId> {
         self.shared
             .ids
             .reserve()
             .ok_or_else(|| io::Error::other("reactor source table is full"))
     }
 
-    /// Registers a source under an id reserved earlier; a failure is reported to the handler.
-    pub(crate) fn install(
+    /// Registers a source under an id from [`reserve_id`](Self::reserve_id); a failure is
+    /// reported to the handler as `on_close(CloseReason::RegistrationFailed(kind))`.
+    ///
+    /// # Errors
+    /// The registration failed.
+    pub fn install(
         &mut self,
         id: SourceId,
         handler: Box<dyn Handler>,

@@ -86,7 +86,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let outcome = rx.recv_timeout(Duration::from_secs(300))?;
     let elapsed = started.elapsed().as_secs_f64();
     let stats = client.stats();
-    client.stop()?;
+    client.stop().wait()?;
     let echoed = outcome?;
     println!(
         "{echoed} echoes in {elapsed:.2} s = {:.0} msg/s; {} writes ({:.3} per message), {} reads",

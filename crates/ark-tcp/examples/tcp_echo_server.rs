@@ -42,7 +42,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("echo server on {} for {seconds} s", server.local_addr());
     std::thread::sleep(Duration::from_secs(seconds));
     let stats = server.stats();
-    server.stop()?;
+    server.stop().wait()?;
     println!(
         "sessions {}, frames in {}, bytes in {}, reads {}, writes {}",
         stats.sessions_total, stats.frames_in, stats.bytes_in, stats.reads, stats.writes

@@ -9,16 +9,17 @@ use std::time::{Duration, Instant};
 use ark_frame::LengthPrefix;
 use ark_reactor::{
     IoModel, Lifecycle, Reactor, ReactorConfig, ReactorHandle, ReactorPool, Runtime, SourceRef,
-    release_pool,
+    Stopping,
 };
 use mio::net::TcpStream;
 
 use crate::config::{Keepalive, SessionConfig, apply_socket_options};
 use crate::core::{Framing, SessionCore};
 use crate::driver::Conn;
+use crate::handle::SessionHandle;
 use crate::owner::Owner;
 use crate::server::session_options;
-use crate::session::{CloseReason, SessionInfo, TcpHandler};
+use crate::session::{CloseReason, SendError, SessionInfo, TcpHandler};
 use crate::stats::{TcpCounters, TcpStats};
 
 /// Reconnection with exponential backoff.
@@ -51,8 +52,8 @@ pub(crate) struct ClientShared<C> {
     addr: SocketAddr,
     config: Arc<SessionConfig>,
     codec: C,
-    /// The live connection, for a graceful stop.
-    session: Mutex<Option<SourceRef>>,
+    /// The live connection's handle.
+    session: Mutex<Option<SessionHandle>>,
     /// Connections attempted (the first one included).
     attempts: AtomicU64,
 }
@@ -68,7 +69,7 @@ impl<C> std::fmt::Debug for ClientShared<C> {
 }
 
 impl<C> ClientShared<C> {
-    fn session(&self) -> std::sync::MutexGuard<'_, Option<SourceRef>> {
+    fn session(&self) -> std::sync::MutexGuard<'_, Option<SessionHandle>> {
         self.session.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -213,7 +214,6 @@ impl<C: Framing> TcpClientBuilder<C> {
             pool: Some(pool),
             own_pool,
             close_timeout,
-            stopped: false,
         })
     }
 }
@@ -252,6 +252,14 @@ fn connect_on<C: Framing, H: TcpHandler>(
         local: stream.local_addr().unwrap_or(addr),
         socket_buffers: (0, 0),
     };
+    let id = match reactor.reserve_id() {
+        Ok(id) => id,
+        Err(e) => {
+            handler.on_close(&CloseReason::io(&e));
+            return;
+        }
+    };
+    let source = SourceRef::new(reactor.handle(), id);
     let core = SessionCore::new(
         handler,
         shared.codec.clone(),
@@ -259,14 +267,14 @@ fn connect_on<C: Framing, H: TcpHandler>(
         info,
         reactor.now(),
         Some(shared.connect_timeout),
+        Some(source.clone()),
     );
+    *shared.session() = Some(core.session_handle());
     let owner: Arc<dyn Owner<H>> = shared.clone();
-    let member = shared.life.join();
+    let member = shared.life.join(Some(source));
     let conn = Conn::new(stream, core, owner, reactor.handle(), true, member);
     let interest = mio::Interest::READABLE | mio::Interest::WRITABLE;
-    let mut session = shared.session();
-    if let Ok(id) = reactor.insert_or_close(Box::new(conn), interest) {
-        *session = Some(SourceRef::new(reactor.handle(), id));
+    if reactor.install(id, Box::new(conn), interest).is_ok() {
         // A first turn arms the connect timeout even if the socket never becomes ready.
         reactor.wake(id);
     }
@@ -310,14 +318,13 @@ fn open_stream(addr: SocketAddr, config: &SessionConfig) -> io::Result<TcpStream
     Ok(TcpStream::from_std(socket.into()))
 }
 
-/// A running client: its counters, connection state and a graceful `stop`.
+/// A running client: send to its connection, its counters and state, and a graceful `stop`.
 #[derive(Debug)]
 pub struct TcpClientHandle {
     shared: Arc<dyn ClientState>,
     pool: Option<Arc<ReactorPool>>,
     own_pool: bool,
     close_timeout: Duration,
-    stopped: bool,
 }
 
 /// What the handle needs of a client's shared state, whatever its codec.
@@ -326,7 +333,7 @@ trait ClientState: Send + Sync + std::fmt::Debug {
     fn attempts(&self) -> u64;
     fn counters(&self) -> &TcpCounters;
     fn life(&self) -> &Arc<Lifecycle>;
-    fn session(&self) -> Option<SourceRef>;
+    fn session(&self) -> Option<SessionHandle>;
 }
 
 impl<C: Send + Sync> ClientState for ClientShared<C> {
@@ -342,7 +349,7 @@ impl<C: Send + Sync> ClientState for ClientShared<C> {
     fn life(&self) -> &Arc<Lifecycle> {
         &self.life
     }
-    fn session(&self) -> Option<SourceRef> {
+    fn session(&self) -> Option<SessionHandle> {
         ClientShared::session(self).clone()
     }
 }
@@ -363,6 +370,22 @@ impl TcpClientHandle {
         self.shared.counters().snapshot()
     }
 
+    /// Queues `payload` as one frame on the current connection (see
+    /// [`SessionHandle::send`]); a connection still being made takes it too and writes it
+    /// once established.
+    ///
+    /// # Errors
+    /// [`SendError::NotConnected`] between connections (a reconnect's backoff, or after the
+    /// connection ended); otherwise as [`SessionHandle::send`].
+    pub fn send(&self, payload: &[u8]) -> Result<(), SendError> {
+        self.session().ok_or(SendError::NotConnected)?.send(payload)
+    }
+
+    /// A handle to the current connection's session, if there is one.
+    pub fn session(&self) -> Option<SessionHandle> {
+        self.shared.session()
+    }
+
     /// Waits until connected, for at most `timeout`; `true` if connected.
     pub fn wait_connected(&self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
@@ -375,53 +398,33 @@ impl TcpClientHandle {
         true
     }
 
-    /// Stops gracefully, waiting at most the session's close timeout (see
-    /// [`stop_timeout`](Self::stop_timeout)).
+    /// Begins a graceful stop and returns at once: no reconnects; the handler gets
+    /// `on_stopping`, the connection writes what is queued, shuts down writing and closes
+    /// (`CloseReason::Stopped`). [`Stopping::wait`] waits up to the close timeout,
+    /// [`Stopping::wait_timeout`] up to yours; still open then, the connection is closed at
+    /// once, and an own pool is stopped and joined.
+    pub fn stop(mut self) -> Stopping {
+        self.begin_stop()
+    }
+
+    /// Stops gracefully within `timeout` (see [`stop`](Self::stop)) and waits for the end.
     ///
     /// # Errors
     /// Stopping the own pool failed.
-    pub fn stop(mut self) -> io::Result<()> {
-        let timeout = self.close_timeout;
-        self.shutdown(timeout)
+    pub fn stop_timeout(self, timeout: Duration) -> io::Result<()> {
+        self.stop().wait_timeout(timeout)
     }
 
-    /// Stops gracefully within `timeout`: no reconnects; the handler gets `on_stopping`, the
-    /// connection writes what is queued, shuts down writing and closes
-    /// (`CloseReason::Stopped`); still open at the deadline, it is closed at once. An own pool
-    /// is stopped and joined.
-    ///
-    /// # Errors
-    /// Stopping the own pool failed.
-    pub fn stop_timeout(mut self, timeout: Duration) -> io::Result<()> {
-        self.shutdown(timeout)
-    }
-
-    fn shutdown(&mut self, timeout: Duration) -> io::Result<()> {
-        if self.stopped {
-            return Ok(());
-        }
-        self.stopped = true;
-        let deadline = Instant::now() + timeout;
-        let life = self.shared.life().clone();
-        life.begin_stop();
-        if let Some(session) = self.shared.session() {
-            session.wake();
-        }
-        if !life.wait_idle(deadline) {
-            if let Some(session) = self.shared.session() {
-                session.remove();
-            }
-            life.wait_idle(Instant::now() + Duration::from_secs(1));
-        }
-        self.pool
-            .take()
-            .map_or(Ok(()), |pool| release_pool(pool, self.own_pool))
+    fn begin_stop(&mut self) -> Stopping {
+        let pool = self.pool.take().map(|pool| (pool, self.own_pool));
+        Stopping::begin(self.shared.life().clone(), pool, self.close_timeout)
     }
 }
 
 impl Drop for TcpClientHandle {
     fn drop(&mut self) {
-        let timeout = self.close_timeout;
-        let _ = self.shutdown(timeout);
+        if self.pool.is_some() {
+            let _ = self.begin_stop().wait();
+        }
     }
 }

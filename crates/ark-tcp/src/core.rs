@@ -17,9 +17,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ark_frame::{Decoder, Encoder, Flow, FrameReader, RecvBuf};
-use ark_reactor::{Deadlines, TimerId};
+use ark_reactor::{Deadlines, SourceRef, TimerId};
 
 use crate::config::SessionConfig;
+use crate::handle::HandleShared;
 use crate::session::{CloseReason, SendError, Session, SessionInfo, TcpHandler};
 use crate::stats::TurnTally;
 
@@ -100,6 +101,17 @@ impl SendQueue {
         self.pos = 0;
         dropped
     }
+
+    /// Appends all of `bytes` and leaves it empty; when nothing is queued the buffers are
+    /// swapped instead of copied.
+    fn append(&mut self, bytes: &mut Vec<u8>) {
+        if self.len() == 0 {
+            self.clear();
+            std::mem::swap(&mut self.buf, bytes);
+        } else {
+            self.tail().append(bytes);
+        }
+    }
 }
 
 /// The part of a session a handler's [`Session`] view changes: the phase, the send queue and
@@ -161,15 +173,8 @@ impl Link {
 
     /// Appends all of `bytes` (swapping buffers when nothing is queued) and empties it.
     pub(crate) fn append(&mut self, bytes: &mut Vec<u8>) -> Result<(), SendError> {
-        let empty = self.queue.len() == 0;
-        let queue = self.room_for(bytes.len())?;
-        if empty {
-            queue.clear();
-            std::mem::swap(queue, bytes);
-        } else {
-            queue.extend_from_slice(bytes);
-            bytes.clear();
-        }
+        self.room_for(bytes.len())?;
+        self.queue.append(bytes);
         Ok(())
     }
 
@@ -220,6 +225,8 @@ pub(crate) struct SessionCore<C: Framing, H: TcpHandler> {
     codec: C,
     link: Link,
     info: SessionInfo,
+    /// What the session shares with its handles.
+    handle: Arc<HandleShared>,
     /// When bytes last arrived (idle and stall deadlines count from it).
     last_rx: Instant,
     /// `on_close` has been called.
@@ -227,7 +234,8 @@ pub(crate) struct SessionCore<C: Framing, H: TcpHandler> {
 }
 
 impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
-    /// A session not yet established; `connect_timeout` bounds a client's connect.
+    /// A session not yet established; `connect_timeout` bounds a client's connect; `source`
+    /// is where its handles' wakes go (none in a `Simulator`).
     pub(crate) fn new(
         handler: H,
         codec: C,
@@ -235,7 +243,15 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
         info: SessionInfo,
         now: Instant,
         connect_timeout: Option<Duration>,
+        source: Option<SourceRef>,
     ) -> Self {
+        let handle = HandleShared::new(
+            info.id,
+            info.peer,
+            source,
+            Box::new(codec.clone()),
+            config.send_limit,
+        );
         let max = codec.max_encoded_len().saturating_add(64 * 1024);
         let initial = config.initial_recv_buffer.max(1);
         let buf = RecvBuf::with_capacity(initial, max.max(initial)).unwrap_or_default();
@@ -257,6 +273,7 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
                 tally: TurnTally::default(),
             },
             info,
+            handle,
             last_rx: now,
             reported: false,
         }
@@ -290,6 +307,7 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
             info: &self.info,
             link: &mut self.link,
             encoder: &self.codec,
+            handle: &self.handle,
         };
         f(&mut self.handler, &mut session)
     }
@@ -368,6 +386,7 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
             codec,
             link,
             info,
+            handle,
             ..
         } = self;
         let high = link.config.high_watermark;
@@ -378,6 +397,7 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
                 info,
                 link,
                 encoder: codec,
+                handle,
             };
             handler.on_message(&mut session, frame);
             if matches!(link.state, State::Closed(_)) {
@@ -582,6 +602,48 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
             self.with_session(|h, s| h.on_stopping(s));
         }
         self.link.begin_close(CloseReason::Stopped);
+    }
+
+    /// Applies what the session's handles asked since the last call: their frames join the
+    /// queue (after what is queued), `on_wake` runs, a close or abort starts.
+    pub(crate) fn handle_requests(&mut self, now: Instant) {
+        let Some(mut inbox) = self.handle.take() else {
+            return;
+        };
+        self.link.now = now;
+        if matches!(self.link.state, State::Open | State::Connecting { .. }) {
+            if !inbox.bytes.is_empty() && self.link.queue.len() == 0 {
+                self.link.last_tx = now;
+            }
+            self.link.queue.append(&mut inbox.bytes);
+            self.link.tally.frames_out += inbox.frames;
+        } else {
+            self.link.tally.dropped_send_bytes += inbox.bytes.len() as u64;
+        }
+        if inbox.wake {
+            self.with_session(|h, s| h.on_wake(s));
+        }
+        if inbox.abort {
+            self.link.abort();
+        } else if inbox.close {
+            self.link.begin_close(CloseReason::Local);
+        }
+    }
+
+    /// Tells the session's handles its queue length and whether it still takes sends.
+    pub(crate) fn publish_to_handles(&mut self) {
+        match self.link.state {
+            State::Open | State::Connecting { .. } => self.handle.set_queued(self.link.queue.len()),
+            State::Closed(_) => {
+                self.link.tally.dropped_send_bytes += self.handle.set_closed() as u64;
+            }
+            _ => self.handle.set_closing(),
+        }
+    }
+
+    /// A handle to the session.
+    pub(crate) fn session_handle(&self) -> crate::SessionHandle {
+        crate::SessionHandle::new(self.handle.clone())
     }
 
     /// Frees the receive buffer when nothing is buffered (the driver calls it when the

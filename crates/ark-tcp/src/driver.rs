@@ -132,6 +132,7 @@ impl<C: Framing, H: TcpHandler> Conn<C, H> {
         let Some(core) = self.core.as_mut() else {
             return;
         };
+        core.publish_to_handles();
         let counters = self.owner.counters();
         counters.add(&core.take_tally());
         let held = (core.held_recv(), core.queued());
@@ -285,6 +286,7 @@ impl<C: Framing, H: TcpHandler> Handler for Conn<C, H> {
         let Some(core) = self.core.as_mut() else {
             return Turn::Done;
         };
+        core.handle_requests(now);
         if self.owner.stopping() {
             core.stop(now);
         }
@@ -312,14 +314,21 @@ impl<C: Framing, H: TcpHandler> Handler for Conn<C, H> {
         let Some(mut core) = self.core.take() else {
             return;
         };
+        let removed = if self.owner.stopping() {
+            // Removed by a stop past its deadline.
+            CloseReason::Stopped
+        } else {
+            CloseReason::Local
+        };
         let reason = core.report_close(match reason {
             ark_reactor::CloseReason::Stopped => CloseReason::Stopped,
-            ark_reactor::CloseReason::Closed => CloseReason::Local,
+            ark_reactor::CloseReason::Closed => removed,
             ark_reactor::CloseReason::RegistrationFailed(kind) => CloseReason::Io {
                 kind,
                 message: "registering the socket with the reactor failed".to_string(),
             },
         });
+        core.publish_to_handles();
         let counters = self.owner.counters();
         counters.add(&core.take_tally());
         counters

@@ -54,8 +54,8 @@
 //! let (tx, rx) = mpsc::channel();
 //! let client = TcpClient::builder().connect(server.local_addr(), Ask(tx))?;
 //! assert_eq!(rx.recv_timeout(Duration::from_secs(10))?, b"hello");
-//! client.stop()?;
-//! server.stop()?;
+//! client.stop().wait()?;
+//! server.stop().wait()?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
@@ -65,16 +65,18 @@ mod client;
 mod config;
 mod core;
 mod driver;
+mod handle;
 mod owner;
 mod server;
 mod session;
 mod sim;
 mod stats;
 
-pub use ark_reactor::Runtime;
+pub use ark_reactor::{IoModel, ReactorConfig, ReactorPool, Runtime, Stopping, TimerId};
 pub use client::{Reconnect, TcpClient, TcpClientBuilder, TcpClientHandle};
 pub use config::{Keepalive, SessionConfig};
 pub use core::Framing;
+pub use handle::SessionHandle;
 pub use server::{TcpServer, TcpServerBuilder, TcpServerHandle};
 pub use session::{CloseReason, SendError, Session, TcpHandler};
 pub use sim::Simulator;

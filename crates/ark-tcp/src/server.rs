@@ -10,13 +10,14 @@ use std::time::{Duration, Instant};
 use ark_frame::LengthPrefix;
 use ark_reactor::{
     Context, Handler, IoModel, Lifecycle, ReactorConfig, ReactorHandle, ReactorPool, Ready,
-    Runtime, SourceRef, TimerId, Turn, release_pool,
+    Runtime, SourceRef, Stopping, TimerId, Turn,
 };
 use mio::net::TcpListener;
 
 use crate::config::{Keepalive, SessionConfig, apply_socket_options};
 use crate::core::{Framing, SessionCore};
 use crate::driver::Conn;
+use crate::handle::SessionHandle;
 use crate::owner::Owner;
 use crate::session::{CloseReason, SessionInfo, TcpHandler};
 use crate::stats::{TcpCounters, TcpStats};
@@ -167,12 +168,12 @@ pub(crate) struct ServerShared {
     counters: TcpCounters,
     life: Arc<Lifecycle>,
     next_id: AtomicU64,
-    /// Live sessions and where they run: woken at a stop.
-    sessions: Mutex<HashMap<u64, SourceRef>>,
+    /// Handles of the live sessions.
+    sessions: Mutex<HashMap<u64, SessionHandle>>,
 }
 
 impl ServerShared {
-    fn sessions(&self) -> MutexGuard<'_, HashMap<u64, SourceRef>> {
+    fn sessions(&self) -> MutexGuard<'_, HashMap<u64, SessionHandle>> {
         // A panic elsewhere while holding the lock leaves the map usable.
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -269,7 +270,6 @@ impl<C: Framing> TcpServerBuilder<C> {
             own_pool,
             listener: SourceRef::new(listener_reactor, listener_id),
             close_timeout,
-            stopped: false,
         })
     }
 }
@@ -301,31 +301,39 @@ where
             local: stream.local_addr().unwrap_or(peer),
             socket_buffers: (0, 0),
         };
-        let core = SessionCore::new(
-            (self.factory)(peer),
-            self.codec.clone(),
-            self.config.clone(),
-            info,
-            now,
-            None,
-        );
-        let target = &self.handles[self.next % self.handles.len()];
+        let target = self.handles[self.next % self.handles.len()].clone();
         self.next = self.next.wrapping_add(1);
-        let owner: Arc<dyn Owner<H>> = self.shared.clone();
-        let conn = Conn::new(
-            stream,
-            core,
-            owner,
-            target.clone(),
-            false,
-            self.shared.life.join(),
-        );
+        let handler = (self.factory)(peer);
+        let (codec, config, shared) = (self.codec.clone(), self.config.clone(), &self.shared);
+        // The session goes in the registry under its lock, so it cannot close (and remove
+        // itself) before it is in.
+        let mut sessions = shared.sessions();
+        let make = |id| -> Box<dyn Handler> {
+            let source = SourceRef::new(target.clone(), id);
+            let core = SessionCore::new(
+                handler,
+                codec,
+                config,
+                info,
+                now,
+                None,
+                Some(source.clone()),
+            );
+            sessions.insert(info.id, core.session_handle());
+            let owner: Arc<dyn Owner<H>> = shared.clone();
+            let member = shared.life.join(Some(source));
+            Box::new(Conn::new(
+                stream,
+                core,
+                owner,
+                target.clone(),
+                false,
+                member,
+            ))
+        };
         let interest = mio::Interest::READABLE | mio::Interest::WRITABLE;
-        // Registered in the map under its lock, so the session cannot close (and remove
-        // itself) before it is in the map.
-        let mut sessions = self.shared.sessions();
-        if let Some(id) = target.insert(Box::new(conn), interest) {
-            sessions.insert(info.id, SourceRef::new(target.clone(), id));
+        if target.insert_with(make, interest).is_none() {
+            sessions.remove(&info.id);
         }
     }
 }
@@ -380,7 +388,7 @@ where
     }
 }
 
-/// A running server: its address, counters, and a graceful `stop`.
+/// A running server: its address, counters, its sessions, and a graceful `stop`.
 #[derive(Debug)]
 pub struct TcpServerHandle {
     local_addr: SocketAddr,
@@ -389,7 +397,6 @@ pub struct TcpServerHandle {
     own_pool: bool,
     listener: SourceRef,
     close_timeout: Duration,
-    stopped: bool,
 }
 
 impl TcpServerHandle {
@@ -403,59 +410,40 @@ impl TcpServerHandle {
         self.shared.counters.snapshot()
     }
 
-    /// Stops gracefully, waiting at most the sessions' close timeout (see
-    /// [`stop_timeout`](Self::stop_timeout)).
+    /// Handles of the sessions open now (any order).
+    pub fn sessions(&self) -> Vec<SessionHandle> {
+        self.shared.sessions().values().cloned().collect()
+    }
+
+    /// Begins a graceful stop and returns at once: no new connections; every session's
+    /// handler gets `on_stopping` (a last chance to send a goodbye), then the session writes
+    /// what it has queued, shuts down writing and closes (`CloseReason::Stopped`) when its peer
+    /// ends its side. [`Stopping::wait`] waits up to the sessions' close timeout,
+    /// [`Stopping::wait_timeout`] up to a deadline of yours; sessions still open then are
+    /// closed at once, and an own pool is stopped and its threads joined.
+    pub fn stop(mut self) -> Stopping {
+        self.begin_stop()
+    }
+
+    /// Stops gracefully within `timeout` (see [`stop`](Self::stop)) and waits for the end.
     ///
     /// # Errors
     /// Stopping the own pool failed.
-    pub fn stop(mut self) -> io::Result<()> {
-        let timeout = self.close_timeout;
-        self.shutdown(timeout)
+    pub fn stop_timeout(self, timeout: Duration) -> io::Result<()> {
+        self.stop().wait_timeout(timeout)
     }
 
-    /// Stops gracefully within `timeout`: no new connections; every session's handler gets
-    /// `on_stopping` (a last chance to send), then the session writes what it has queued,
-    /// shuts down writing and closes (`CloseReason::Stopped`) when its peer ends its side.
-    /// Sessions still open at the deadline are closed at once; then an own pool is stopped and
-    /// its threads joined.
-    ///
-    /// # Errors
-    /// Stopping the own pool failed.
-    pub fn stop_timeout(mut self, timeout: Duration) -> io::Result<()> {
-        self.shutdown(timeout)
-    }
-
-    fn shutdown(&mut self, timeout: Duration) -> io::Result<()> {
-        if self.stopped {
-            return Ok(());
-        }
-        self.stopped = true;
-        let deadline = Instant::now() + timeout;
-        self.shared.life.begin_stop();
+    fn begin_stop(&mut self) -> Stopping {
         self.listener.remove();
-        let sessions: Vec<SourceRef> = self.shared.sessions().values().cloned().collect();
-        for session in &sessions {
-            session.wake();
-        }
-        if !self.shared.life.wait_idle(deadline) {
-            // Past the deadline: close what is left at once.
-            let left: Vec<SourceRef> = self.shared.sessions().values().cloned().collect();
-            for session in left {
-                session.remove();
-            }
-            self.shared
-                .life
-                .wait_idle(Instant::now() + Duration::from_secs(1));
-        }
-        self.pool
-            .take()
-            .map_or(Ok(()), |pool| release_pool(pool, self.own_pool))
+        let pool = self.pool.take().map(|pool| (pool, self.own_pool));
+        Stopping::begin(self.shared.life.clone(), pool, self.close_timeout)
     }
 }
 
 impl Drop for TcpServerHandle {
     fn drop(&mut self) {
-        let timeout = self.close_timeout;
-        let _ = self.shutdown(timeout);
+        if self.pool.is_some() {
+            let _ = self.begin_stop().wait();
+        }
     }
 }

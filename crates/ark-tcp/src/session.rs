@@ -8,6 +8,7 @@ use ark_frame::{DecodeError, EncodeError, Encoder};
 use ark_reactor::TimerId;
 
 use crate::core::Link;
+use crate::handle::{HandleShared, SessionHandle};
 
 /// Why a session ended. Delivered to [`TcpHandler::on_close`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -144,6 +145,9 @@ pub enum SendError {
     /// The session is closing or closed.
     #[error("the session is closing")]
     Closed,
+    /// A client has no connection now (between attempts, or after it ended).
+    #[error("the client is not connected")]
+    NotConnected,
 }
 
 /// What a session is, apart from its state: fixed when it opens.
@@ -160,6 +164,7 @@ pub struct Session<'a> {
     pub(crate) info: &'a SessionInfo,
     pub(crate) link: &'a mut Link,
     pub(crate) encoder: &'a dyn EncodeInto,
+    pub(crate) handle: &'a std::sync::Arc<HandleShared>,
 }
 
 impl std::fmt::Debug for Session<'_> {
@@ -212,6 +217,12 @@ impl Session<'_> {
     /// Bytes queued and not yet written.
     pub fn queued_bytes(&self) -> usize {
         self.link.queued()
+    }
+
+    /// A handle to this session, to send to it (or close it) from anywhere: keep it in your
+    /// application's registry, give it to other sessions, move it to another thread.
+    pub fn handle(&self) -> SessionHandle {
+        SessionHandle::new(self.handle.clone())
     }
 
     /// Queues `payload` as one frame. Never blocks: the frame is written at the end of this
@@ -289,6 +300,11 @@ pub trait TcpHandler: Send + 'static {
 
     /// The send queue drained to the low watermark after a `SendError::Full` or a read pause.
     fn on_writable(&mut self, session: &mut Session<'_>) {
+        let _ = session;
+    }
+
+    /// The session was woken through [`SessionHandle::wake`]: work reached it from elsewhere.
+    fn on_wake(&mut self, session: &mut Session<'_>) {
         let _ = session;
     }
 

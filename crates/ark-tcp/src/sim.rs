@@ -105,7 +105,7 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
             socket_buffers: (0, 0),
         };
         let config = Arc::new(config.normalized());
-        let core = SessionCore::new(handler, codec, config, info, now, None);
+        let core = SessionCore::new(handler, codec, config, info, now, None, None);
         let mut sim = Simulator {
             core,
             now,
@@ -146,6 +146,18 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
     /// session closes gracefully with [`CloseReason::Stopped`].
     pub fn stop(&mut self) {
         self.core.stop(self.now);
+        self.run();
+    }
+
+    /// A handle to the session (as [`Session::handle`](crate::Session::handle)). A simulated
+    /// session has no reactor to wake: what handles ask is applied at the simulator's next
+    /// call, or at [`poll_handles`](Self::poll_handles).
+    pub fn handle(&self) -> crate::SessionHandle {
+        self.core.session_handle()
+    }
+
+    /// Applies what the session's handles asked (from any thread) since the last call.
+    pub fn poll_handles(&mut self) {
         self.run();
     }
 
@@ -261,6 +273,8 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
 
     /// One round: read, write, shut down, report a close. Returns whether anything changed.
     fn step(&mut self) -> bool {
+        self.core.handle_requests(self.now);
+        self.core.publish_to_handles();
         if self.core.close_reason().is_some() {
             return self.report_close();
         }

@@ -91,6 +91,6 @@ fn a_steady_state_echo_allocates_nothing_per_message() {
         allocations, 0,
         "{allocations} allocations for {MEASURED} echoed messages (window {WINDOW}, 1 KiB)"
     );
-    client.stop().unwrap();
-    server.stop().unwrap();
+    client.stop().wait().unwrap();
+    server.stop().wait().unwrap();
 }

@@ -33,12 +33,12 @@ fn echo_with<C: Framing>(addr: SocketAddr, codec: C, size: fn(u64) -> usize) {
         "{addr} {}",
         std::any::type_name::<C>()
     );
-    client.stop().unwrap();
+    client.stop().wait().unwrap();
     assert!(ark_testkit::wait_until(TIMEOUT, || server
         .stats()
         .frames_in
         == 300));
-    server.stop().unwrap();
+    server.stop().wait().unwrap();
 }
 
 fn varied(seq: u64) -> usize {
@@ -105,9 +105,9 @@ fn one_hundred_concurrent_sessions() {
         == 5_000));
     assert_eq!(server.stats().sessions_total, 100);
     for c in clients {
-        c.stop().unwrap();
+        c.stop().wait().unwrap();
     }
-    server.stop().unwrap();
+    server.stop().wait().unwrap();
 }
 
 #[test]
@@ -127,11 +127,11 @@ fn a_sixteen_mib_frame_round_trips() {
         rx.recv_timeout(TIMEOUT).unwrap(),
         PingResult::Done { echoed: 2 }
     );
-    client.stop().unwrap();
+    client.stop().wait().unwrap();
     assert!(ark_testkit::wait_until(TIMEOUT, || server.stats().bytes_in
         == 2 * (16 * 1024 * 1024 + 4)));
     let stats = server.stats();
-    server.stop().unwrap();
+    server.stop().wait().unwrap();
     // Read straight into the receive buffer: far fewer reads than 64 KiB pieces would take.
     assert!(stats.reads < 2 * 256 + 20, "{} reads", stats.reads);
 }
@@ -155,13 +155,13 @@ fn window_sixteen_coalesces_writes() {
         .frames_out
         == 1_000));
     let client_stats = client.stats();
-    client.stop().unwrap();
+    client.stop().wait().unwrap();
     assert!(ark_testkit::wait_until(TIMEOUT, || server
         .stats()
         .frames_out
         == 1_000));
     let server_stats = server.stats();
-    server.stop().unwrap();
+    server.stop().wait().unwrap();
     assert_eq!(client_stats.frames_out, 1_000);
     assert!(
         client_stats.writes < 1_000,
@@ -241,6 +241,6 @@ fn raw_framing_echoes_the_byte_stream_and_buffer_sizes_are_readable() {
         send >= 64 * 1024 && recv >= 64 * 1024,
         "actual buffers {send} / {recv}"
     );
-    client.stop().unwrap();
-    server.stop().unwrap();
+    client.stop().wait().unwrap();
+    server.stop().wait().unwrap();
 }

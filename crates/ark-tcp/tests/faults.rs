@@ -71,9 +71,9 @@ fn an_oversized_frame_closes_only_its_session() {
         "{closes:?}"
     );
     for c in good {
-        c.stop().unwrap();
+        c.stop().wait().unwrap();
     }
-    server.stop().unwrap();
+    server.stop().wait().unwrap();
 }
 
 #[test]
@@ -94,7 +94,7 @@ fn a_peer_vanishing_mid_frame_is_reported() {
         echo.closes.lock().unwrap()[0],
         CloseReason::EofMidFrame { buffered: 14 }
     );
-    server.stop().unwrap();
+    server.stop().wait().unwrap();
 }
 
 #[test]
@@ -126,7 +126,7 @@ fn the_idle_timeout_closes_a_silent_session() {
         echo.closes.lock().unwrap()[0],
         CloseReason::IdleTimeout(Duration::from_millis(100))
     );
-    server.stop().unwrap();
+    server.stop().wait().unwrap();
 }
 
 /// Reports how its connection ended.
@@ -168,7 +168,7 @@ fn connect_timeout_and_refused_connections() {
         CloseReason::ConnectTimeout(after) => assert!(after >= Duration::from_millis(300)),
         other => panic!("expected a connect timeout, got {other:?}"),
     }
-    client.stop().unwrap();
+    client.stop().wait().unwrap();
 
     // A port nobody listens on.
     let closed = {
@@ -183,7 +183,7 @@ fn connect_timeout_and_refused_connections() {
         rx.recv_timeout(TIMEOUT).unwrap(),
         CloseReason::Refused(closed)
     );
-    client.stop().unwrap();
+    client.stop().wait().unwrap();
     drop(fillers);
 }
 
@@ -210,7 +210,7 @@ fn a_client_reconnects_after_the_server_restarts() {
         .messages
         .load(std::sync::atomic::Ordering::Relaxed)
         == 1));
-    server.stop().unwrap();
+    server.stop().wait().unwrap();
     assert_eq!(rx.recv_timeout(TIMEOUT).unwrap(), CloseReason::PeerClosed);
     // Refused while the server is down: the client keeps trying with backoff.
     assert!(matches!(
@@ -231,6 +231,6 @@ fn a_client_reconnects_after_the_server_restarts() {
         .load(std::sync::atomic::Ordering::Relaxed)
         == 2));
     assert!(client.attempts() >= 3);
-    client.stop().unwrap();
-    restarted.stop().unwrap();
+    client.stop().wait().unwrap();
+    restarted.stop().wait().unwrap();
 }

@@ -120,7 +120,7 @@ fn a_slow_reader_gets_full_then_writable_without_spinning() {
         "on_writable followed the drain"
     );
     drop(reader);
-    server.stop().unwrap();
+    server.stop().wait().unwrap();
 }
 
 /// Sends `count` numbered 1 KiB messages on open, then closes at once.
@@ -189,8 +189,8 @@ fn graceful_close_delivers_everything_queued_before_it() {
     );
     assert_eq!(count.received.load(Ordering::SeqCst), 5_000);
     assert_eq!(count.out_of_order.load(Ordering::SeqCst), 0);
-    client.stop().unwrap();
-    server.stop().unwrap();
+    client.stop().wait().unwrap();
+    server.stop().wait().unwrap();
 }
 
 #[test]
@@ -216,7 +216,7 @@ fn graceful_server_stop_delivers_everything_queued() {
         .frames_out
         == TOTAL));
     assert!(server.stats().send_queue_bytes > 0);
-    let stopper = std::thread::spawn(move || server.stop());
+    let stopper = std::thread::spawn(move || server.stop().wait());
     let mut got = 0u64;
     let mut buf = vec![0u8; 256 * 1024];
     loop {

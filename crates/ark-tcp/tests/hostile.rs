@@ -41,25 +41,23 @@ fn frame(seq: u32) -> Vec<u8> {
 
 #[test]
 fn a_half_closed_client_gets_every_echo_before_the_end_of_stream() {
+    // The client sends everything, shuts down writing, and only then reads: its echoes are
+    // still queued on the server when the server sees its end of stream (7.2 MB stays under
+    // the 8 MiB high watermark, so the server never stops reading).
     const FRAMES: u32 = 7000; // 7.2 MB of 1 KiB frames
     let server = TcpServer::builder()
         .bind("127.0.0.1:0".parse().unwrap())
         .start(|_| Echo::default())
         .unwrap();
     let mut client = connect(server.local_addr());
-    let mut writer = client.try_clone().unwrap();
-    let sending = std::thread::spawn(move || {
-        for seq in 0..FRAMES {
-            writer.write_all(&frame(seq)).unwrap();
-        }
-        // Half-close: no more requests, but every echo is still wanted.
-        writer.shutdown(Shutdown::Write).unwrap();
-    });
+    for seq in 0..FRAMES {
+        client.write_all(&frame(seq)).unwrap();
+    }
+    client.shutdown(Shutdown::Write).unwrap();
     let mut received = Vec::new();
     client
         .read_to_end(&mut received)
         .expect("the stream ends with a FIN, not a reset");
-    sending.join().unwrap();
     assert_eq!(
         received.len(),
         FRAMES as usize * 1028,
@@ -254,7 +252,7 @@ fn a_graceful_stop_lets_every_session_say_goodbye() {
             })
             .collect::<Vec<_>>()
     });
-    server.stop().unwrap();
+    server.stop().wait().unwrap();
     let got = reading.join().unwrap();
     assert_eq!(goodbyes.load(Ordering::SeqCst), 3);
     for bytes in got {

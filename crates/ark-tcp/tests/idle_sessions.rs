@@ -107,5 +107,5 @@ fn ten_thousand_idle_sessions_hold_no_receive_buffer() {
         .stats()
         .sessions_open
         == 0));
-    server.stop().unwrap();
+    server.stop().wait().unwrap();
 }

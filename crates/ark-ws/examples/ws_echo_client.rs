@@ -59,7 +59,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let outcome = rx.recv_timeout(Duration::from_secs(300))?;
     let elapsed = started.elapsed().as_secs_f64();
     let stats = client.stats();
-    client.stop()?;
+    client.stop().wait()?;
     let echoed = outcome?;
     println!(
         "{echoed} echoes in {elapsed:.2} s = {:.0} msg/s; {:.3} writes per message",

@@ -45,7 +45,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     std::thread::sleep(Duration::from_secs(seconds));
     let stats = server.stats();
-    server.stop()?;
+    server.stop().wait()?;
     println!(
         "sessions {}, bytes in {}, bytes out {}, reads {}, writes {}",
         stats.sessions_total, stats.bytes_in, stats.bytes_out, stats.reads, stats.writes

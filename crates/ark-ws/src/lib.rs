@@ -44,8 +44,8 @@
 //! let url = format!("ws://{}/", server.local_addr());
 //! let client = WsClient::builder().connect(&url, Hello(tx))?;
 //! assert_eq!(rx.recv_timeout(Duration::from_secs(10))?, "hello");
-//! client.stop()?;
-//! server.stop()?;
+//! client.stop().wait()?;
+//! server.stop().wait()?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
@@ -72,7 +72,10 @@ pub mod fuzzing {
         handler: H,
     ) -> (impl ark_tcp::TcpHandler, ark_tcp::SessionConfig) {
         let session = config.session_config();
-        (crate::conn::WsConn::server(Arc::new(config), handler), session)
+        (
+            crate::conn::WsConn::server(Arc::new(config), handler),
+            session,
+        )
     }
 }
 

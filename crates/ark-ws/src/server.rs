@@ -176,11 +176,18 @@ impl WsServerHandle {
         self.inner.stats()
     }
 
-    /// Stops gracefully (see `TcpServerHandle::stop`).
+    /// Begins a graceful stop and returns at once (see ark-tcp's `stop`); wait for it with
+    /// [`Stopping::wait`](ark_reactor::Stopping::wait) or
+    /// [`wait_timeout`](ark_reactor::Stopping::wait_timeout).
+    pub fn stop(self) -> ark_reactor::Stopping {
+        self.inner.stop()
+    }
+
+    /// Stops gracefully within `timeout` and waits for the end.
     ///
     /// # Errors
     /// Stopping the own pool failed.
-    pub fn stop(self) -> io::Result<()> {
-        self.inner.stop()
+    pub fn stop_timeout(self, timeout: std::time::Duration) -> io::Result<()> {
+        self.inner.stop_timeout(timeout)
     }
 }

@@ -31,5 +31,5 @@ fn python_websockets_client_talks_to_the_server() {
         echo.closes.lock().unwrap()[0],
         (1000, "python done".to_string())
     );
-    server.stop().unwrap();
+    server.stop().wait().unwrap();
 }

@@ -72,7 +72,7 @@ fn idle_sessions() {
         .stats()
         .sessions_open
         == 0));
-    server.stop().unwrap();
+    server.stop().wait().unwrap();
 }
 
 const WARMUP: u64 = 1_000;
@@ -137,6 +137,6 @@ fn allocations_per_message() {
     // Both sides send owned payloads (`send`); tungstenite's frames are carved from its read
     // buffer, and every buffer on the way is reused: nothing is allocated per message.
     assert!(per_message < 0.01, "{per_message} allocations per message");
-    client.stop().unwrap();
-    server.stop().unwrap();
+    client.stop().wait().unwrap();
+    server.stop().wait().unwrap();
 }

@@ -51,8 +51,8 @@ fn binary_and_text_echo_with_ark_client_and_server() {
         rx.recv_timeout(TIMEOUT).unwrap(),
         Message::binary(vec![7u8; 300_000])
     );
-    client.stop().unwrap();
-    server.stop().unwrap();
+    client.stop().wait().unwrap();
+    server.stop().wait().unwrap();
 }
 
 #[test]
@@ -82,7 +82,7 @@ fn a_fragmented_message_is_delivered_whole_and_ping_gets_pong() {
     assert_eq!(ws.read().unwrap(), Message::Pong("are you there".into()));
     ws.close(None).unwrap();
     drop(ws);
-    server.stop().unwrap();
+    server.stop().wait().unwrap();
 }
 
 #[test]
@@ -141,7 +141,7 @@ fn close_initiated_by_either_side() {
         (4001, "sent as a message".to_string())
     );
     drop(ws);
-    server.stop().unwrap();
+    server.stop().wait().unwrap();
 }
 
 #[test]
@@ -156,7 +156,7 @@ fn send_takes_owned_messages_and_refuses_oversized_control_frames() {
     assert_eq!(ws.read().unwrap(), Message::text("ping refused"));
     ws.close(None).unwrap();
     drop(ws);
-    server.stop().unwrap();
+    server.stop().wait().unwrap();
 }
 
 fn raw_upgrade(addr: std::net::SocketAddr, path: &str, with_key: bool) -> String {
@@ -188,7 +188,7 @@ fn bad_upgrades_get_an_http_error_and_other_sessions_go_on() {
     good.send(Message::text("still here")).unwrap();
     assert_eq!(good.read().unwrap(), Message::text("still here"));
     drop(good);
-    server.stop().unwrap();
+    server.stop().wait().unwrap();
 }
 
 #[test]
@@ -207,7 +207,7 @@ fn the_upgrade_hook_can_reject() {
     let response = raw_upgrade(server.local_addr(), "/", true);
     assert!(response.starts_with("HTTP/1.1 401"), "{response}");
     assert!(response.contains("token required"));
-    server.stop().unwrap();
+    server.stop().wait().unwrap();
 }
 
 #[test]
@@ -243,5 +243,5 @@ fn oversized_messages_close_with_1009_and_invalid_utf8_with_1007() {
     ok.send(Message::text("fine")).unwrap();
     assert_eq!(ok.read().unwrap(), Message::text("fine"));
     drop((ws, ok));
-    server.stop().unwrap();
+    server.stop().wait().unwrap();
 }

@@ -304,6 +304,7 @@ fn a_connect_that_never_completes_times_out() {
         info,
         start,
         Some(Duration::from_secs(3)),
+        None,
     );
     assert_eq!(core.poll_timeout(), Some(start + Duration::from_secs(3)));
     core.handle_timeout(start + Duration::from_secs(3));

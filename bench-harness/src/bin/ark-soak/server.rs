@@ -1,0 +1,218 @@
+//! `ark-soak server`: ark's TCP, UDP and WebSocket echo servers in one process, with default
+//! settings, on 127.0.0.1. Prints the addresses as one JSON line, serves until stdin closes,
+//! then prints the servers' stats (taken before stopping) and how the stop went as one JSON
+//! line.
+
+use std::io::{self, Write};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use ark_tcp::{CloseReason, Session, TcpHandler, TcpServer, TcpServerHandle, TcpStats};
+use ark_udp::{UdpHandler, UdpServer, UdpServerHandle, UdpSession, UdpStats};
+use ark_ws::{Message, Request, WsHandler, WsServer, WsServerHandle, WsSession};
+use serde_json::{Value, json};
+
+/// Deadline of the TCP and WebSocket servers' graceful stops.
+const STOP_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// What an echo handler counts: sessions as its handlers saw them, and refused echoes.
+#[derive(Debug, Default)]
+struct Counts {
+    opened: AtomicU64,
+    closed: AtomicU64,
+    refused: AtomicU64,
+}
+
+impl Counts {
+    fn json(&self) -> Value {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        json!({
+            "handlers_opened": get(&self.opened),
+            "handlers_closed": get(&self.closed),
+            "echoes_refused": get(&self.refused),
+        })
+    }
+}
+
+/// The echo handler of all three servers: every message goes back as it came.
+#[derive(Debug, Clone, Default)]
+struct Echo(Arc<Counts>);
+
+impl Echo {
+    fn count(&self, counter: fn(&Counts) -> &AtomicU64) {
+        counter(&self.0).fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn sent<E>(&self, result: Result<(), E>) {
+        if result.is_err() {
+            self.count(|c| &c.refused);
+        }
+    }
+}
+
+impl TcpHandler for Echo {
+    fn on_open(&mut self, _: &mut Session<'_>) {
+        self.count(|c| &c.opened);
+    }
+    fn on_message(&mut self, session: &mut Session<'_>, message: &[u8]) {
+        // INJECTED FAULT: corrupt every 100000th echo.
+        static N: AtomicU64 = AtomicU64::new(0);
+        if N.fetch_add(1, Ordering::Relaxed) % 100_000 == 99_999 {
+            let mut bad = message.to_vec();
+            bad[0] ^= 1;
+            return self.sent(session.send(&bad));
+        }
+        self.sent(session.send(message));
+    }
+    fn on_close(&mut self, _: &CloseReason) {
+        self.count(|c| &c.closed);
+    }
+}
+
+impl UdpHandler for Echo {
+    fn on_open(&mut self, _: &mut UdpSession<'_>) {
+        self.count(|c| &c.opened);
+    }
+    fn on_message(&mut self, session: &mut UdpSession<'_>, datagram: &[u8]) {
+        // INJECTED FAULT: drop every 100000th echo.
+        static N: AtomicU64 = AtomicU64::new(0);
+        if N.fetch_add(1, Ordering::Relaxed) % 100_000 == 99_999 {
+            return;
+        }
+        self.sent(session.send(datagram));
+    }
+    fn on_close(&mut self, _: &ark_udp::CloseReason) {
+        self.count(|c| &c.closed);
+    }
+}
+
+impl WsHandler for Echo {
+    fn on_open(&mut self, _: &mut WsSession<'_>, _: &Request) {
+        self.count(|c| &c.opened);
+    }
+    fn on_message(&mut self, session: &mut WsSession<'_>, message: Message) {
+        match message {
+            Message::Binary(data) => self.sent(session.send(Message::Binary(data))),
+            Message::Text(text) => self.sent(session.send_text(&text)),
+            _ => {}
+        }
+    }
+    fn on_close(&mut self, _: u16, _: &str) {
+        self.count(|c| &c.closed);
+    }
+}
+
+/// The three running servers and their handlers' counts.
+struct Servers {
+    tcp: (TcpServerHandle, Echo),
+    udp: (UdpServerHandle, Echo),
+    ws: (WsServerHandle, Echo),
+}
+
+/// Starts the three servers on 127.0.0.1, ports chosen by the system.
+fn start() -> io::Result<Servers> {
+    let any = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+    let (tcp_echo, udp_echo, ws_echo) = (Echo::default(), Echo::default(), Echo::default());
+    let e = tcp_echo.clone();
+    // INJECTED FAULTS: no stall timeout; the first 10 sessions leak a descriptor each.
+    let tcp = TcpServer::builder().bind(any).stall_timeout(None).start(move |_| {
+        static N: AtomicU64 = AtomicU64::new(0);
+        if N.fetch_add(1, Ordering::Relaxed) < 10 {
+            std::mem::forget(std::fs::File::open("/dev/null"));
+        }
+        e.clone()
+    })?;
+    let e = udp_echo.clone();
+    let udp = UdpServer::builder().bind(any).start(move |_| e.clone())?;
+    let e = ws_echo.clone();
+    let ws = WsServer::builder().bind(any).start(move |_| e.clone())?;
+    Ok(Servers {
+        tcp: (tcp, tcp_echo),
+        udp: (udp, udp_echo),
+        ws: (ws, ws_echo),
+    })
+}
+
+/// A TCP (or WebSocket) server's counters as JSON.
+fn tcp_json(s: &TcpStats) -> Value {
+    json!({
+        "sessions_open": s.sessions_open, "sessions_total": s.sessions_total,
+        "recv_buffer_bytes": s.recv_buffer_bytes, "send_queue_bytes": s.send_queue_bytes,
+        "bytes_in": s.bytes_in, "bytes_out": s.bytes_out,
+        "frames_in": s.frames_in, "frames_out": s.frames_out,
+        "aborted_send_bytes": s.aborted_send_bytes, "accept_errors": s.accept_errors,
+    })
+}
+
+/// The UDP server's counters as JSON.
+fn udp_json(s: &UdpStats) -> Value {
+    json!({
+        "sessions_open": s.sessions_opened.saturating_sub(s.sessions_closed),
+        "sessions_opened": s.sessions_opened, "sessions_closed": s.sessions_closed,
+        "sessions_evicted": s.sessions_evicted, "datagrams_in": s.datagrams_in,
+        "datagrams_out": s.datagrams_out, "datagrams_sent": s.datagrams_sent,
+        "truncated": s.truncated, "send_errors": s.send_errors,
+        "receive_errors": s.receive_errors,
+    })
+}
+
+/// Runs `stop`, returning how long it took and its error, if any.
+fn timed_stop(stop: impl FnOnce() -> io::Result<()>) -> Value {
+    let started = Instant::now();
+    let result = stop();
+    json!({
+        "stop_ms": started.elapsed().as_millis() as u64,
+        "stop_error": result.err().map(|e| e.to_string()),
+    })
+}
+
+/// Takes every server's stats, stops each gracefully, and reports both with the handlers'
+/// counts after the stop (every handler opened must have been closed).
+fn stop(servers: Servers) -> Value {
+    let Servers { tcp, udp, ws } = servers;
+    let (tcp_stats, udp_stats, ws_stats) = (tcp.0.stats(), udp.0.stats(), ws.0.stats());
+    let tcp_stop = timed_stop(|| tcp.0.stop_timeout(STOP_TIMEOUT));
+    let udp_stop = timed_stop(|| udp.0.stop());
+    let ws_stop = timed_stop(|| ws.0.stop_timeout(STOP_TIMEOUT));
+    json!({
+        "tcp": {"stats": tcp_json(&tcp_stats), "stop": tcp_stop, "after_stop": tcp.1.0.json()},
+        "udp": {"stats": udp_json(&udp_stats), "stop": udp_stop, "after_stop": udp.1.0.json()},
+        "ws": {"stats": tcp_json(&ws_stats), "stop": ws_stop, "after_stop": ws.1.0.json()},
+    })
+}
+
+/// Prints one JSON line on stdout and flushes it.
+fn print_line(value: &Value) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    writeln!(out, "{value}")?;
+    out.flush()
+}
+
+/// The `server` mode: start, print the addresses, serve until stdin closes, stop, print the
+/// final stats.
+pub fn serve() -> ExitCode {
+    let servers = match start() {
+        Ok(servers) => servers,
+        Err(e) => {
+            eprintln!("ark-soak server: could not start: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let addrs = json!({
+        "tcp": servers.tcp.0.local_addr().to_string(),
+        "udp": servers.udp.0.local_addr().to_string(),
+        "ws": servers.ws.0.local_addr().to_string(),
+    });
+    if print_line(&addrs).is_err() {
+        return ExitCode::FAILURE;
+    }
+    // Serve until the runner closes our stdin (or goes away).
+    let _ = io::copy(&mut io::stdin().lock(), &mut io::sink());
+    match print_line(&stop(servers)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::FAILURE,
+    }
+}

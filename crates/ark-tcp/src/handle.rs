@@ -1,0 +1,221 @@
+//! `SessionHandle`: reach a session from any thread.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use ark_reactor::SourceRef;
+
+use crate::session::{EncodeInto, SendError};
+
+const OPEN: u8 = 0;
+const CLOSING: u8 = 1;
+const CLOSED: u8 = 2;
+
+/// What a handle asked of its session: applied on the session's thread at its next turn.
+#[derive(Debug, Default)]
+pub(crate) struct Inbox {
+    /// Encoded frames, in order.
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) frames: u64,
+    pub(crate) close: bool,
+    pub(crate) abort: bool,
+    /// `TcpHandler::on_wake` is owed.
+    pub(crate) wake: bool,
+}
+
+/// The state a session shares with its handles.
+pub(crate) struct HandleShared {
+    id: u64,
+    peer: SocketAddr,
+    /// Where the session runs (none in a `Simulator`: it looks at the inbox itself).
+    source: Option<SourceRef>,
+    encoder: Box<dyn EncodeInto + Send + Sync>,
+    send_limit: usize,
+    /// Bytes in the session's queue at its last turn.
+    queued: AtomicUsize,
+    state: AtomicU8,
+    /// The inbox has something for the session.
+    pending: AtomicBool,
+    inbox: Mutex<Inbox>,
+}
+
+impl HandleShared {
+    pub(crate) fn new(
+        id: u64,
+        peer: SocketAddr,
+        source: Option<SourceRef>,
+        encoder: Box<dyn EncodeInto + Send + Sync>,
+        send_limit: usize,
+    ) -> Arc<HandleShared> {
+        Arc::new(HandleShared {
+            id,
+            peer,
+            source,
+            encoder,
+            send_limit,
+            queued: AtomicUsize::new(0),
+            state: AtomicU8::new(OPEN),
+            pending: AtomicBool::new(false),
+            inbox: Mutex::new(Inbox::default()),
+        })
+    }
+
+    fn inbox(&self) -> MutexGuard<'_, Inbox> {
+        self.inbox.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `f` on the inbox, then tells the session.
+    fn deliver(&self, f: impl FnOnce(&mut Inbox)) {
+        f(&mut self.inbox());
+        self.notify();
+    }
+
+    /// Marks the inbox as having work; wakes the session if it had none.
+    fn notify(&self) {
+        if !self.pending.swap(true, Ordering::SeqCst)
+            && let Some(source) = &self.source
+        {
+            source.wake();
+        }
+    }
+
+    /// Takes what handles left for the session, if anything.
+    pub(crate) fn take(&self) -> Option<Inbox> {
+        if !self.pending.swap(false, Ordering::SeqCst) {
+            return None;
+        }
+        Some(std::mem::take(&mut *self.inbox()))
+    }
+
+    /// Publishes the session's queue length (for the handles' `Full` check).
+    pub(crate) fn set_queued(&self, queued: usize) {
+        self.queued.store(queued, Ordering::Relaxed);
+    }
+
+    /// The session is closing: handles' sends are refused from now on.
+    pub(crate) fn set_closing(&self) {
+        let _ = self
+            .state
+            .compare_exchange(OPEN, CLOSING, Ordering::SeqCst, Ordering::SeqCst);
+    }
+
+    /// The session is gone; returns the bytes handles had queued that were not taken.
+    pub(crate) fn set_closed(&self) -> usize {
+        self.state.store(CLOSED, Ordering::SeqCst);
+        std::mem::take(&mut *self.inbox()).bytes.len()
+    }
+}
+
+/// A cheap, cloneable, `Send` handle to one TCP session: send to it, close or abort it, or
+/// wake its handler, from any thread — another session's callbacks included. Requests reach
+/// the session through its reactor (a wake); the session's own turns take no lock. Get one
+/// from [`Session::handle`](crate::Session::handle), a server's
+/// [`sessions`](crate::TcpServerHandle::sessions) or a client handle.
+///
+/// ```
+/// use ark_tcp::{Session, SessionConfig, Simulator, TcpHandler};
+///
+/// struct Quiet;
+/// impl TcpHandler for Quiet {
+///     fn on_message(&mut self, _: &mut Session<'_>, _: &[u8]) {}
+/// }
+///
+/// let mut sim = Simulator::with_handler(Quiet, SessionConfig::default());
+/// let handle = sim.with_session(|_, session| session.handle());
+/// std::thread::spawn(move || handle.send(b"from another thread").unwrap())
+///     .join()
+///     .unwrap();
+/// sim.poll_handles();
+/// assert_eq!(&sim.peer_read()[4..], b"from another thread");
+/// ```
+#[derive(Clone)]
+pub struct SessionHandle {
+    shared: Arc<HandleShared>,
+}
+
+impl std::fmt::Debug for SessionHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionHandle")
+            .field("id", &self.shared.id)
+            .field("peer", &self.shared.peer)
+            .field("open", &self.is_open())
+            .finish()
+    }
+}
+
+impl SessionHandle {
+    pub(crate) fn new(shared: Arc<HandleShared>) -> Self {
+        SessionHandle { shared }
+    }
+
+    /// The session's id (unique within its server or client).
+    pub fn id(&self) -> u64 {
+        self.shared.id
+    }
+
+    /// The peer's address.
+    pub fn peer_addr(&self) -> SocketAddr {
+        self.shared.peer
+    }
+
+    /// Whether the session still takes sends (not closing or closed).
+    pub fn is_open(&self) -> bool {
+        self.shared.state.load(Ordering::SeqCst) == OPEN
+    }
+
+    /// Queues `payload` as one frame for the session, as [`Session::send`] does: the frame is
+    /// encoded here, and the session writes it at its next turn. `Ok` means queued: like any
+    /// send, it is lost if the session ends before writing it.
+    ///
+    /// [`Session::send`]: crate::Session::send
+    ///
+    /// # Errors
+    /// [`SendError::Closed`] once the session is closing or gone; [`SendError::Full`] when its
+    /// queue (as of its last turn) plus what handles queued would pass the limit;
+    /// [`SendError::Encode`] when the payload cannot be framed. Nothing is queued on error.
+    pub fn send(&self, payload: &[u8]) -> Result<(), SendError> {
+        if !self.is_open() {
+            return Err(SendError::Closed);
+        }
+        let needed = self.shared.encoder.encoded_len(payload)?;
+        let shared = &self.shared;
+        let mut inbox = shared.inbox();
+        let queued = shared.queued.load(Ordering::Relaxed) + inbox.bytes.len();
+        if queued > 0 && queued + needed > shared.send_limit {
+            return Err(SendError::Full {
+                queued,
+                needed,
+                limit: shared.send_limit,
+            });
+        }
+        shared.encoder.encode_into(payload, &mut inbox.bytes)?;
+        inbox.frames += 1;
+        drop(inbox);
+        shared.notify();
+        Ok(())
+    }
+
+    /// Closes the session gracefully (as [`Session::close`](crate::Session::close)), after
+    /// what handles queued before.
+    pub fn close(&self) {
+        self.shared.set_closing();
+        self.shared.deliver(|inbox| inbox.close = true);
+    }
+
+    /// Closes the session at once, dropping what is queued (as
+    /// [`Session::abort`](crate::Session::abort)).
+    pub fn abort(&self) {
+        self.shared.set_closing();
+        self.shared.deliver(|inbox| inbox.abort = true);
+    }
+
+    /// Gives the session's handler a turn: [`TcpHandler::on_wake`] runs on the session's
+    /// thread (several wakes before it runs merge into one). For applications that pass work
+    /// to a session their own way.
+    ///
+    /// [`TcpHandler::on_wake`]: crate::TcpHandler::on_wake
+    pub fn wake(&self) {
+        self.shared.deliver(|inbox| inbox.wake = true);
+    }
+}

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# On-demand soak test: ark's TCP, UDP and WebSocket echo servers in one process, driven for
+# MINUTES (default 10) by well-behaved clients and bad actors, with its memory and descriptors
+# watched. Prints one JSON summary line; exit code 1 (reasons on stderr) on any failure.
+# Usage: scripts/soak.sh [MINUTES]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release -p bench-harness --bin ark-soak
+target/release/ark-soak run --minutes "${1:-10}"
