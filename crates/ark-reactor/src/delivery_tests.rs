@@ -379,3 +379,69 @@ fn a_wake_from_another_thread_reaches_the_source() {
     h.turn();
     assert_eq!(h.log(), [Seen::Ready(Ready::WAKE)]);
 }
+
+/// Panics on its first readiness.
+struct Panicky {
+    socket: NoSocket,
+    closed: Arc<Mutex<Vec<crate::source::CloseReason>>>,
+}
+
+impl Handler for Panicky {
+    fn source(&mut self) -> &mut dyn mio::event::Source {
+        &mut self.socket
+    }
+    fn on_ready(&mut self, _: &mut Context<'_>, _: Ready) -> Turn {
+        panic!("a bug in one handler");
+    }
+    fn on_close(&mut self, reason: crate::source::CloseReason) {
+        self.closed.lock().unwrap().push(reason);
+    }
+}
+
+fn panic_is_contained(path: Path) {
+    let mut h = Harness::new(path);
+    let closed = Arc::new(Mutex::new(Vec::new()));
+    let bad = h
+        .reactor
+        .insert(
+            Box::new(Panicky {
+                socket: NoSocket,
+                closed: closed.clone(),
+            }),
+            mio::Interest::READABLE,
+        )
+        .unwrap();
+    let good = h.insert(false);
+    if let Path::Worker = path {
+        // Lent to the test's worker, which runs it as a worker thread would.
+        h.reactor.test_set_last_turn(bad, Duration::from_secs(3600));
+    }
+    h.reactor.test_inject(bad, Ready::READABLE);
+    h.reactor.test_inject(good, Ready::READABLE);
+    h.settle();
+    assert_eq!(
+        *closed.lock().unwrap(),
+        [crate::source::CloseReason::Panicked],
+        "{path:?}"
+    );
+    assert_eq!(
+        h.log(),
+        [Seen::Ready(Ready::READABLE)],
+        "{path:?}: the other source ran"
+    );
+    assert_eq!(h.reactor.source_count(), 1);
+    // The reactor goes on.
+    h.reactor.test_inject(good, Ready::READABLE);
+    h.settle();
+    assert_eq!(h.log().len(), 2);
+}
+
+#[test]
+fn a_panicking_handler_closes_only_its_source_served_inline() {
+    panic_is_contained(Path::Inline);
+}
+
+#[test]
+fn a_panicking_handler_closes_only_its_source_on_a_worker() {
+    panic_is_contained(Path::Worker);
+}

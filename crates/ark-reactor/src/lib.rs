@@ -57,7 +57,7 @@ pub use context::{Budget, Context};
 pub use deadlines::Deadlines;
 pub use handle::ReactorHandle;
 pub use lifecycle::{Lifecycle, Member, Stopping};
-pub use pool::{IoModel, Placement, ReactorPool, Runtime, SourceRef, release_pool};
+pub use pool::{IoModel, Placement, ReactorPool, Runtime, SourceRef, release_pool, resolve};
 pub use reactor::Reactor;
 pub use source::{CloseReason, Handler, Ready, SourceId, Turn};
 pub use stats::{Counters, Stats};

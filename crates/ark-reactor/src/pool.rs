@@ -276,3 +276,18 @@ impl Drop for ReactorPool {
         let _ = self.shutdown();
     }
 }
+
+/// Resolves `addr` to its first socket address: an address (`"127.0.0.1:9000"`,
+/// `"[::1]:9000"`) or a host name and port (`"localhost:9000"`, resolved by the system's
+/// resolver, blocking). Every ark builder's `bind` and `connect` take addresses this way.
+///
+/// # Errors
+/// The name could not be resolved, or resolved to no address.
+pub fn resolve(addr: impl std::net::ToSocketAddrs) -> io::Result<std::net::SocketAddr> {
+    addr.to_socket_addrs()?.next().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the address resolved to nothing",
+        )
+    })
+}

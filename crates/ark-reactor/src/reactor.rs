@@ -14,7 +14,7 @@ use crate::slot::Slot;
 use crate::source::{CloseReason, Handler, Ready, SourceId, Turn};
 use crate::stats::Stats;
 use crate::timer::{Target, TimerId, Timers};
-use crate::worker::{Done, Job, Work};
+use crate::worker::{Done, Job, Work, run_turn};
 
 /// Token of the reactor's waker (never a source token: source indexes stay below 2^32 - 1).
 const WAKER: mio::Token = mio::Token(u32::MAX as usize);
@@ -597,17 +597,21 @@ impl Reactor {
             shared: &self.shared,
             budget: self.config.budget,
         };
-        let (turn, ready) = match work {
-            Work::Ready(ready) => (handler.on_ready(&mut cx, ready), ready),
-            Work::Timer(timer) => (handler.on_timer(&mut cx, timer), Ready::EMPTY),
-        };
+        let (turn, ready) = run_turn(handler.as_mut(), &mut cx, work);
         let slot = &mut self.slots[index];
         slot.handler = Some(handler);
         if let Some(started) = started {
             slot.last_turn = started.elapsed();
         }
         let mut effects = std::mem::take(&mut self.effects);
-        self.finish_turn(id, turn, ready, &mut effects);
+        match turn {
+            Some(turn) => self.finish_turn(id, turn, ready, &mut effects),
+            None => {
+                // What a panicking turn asked for is not to be trusted.
+                effects.clear();
+                self.close_source(id, CloseReason::Panicked);
+            }
+        }
         self.effects = effects;
     }
 
@@ -683,6 +687,7 @@ impl Reactor {
             ready,
             mut effects,
             took,
+            panicked,
         } = done;
         if let Some(workers) = &mut self.workers {
             workers.lent -= 1;
@@ -690,6 +695,10 @@ impl Reactor {
         let slot = &mut self.slots[id.index as usize];
         slot.handler = Some(handler);
         slot.last_turn = took;
+        if panicked {
+            self.close_source(id, CloseReason::Panicked);
+            return;
+        }
         self.finish_turn(id, turn, ready, &mut effects);
         let Some(slot) = self.slot_mut(id) else {
             return;
@@ -722,7 +731,9 @@ impl Reactor {
         slot.again = None;
         self.shared.ids.release(id);
         self.shared.sources.fetch_sub(1, Ordering::Relaxed);
-        handler.on_close(reason);
+        // A panic in `on_close` ends only this source's close.
+        let closing = std::panic::AssertUnwindSafe(|| handler.on_close(reason));
+        let _ = std::panic::catch_unwind(closing);
         true
     }
 

@@ -156,6 +156,9 @@ pub enum CloseReason {
     /// Registering the source with the poll instance failed (a source inserted through
     /// [`Context::insert`]).
     RegistrationFailed(std::io::ErrorKind),
+    /// The handler panicked in a callback: the source was closed, the reactor and every other
+    /// source go on. (`on_close` is called with this reason; a panic there is caught too.)
+    Panicked,
 }
 
 /// The callbacks of a registered source. They run on the thread processing the source: the

@@ -34,6 +34,8 @@ pub(crate) struct Done {
     pub(crate) effects: Vec<Effect>,
     /// How long the turn took.
     pub(crate) took: std::time::Duration,
+    /// The handler panicked: the source is to be closed.
+    pub(crate) panicked: bool,
 }
 
 /// Serves jobs until the reactor drops its end of the job channel.
@@ -78,17 +80,33 @@ pub(crate) fn serve_job(
         budget,
     };
     let started = Instant::now();
-    let (turn, ready) = match work {
-        Work::Ready(ready) => (handler.on_ready(&mut cx, ready), ready),
-        Work::Timer(timer) => (handler.on_timer(&mut cx, timer), Ready::EMPTY),
-    };
+    let (outcome, ready) = run_turn(handler.as_mut(), &mut cx, work);
     Done {
         id,
         handler,
-        turn,
+        turn: outcome.unwrap_or(Turn::Done),
         ready,
         // Most turns have no effects; an empty Vec does not allocate.
         effects: std::mem::take(effects),
         took: started.elapsed(),
+        panicked: outcome.is_none(),
     }
+}
+
+/// Runs one callback of `handler` for `work`; `None` if it panicked (the panic is caught: one
+/// source's bug must not take its thread, and every other source on it, down).
+pub(crate) fn run_turn(
+    handler: &mut dyn Handler,
+    cx: &mut Context<'_>,
+    work: Work,
+) -> (Option<Turn>, Ready) {
+    let ready = match work {
+        Work::Ready(ready) => ready,
+        Work::Timer(_) => Ready::EMPTY,
+    };
+    let turn = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match work {
+        Work::Ready(ready) => handler.on_ready(cx, ready),
+        Work::Timer(timer) => handler.on_timer(cx, timer),
+    }));
+    (turn.ok(), ready)
 }

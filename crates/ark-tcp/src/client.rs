@@ -108,7 +108,10 @@ impl<C: Framing, H: TcpHandler> Owner<H> for ClientShared<C> {
         *self.session() = None;
         let chosen = matches!(
             reason,
-            CloseReason::Local | CloseReason::Aborted | CloseReason::Stopped
+            CloseReason::Local
+                | CloseReason::Aborted
+                | CloseReason::Stopped
+                | CloseReason::Panicked
         );
         if !chosen && !self.life.is_stopping() && self.reconnect.is_some() {
             reconnect_later(self, handler, reactor);
@@ -182,15 +185,19 @@ impl<C: Framing> TcpClientBuilder<C> {
 
     session_options!();
 
-    /// Connects to `addr` with `handler`, which stays with the client across reconnects.
+    /// Connects to `addr` — an address, or a name and port such as `"localhost:7000"` (see
+    /// [`ark_reactor::resolve`]) — with `handler`, which stays with the client across
+    /// reconnects. Returns at once; the connection is made on the client's reactor.
     ///
     /// # Errors
-    /// The pool could not start. Connection failures reach the handler as `on_close`.
+    /// The address does not resolve, or the pool could not start. Connection failures reach
+    /// the handler as `on_close`.
     pub fn connect<H: TcpHandler>(
         self,
-        addr: SocketAddr,
+        addr: impl std::net::ToSocketAddrs,
         handler: H,
     ) -> io::Result<TcpClientHandle> {
+        let addr = ark_reactor::resolve(addr)?;
         let (pool, own_pool) = self.runtime.pool(self.reactor_config)?;
         let close_timeout = self.config.close_timeout;
         let shared = Arc::new(ClientShared {

@@ -247,7 +247,7 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
     ) -> Self {
         let handle = HandleShared::new(
             info.id,
-            info.peer,
+            (info.peer, info.local),
             source,
             Box::new(codec.clone()),
             config.send_limit,

@@ -320,14 +320,19 @@ impl<C: Framing, H: TcpHandler> Handler for Conn<C, H> {
         } else {
             CloseReason::Local
         };
-        let reason = core.report_close(match reason {
+        let reason = match reason {
             ark_reactor::CloseReason::Stopped => CloseReason::Stopped,
             ark_reactor::CloseReason::Closed => removed,
             ark_reactor::CloseReason::RegistrationFailed(kind) => CloseReason::Io {
                 kind,
                 message: "registering the socket with the reactor failed".to_string(),
             },
-        });
+            ark_reactor::CloseReason::Panicked => CloseReason::Panicked,
+        };
+        // The handler's `on_close` may panic too (it panicked before, say): the bookkeeping
+        // below still runs.
+        let report = std::panic::AssertUnwindSafe(|| core.report_close(reason));
+        let reason = std::panic::catch_unwind(report).unwrap_or(CloseReason::Panicked);
         core.publish_to_handles();
         let counters = self.owner.counters();
         counters.add(&core.take_tally());

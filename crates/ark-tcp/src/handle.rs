@@ -28,6 +28,7 @@ pub(crate) struct Inbox {
 pub(crate) struct HandleShared {
     id: u64,
     peer: SocketAddr,
+    local: SocketAddr,
     /// Where the session runs (none in a `Simulator`: it looks at the inbox itself).
     source: Option<SourceRef>,
     encoder: Box<dyn EncodeInto + Send + Sync>,
@@ -43,7 +44,7 @@ pub(crate) struct HandleShared {
 impl HandleShared {
     pub(crate) fn new(
         id: u64,
-        peer: SocketAddr,
+        (peer, local): (SocketAddr, SocketAddr),
         source: Option<SourceRef>,
         encoder: Box<dyn EncodeInto + Send + Sync>,
         send_limit: usize,
@@ -51,6 +52,7 @@ impl HandleShared {
         Arc::new(HandleShared {
             id,
             peer,
+            local,
             source,
             encoder,
             send_limit,
@@ -157,6 +159,11 @@ impl SessionHandle {
     /// The peer's address.
     pub fn peer_addr(&self) -> SocketAddr {
         self.shared.peer
+    }
+
+    /// The local address of the session's socket.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.shared.local
     }
 
     /// Whether the session still takes sends (not closing or closed).

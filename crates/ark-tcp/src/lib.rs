@@ -49,7 +49,7 @@
 //! }
 //!
 //! let server = TcpServer::builder()
-//!     .bind("127.0.0.1:0".parse()?)
+//!     .bind("127.0.0.1:0")
 //!     .start(|_peer| Echo)?;
 //! let (tx, rx) = mpsc::channel();
 //! let client = TcpClient::builder().connect(server.local_addr(), Ask(tx))?;

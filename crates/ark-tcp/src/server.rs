@@ -44,7 +44,7 @@ impl TcpServer {
 /// Configures and starts a [`TcpServer`].
 #[derive(Debug)]
 pub struct TcpServerBuilder<C> {
-    addr: Option<SocketAddr>,
+    addr: Option<io::Result<SocketAddr>>,
     codec: C,
     config: SessionConfig,
     runtime: Runtime,
@@ -194,9 +194,10 @@ impl<H: TcpHandler> Owner<H> for ServerShared {
 }
 
 impl<C: Framing> TcpServerBuilder<C> {
-    /// The address to listen on (IPv4 or IPv6; port 0 picks one).
-    pub fn bind(mut self, addr: SocketAddr) -> Self {
-        self.addr = Some(addr);
+    /// The address to listen on (IPv4 or IPv6; port 0 picks one), or a name and port
+    /// (`"localhost:7000"`); see [`ark_reactor::resolve`].
+    pub fn bind(mut self, addr: impl std::net::ToSocketAddrs) -> Self {
+        self.addr = Some(ark_reactor::resolve(addr));
         self
     }
 
@@ -229,8 +230,11 @@ impl<C: Framing> TcpServerBuilder<C> {
         H: TcpHandler,
         F: Fn(SocketAddr) -> H + Send + Sync + 'static,
     {
-        let addr = self.addr.ok_or_else(|| {
-            io::Error::new(io::ErrorKind::InvalidInput, "TcpServer: no bind address")
+        let addr = self.addr.unwrap_or_else(|| {
+            Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "TcpServer: no bind address",
+            ))
         })?;
         let codec = self.codec;
         let socket = socket2::Socket::new(

@@ -96,6 +96,10 @@ pub enum CloseReason {
     /// The server, client or reactor stopped.
     #[error("stopped")]
     Stopped,
+    /// The handler panicked in a callback: this session was closed (and reset); the others
+    /// go on.
+    #[error("the handler panicked")]
+    Panicked,
 }
 
 impl CloseReason {
@@ -117,6 +121,7 @@ impl CloseReason {
         matches!(
             self,
             CloseReason::Aborted
+                | CloseReason::Panicked
                 | CloseReason::Frame(_)
                 | CloseReason::Unflushed { .. }
                 | CloseReason::WriteStalled { .. }

@@ -63,7 +63,7 @@ impl TcpHandler for Measure {
 #[test]
 fn a_steady_state_echo_allocates_nothing_per_message() {
     let server = TcpServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .start(|_| Echo::default())
         .unwrap();
     let (start, end) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));

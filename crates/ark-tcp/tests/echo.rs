@@ -79,7 +79,7 @@ fn one_hundred_concurrent_sessions() {
         ReactorPool::start(IoModel::Sharded { reactors: 2 }, ReactorConfig::default()).unwrap(),
     );
     let server = TcpServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .io_model(IoModel::Shared { threads: 2 })
         .start(|_| Echo::default())
         .unwrap();
@@ -116,7 +116,7 @@ fn a_sixteen_mib_frame_round_trips() {
         16 * 1024 * 1024
     }
     let server = TcpServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .start(|_| Echo::default())
         .unwrap();
     let (tx, rx) = mpsc::channel();
@@ -139,7 +139,7 @@ fn a_sixteen_mib_frame_round_trips() {
 #[test]
 fn window_sixteen_coalesces_writes() {
     let server = TcpServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .start(|_| Echo::default())
         .unwrap();
     let (tx, rx) = mpsc::channel();
@@ -215,7 +215,7 @@ impl ark_tcp::TcpHandler for RawStream {
 #[test]
 fn raw_framing_echoes_the_byte_stream_and_buffer_sizes_are_readable() {
     let server = TcpServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .framing(ark_frame::Raw::new())
         .start(|_| Echo::default())
         .unwrap();

@@ -16,7 +16,7 @@ const TIMEOUT: Duration = Duration::from_secs(20);
 
 fn server_with(echo: Echo) -> ark_tcp::TcpServerHandle {
     TcpServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .max_frame(1024)
         .start(move |_| echo.clone())
         .unwrap()
@@ -102,7 +102,7 @@ fn the_idle_timeout_closes_a_silent_session() {
     let echo = Echo::default();
     let e = echo.clone();
     let server = TcpServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .idle_timeout(Some(Duration::from_millis(100)))
         .start(move |_| e.clone())
         .unwrap();
@@ -192,7 +192,7 @@ fn a_client_reconnects_after_the_server_restarts() {
     let echo = Echo::default();
     let e = echo.clone();
     let server = TcpServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .start(move |_| e.clone())
         .unwrap();
     let addr = server.local_addr();

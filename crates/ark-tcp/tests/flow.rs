@@ -65,7 +65,7 @@ fn a_slow_reader_gets_full_then_writable_without_spinning() {
     let writables = Arc::new(AtomicU64::new(0));
     let (f, w) = (fulls.clone(), writables.clone());
     let server = TcpServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .send_limit(1024 * 1024)
         .high_watermark(1024 * 1024)
         .low_watermark(256 * 1024)
@@ -167,7 +167,7 @@ fn graceful_close_delivers_everything_queued_before_it() {
     let count = Count::default();
     let c = count.clone();
     let server = TcpServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .start(move |_| Count {
             received: c.received.clone(),
             out_of_order: c.out_of_order.clone(),
@@ -200,7 +200,7 @@ fn graceful_server_stop_delivers_everything_queued() {
     let (f, w) = (fulls.clone(), writables.clone());
     const TOTAL: u64 = 48; // 3 MiB, most of it still queued when stop is called
     let server = TcpServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .socket_buffers(Some(32 * 1024), None)
         .start(move |_| Flooder {
             chunk: vec![0x33; CHUNK],

@@ -46,7 +46,7 @@ fn a_half_closed_client_gets_every_echo_before_the_end_of_stream() {
     // the 8 MiB high watermark, so the server never stops reading).
     const FRAMES: u32 = 7000; // 7.2 MB of 1 KiB frames
     let server = TcpServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .start(|_| Echo::default())
         .unwrap();
     let mut client = connect(server.local_addr());
@@ -75,7 +75,7 @@ fn an_announced_length_costs_only_the_bytes_that_arrive() {
     let echo = Echo::default();
     let closes = echo.closes.clone();
     let server = TcpServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .start(move |_| echo.clone())
         .unwrap();
     // Each announces a 16 MiB frame (the default maximum) and sends one byte of it.
@@ -141,7 +141,7 @@ fn a_close_against_a_peer_that_never_reads_ends_by_the_close_timeout() {
     let (tx, rx) = mpsc::channel();
     let tx = Mutex::new(tx);
     let server = TcpServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .idle_timeout(Some(Duration::from_millis(300)))
         .close_timeout(Duration::from_millis(300))
         .start(move |_| Pusher {
@@ -171,7 +171,7 @@ fn a_frame_that_stalls_mid_way_is_closed_after_the_stall_timeout() {
     let echo = Echo::default();
     let closes = echo.closes.clone();
     let server = TcpServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .stall_timeout(Some(Duration::from_millis(200)))
         .start(move |_| echo.clone())
         .unwrap();
@@ -197,7 +197,7 @@ fn stop_honours_its_deadline_with_a_client_that_never_reads() {
     let (tx, _rx) = mpsc::channel();
     let tx = Mutex::new(tx);
     let server = TcpServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .close_timeout(Duration::from_secs(60))
         .start(move |_| Pusher {
             total: 8 * 1024 * 1024,
@@ -235,7 +235,7 @@ fn a_graceful_stop_lets_every_session_say_goodbye() {
     let goodbyes = Arc::new(AtomicU64::new(0));
     let g = goodbyes.clone();
     let server = TcpServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .start(move |_| Polite {
             goodbyes: g.clone(),
         })

@@ -46,7 +46,7 @@ fn idle_client_process() {
 #[test]
 fn ten_thousand_idle_sessions_hold_no_receive_buffer() {
     let server = TcpServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .backlog(4096)
         .start(|_| Echo::default())
         .unwrap();

@@ -37,7 +37,7 @@ impl UdpCast {
 /// Configures and starts a [`UdpCast`] socket.
 #[derive(Debug)]
 pub struct UdpCastBuilder {
-    addr: Option<SocketAddr>,
+    addr: Option<io::Result<SocketAddr>>,
     broadcast: bool,
     multicast_v4: Vec<(Ipv4Addr, Ipv4Addr)>,
     config: UdpConfig,
@@ -46,9 +46,9 @@ pub struct UdpCastBuilder {
 }
 
 impl UdpCastBuilder {
-    /// The address to bind.
-    pub fn bind(mut self, addr: SocketAddr) -> Self {
-        self.addr = Some(addr);
+    /// The address to bind, or a name and port; see [`ark_reactor::resolve`].
+    pub fn bind(mut self, addr: impl std::net::ToSocketAddrs) -> Self {
+        self.addr = Some(ark_reactor::resolve(addr));
         self
     }
 
@@ -74,8 +74,11 @@ impl UdpCastBuilder {
     /// # Errors
     /// No address, binding, an option or the pool failed.
     pub fn start<H: UdpHandler>(self, handler: H) -> io::Result<UdpCastHandle> {
-        let addr = self.addr.ok_or_else(|| {
-            io::Error::new(io::ErrorKind::InvalidInput, "UdpCast: no bind address")
+        let addr = self.addr.unwrap_or_else(|| {
+            Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "UdpCast: no bind address",
+            ))
         })?;
         let config = Arc::new(self.config);
         let socket = bind_socket(addr, &config, false)?;

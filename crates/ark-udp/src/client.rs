@@ -45,16 +45,18 @@ pub struct UdpClientBuilder {
 impl UdpClientBuilder {
     udp_options!();
 
-    /// Binds an ephemeral port, connects the socket to `peer` and starts the session
-    /// (`on_open` runs first on the socket's thread).
+    /// Binds an ephemeral port, connects the socket to `peer` (an address, or a name and
+    /// port; see [`ark_reactor::resolve`]) and starts the session (`on_open` runs first on the
+    /// socket's thread).
     ///
     /// # Errors
-    /// Binding, connecting or starting the pool failed.
+    /// The address does not resolve; binding, connecting or starting the pool failed.
     pub fn connect<H: UdpHandler>(
         self,
-        peer: SocketAddr,
+        peer: impl std::net::ToSocketAddrs,
         handler: H,
     ) -> io::Result<UdpClientHandle> {
+        let peer = ark_reactor::resolve(peer)?;
         let any: SocketAddr = match peer {
             SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
             SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),

@@ -37,7 +37,7 @@
 //!     }
 //! }
 //!
-//! let server = UdpServer::builder().bind("127.0.0.1:0".parse()?).start(|_peer| Echo)?;
+//! let server = UdpServer::builder().bind("127.0.0.1:0").start(|_peer| Echo)?;
 //! let (tx, rx) = mpsc::channel();
 //! let client = UdpClient::builder().connect(server.local_addr(), Ask(tx))?;
 //! assert_eq!(rx.recv_timeout(Duration::from_secs(10))?, b"hello");

@@ -34,7 +34,7 @@ impl UdpServer {
 /// Configures and starts a [`UdpServer`].
 #[derive(Debug)]
 pub struct UdpServerBuilder {
-    addr: Option<SocketAddr>,
+    addr: Option<io::Result<SocketAddr>>,
     config: UdpConfig,
     runtime: Runtime,
     reactor_config: ReactorConfig,
@@ -174,9 +174,10 @@ pub(crate) fn deregister(reactor: &ReactorHandle, id: SourceId) {
 }
 
 impl UdpServerBuilder {
-    /// The address to bind (IPv4 or IPv6; port 0 picks one).
-    pub fn bind(mut self, addr: SocketAddr) -> Self {
-        self.addr = Some(addr);
+    /// The address to bind (IPv4 or IPv6; port 0 picks one), or a name and port; see
+    /// [`ark_reactor::resolve`].
+    pub fn bind(mut self, addr: impl std::net::ToSocketAddrs) -> Self {
+        self.addr = Some(ark_reactor::resolve(addr));
         self
     }
 
@@ -192,8 +193,11 @@ impl UdpServerBuilder {
         H: UdpHandler,
         F: Fn(SocketAddr) -> H + Send + Sync + 'static,
     {
-        let addr = self.addr.ok_or_else(|| {
-            io::Error::new(io::ErrorKind::InvalidInput, "UdpServer: no bind address")
+        let addr = self.addr.unwrap_or_else(|| {
+            Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "UdpServer: no bind address",
+            ))
         })?;
         let shards = match &self.runtime {
             Runtime::Own(IoModel::Sharded { reactors }) => (*reactors).max(1),

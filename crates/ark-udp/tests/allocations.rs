@@ -58,7 +58,7 @@ impl UdpHandler for Measure {
 #[test]
 fn a_steady_state_udp_echo_allocates_nothing_per_message() {
     let server = UdpServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .max_datagram(2048)
         .start(|_| Echo::default())
         .unwrap();

@@ -75,7 +75,7 @@ fn one_hundred_peers_open_sessions_that_expire() {
     let echo = Echo::default();
     let e = echo.clone();
     let server = UdpServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .session_expiry(Some(Duration::from_millis(150)))
         .start(move |_| e.clone())
         .unwrap();
@@ -133,7 +133,7 @@ fn one_hundred_peers_open_sessions_that_expire() {
 #[test]
 fn sharded_server_spreads_peers_over_reuseport_sockets() {
     let server = UdpServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .io_model(IoModel::Sharded { reactors: 2 })
         .start(|_| Echo::default())
         .unwrap();
@@ -196,14 +196,14 @@ impl ark_udp::UdpHandler for PingPong {
 fn cast_sockets_send_to_any_address_and_reply_to_senders() {
     let (tx, rx) = mpsc::channel();
     let b = ark_udp::UdpCast::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .start(PingPong {
             to: None,
             got_pong: tx.clone(),
         })
         .unwrap();
     let a = ark_udp::UdpCast::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .start(PingPong {
             to: Some(b.local_addr()),
             got_pong: tx,

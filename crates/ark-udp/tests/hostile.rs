@@ -31,7 +31,7 @@ fn a_full_session_table_evicts_silent_sessions_instead_of_locking_out_new_peers(
     let echo = Echo::default();
     let closes = echo.closes.clone();
     let server = UdpServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .max_sessions(TABLE)
         .session_expiry(None)
         .start(move |_| echo.clone())

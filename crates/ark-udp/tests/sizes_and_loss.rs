@@ -32,7 +32,7 @@ fn an_oversized_send_is_a_typed_error_and_the_maximum_arrives_whole() {
     let echo = Echo::default();
     let e = echo.clone();
     let server = UdpServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .start(move |_| e.clone())
         .unwrap();
     let (tx, rx) = mpsc::channel();
@@ -59,7 +59,7 @@ fn truncated_datagrams_are_counted_and_not_delivered_and_empty_ones_echo() {
         let echo = Echo::default();
         let e = echo.clone();
         let server = UdpServer::builder()
-            .bind("127.0.0.1:0".parse().unwrap())
+            .bind("127.0.0.1:0")
             .max_datagram(1500)
             .batching(batching, 16)
             .start(move |_| e.clone())
@@ -118,7 +118,7 @@ fn a_burst_beyond_the_receive_buffer_is_accounted_for() {
     let count = Arc::new(AtomicU64::new(0));
     let c = count.clone();
     let server = UdpServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .socket_buffers(None, Some(4096))
         .start(move |_| SlowCount(c.clone()))
         .unwrap();

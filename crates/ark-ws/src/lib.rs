@@ -39,7 +39,7 @@
 //!     }
 //! }
 //!
-//! let server = WsServer::builder().bind("127.0.0.1:0".parse()?).start(|_| Echo)?;
+//! let server = WsServer::builder().bind("127.0.0.1:0").start(|_| Echo)?;
 //! let (tx, rx) = mpsc::channel();
 //! let url = format!("ws://{}/", server.local_addr());
 //! let client = WsClient::builder().connect(&url, Hello(tx))?;

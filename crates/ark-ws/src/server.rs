@@ -32,7 +32,7 @@ impl WsServer {
 /// Configures and starts a [`WsServer`].
 #[derive(Debug)]
 pub struct WsServerBuilder {
-    addr: Option<SocketAddr>,
+    addr: Option<io::Result<SocketAddr>>,
     config: WsConfig,
     io_model: Option<IoModel>,
     pool: Option<Arc<ReactorPool>>,
@@ -106,9 +106,10 @@ macro_rules! ws_options {
 pub(crate) use ws_options;
 
 impl WsServerBuilder {
-    /// The address to listen on.
-    pub fn bind(mut self, addr: SocketAddr) -> Self {
-        self.addr = Some(addr);
+    /// The address to listen on, or a name and port (`"localhost:8080"`); see
+    /// [`ark_reactor::resolve`].
+    pub fn bind(mut self, addr: impl std::net::ToSocketAddrs) -> Self {
+        self.addr = Some(ark_reactor::resolve(addr));
         self
     }
 
@@ -139,8 +140,11 @@ impl WsServerBuilder {
         H: WsHandler,
         F: Fn(SocketAddr) -> H + Send + Sync + 'static,
     {
-        let addr = self.addr.ok_or_else(|| {
-            io::Error::new(io::ErrorKind::InvalidInput, "WsServer: no bind address")
+        let addr = self.addr.unwrap_or_else(|| {
+            Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "WsServer: no bind address",
+            ))
         })?;
         let config = Arc::new(self.config);
         let mut tcp = TcpServer::builder()

@@ -77,7 +77,7 @@ impl ark_ws::WsHandler for TolerantEcho {
 /// A server that echoes, with a 1 MiB write-buffer limit and short deadlines.
 fn small_server(write_stall: Option<Duration>) -> ark_ws::WsServerHandle {
     ark_ws::WsServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .write_buffer_limit(1024 * 1024)
         .write_stall_timeout(write_stall)
         .handshake_timeout(Duration::from_millis(300))

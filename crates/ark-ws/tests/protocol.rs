@@ -194,7 +194,7 @@ fn bad_upgrades_get_an_http_error_and_other_sessions_go_on() {
 #[test]
 fn the_upgrade_hook_can_reject() {
     let server = ark_ws::WsServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .on_upgrade(|request| {
             if request.headers().contains_key("x-token") {
                 Ok(())

@@ -7,8 +7,12 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::link::{Link, Plan, TcpLink, WsLink, exchange};
-use crate::shared::{Ctx, Rng, timed_out};
+use crate::shared::{Ctx, Rng, pause, timed_out};
 use crate::tally::{Fault, Proto};
+
+/// How long a short-lived client's thread pauses after a failure (no tight error loops when
+/// the server is gone).
+const AFTER_FAILURE: Duration = Duration::from_millis(100);
 
 /// A short-lived client's plan: 10–500 messages, up to 4 in flight.
 fn short_plan(rng: &mut Rng) -> Plan {
@@ -59,7 +63,9 @@ pub fn tcp_short(ctx: &Ctx, stream: u64) {
             TcpLink::connect,
             ctx.addrs.tcp,
         );
-        t.client_ended(&t.tcp, "tcp client", result);
+        if !t.client_ended(&t.tcp, "tcp client", result) {
+            pause(ctx, AFTER_FAILURE);
+        }
     }
 }
 
@@ -71,7 +77,9 @@ pub fn ws_short(ctx: &Ctx, stream: u64) {
         let t = &ctx.tally;
         t.ws.clients.fetch_add(1, Ordering::Relaxed);
         let result = one_client(ctx, &mut rng, &t.ws, &plan, WsLink::connect, ctx.addrs.ws);
-        t.client_ended(&t.ws, "ws client", result);
+        if !t.client_ended(&t.ws, "ws client", result) {
+            pause(ctx, AFTER_FAILURE);
+        }
     }
 }
 
@@ -115,7 +123,9 @@ pub fn udp_short(ctx: &Ctx, stream: u64) {
         let plan = short_plan(&mut rng);
         ctx.tally.udp.clients.fetch_add(1, Ordering::Relaxed);
         let result = udp_client(ctx, &mut rng, &plan);
-        ctx.tally.client_ended(&ctx.tally.udp, "udp client", result);
+        if !ctx.tally.client_ended(&ctx.tally.udp, "udp client", result) {
+            pause(ctx, AFTER_FAILURE);
+        }
     }
 }
 

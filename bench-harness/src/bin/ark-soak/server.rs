@@ -58,13 +58,6 @@ impl TcpHandler for Echo {
         self.count(|c| &c.opened);
     }
     fn on_message(&mut self, session: &mut Session<'_>, message: &[u8]) {
-        // INJECTED FAULT: corrupt every 100000th echo.
-        static N: AtomicU64 = AtomicU64::new(0);
-        if N.fetch_add(1, Ordering::Relaxed) % 100_000 == 99_999 {
-            let mut bad = message.to_vec();
-            bad[0] ^= 1;
-            return self.sent(session.send(&bad));
-        }
         self.sent(session.send(message));
     }
     fn on_close(&mut self, _: &CloseReason) {
@@ -77,11 +70,6 @@ impl UdpHandler for Echo {
         self.count(|c| &c.opened);
     }
     fn on_message(&mut self, session: &mut UdpSession<'_>, datagram: &[u8]) {
-        // INJECTED FAULT: drop every 100000th echo.
-        static N: AtomicU64 = AtomicU64::new(0);
-        if N.fetch_add(1, Ordering::Relaxed) % 100_000 == 99_999 {
-            return;
-        }
         self.sent(session.send(datagram));
     }
     fn on_close(&mut self, _: &ark_udp::CloseReason) {
@@ -117,14 +105,7 @@ fn start() -> io::Result<Servers> {
     let any = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
     let (tcp_echo, udp_echo, ws_echo) = (Echo::default(), Echo::default(), Echo::default());
     let e = tcp_echo.clone();
-    // INJECTED FAULTS: no stall timeout; the first 10 sessions leak a descriptor each.
-    let tcp = TcpServer::builder().bind(any).stall_timeout(None).start(move |_| {
-        static N: AtomicU64 = AtomicU64::new(0);
-        if N.fetch_add(1, Ordering::Relaxed) < 10 {
-            std::mem::forget(std::fs::File::open("/dev/null"));
-        }
-        e.clone()
-    })?;
+    let tcp = TcpServer::builder().bind(any).start(move |_| e.clone())?;
     let e = udp_echo.clone();
     let udp = UdpServer::builder().bind(any).start(move |_| e.clone())?;
     let e = ws_echo.clone();

@@ -154,14 +154,18 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Tally {
-    /// Records something that fails the run (also printed to stderr at once).
+    /// Records something that fails the run; the first few are also printed to stderr at
+    /// once and kept for the summary, the rest only counted.
     pub fn problem(&self, what: String) {
-        eprintln!("[ark-soak] problem: {what}");
-        self.problem_count.fetch_add(1, Ordering::Relaxed);
-        let mut kept = lock(&self.problems);
-        if kept.len() < KEPT_PROBLEMS {
-            kept.push(what);
+        let n = self.problem_count.fetch_add(1, Ordering::Relaxed) as usize + 1;
+        if n > KEPT_PROBLEMS {
+            if n == KEPT_PROBLEMS + 1 {
+                eprintln!("[ark-soak] more problems: counted only");
+            }
+            return;
         }
+        eprintln!("[ark-soak] problem: {what}");
+        lock(&self.problems).push(what);
     }
 
     /// Problems so far: how many, and the first few word for word.
@@ -170,10 +174,10 @@ impl Tally {
         (count, lock(&self.problems).clone())
     }
 
-    /// Records how a well-behaved client of `proto` (named `name`) ended.
-    pub fn client_ended(&self, proto: &Proto, name: &str, result: Result<(), Fault>) {
+    /// Records how a well-behaved client of `proto` (named `name`) ended; `true` if well.
+    pub fn client_ended(&self, proto: &Proto, name: &str, result: Result<(), Fault>) -> bool {
         match result {
-            Ok(()) => {}
+            Ok(()) => return true,
             Err(Fault::Wrong(what)) => {
                 proto.wrong.fetch_add(1, Ordering::Relaxed);
                 self.problem(format!("{name}: wrong echo: {what}"));
@@ -184,6 +188,7 @@ impl Tally {
                 self.problem(format!("{name}: client failed ({lost} lost): {why}"));
             }
         }
+        false
     }
 
     /// Records one bad actor's run of `kind`.

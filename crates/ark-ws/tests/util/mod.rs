@@ -47,7 +47,7 @@ pub fn echo_server(max_message: usize) -> (WsServerHandle, Echo) {
     let echo = Echo::default();
     let e = echo.clone();
     let server = WsServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .max_message(max_message, max_message)
         .start(move |_| e.clone())
         .unwrap();
