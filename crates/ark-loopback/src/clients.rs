@@ -301,7 +301,7 @@ impl ark_ws::WsHandler for WsClient {
             self.0.on_echo(&data, |m| session.send_binary(m).is_ok());
         }
     }
-    fn on_close(&mut self, _: u16, _: &str) {
+    fn on_close(&mut self, _: &ark_ws::WsClose) {
         self.0.on_disconnect();
     }
 }

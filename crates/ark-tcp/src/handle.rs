@@ -166,6 +166,13 @@ impl SessionHandle {
         self.shared.local
     }
 
+    /// Bytes the session had queued and not written at its last turn, plus what handles have
+    /// queued since.
+    pub fn queued_bytes(&self) -> usize {
+        let inbox = self.shared.inbox().bytes.len();
+        self.shared.queued.load(Ordering::Relaxed) + inbox
+    }
+
     /// Whether the session still takes sends (not closing or closed).
     pub fn is_open(&self) -> bool {
         self.shared.state.load(Ordering::SeqCst) == OPEN

@@ -198,6 +198,17 @@ impl<E: Encoder> EncodeInto for E {
 }
 
 impl Session<'_> {
+    /// A shorter-lived view of this session, for a protocol layer that keeps one in a view of
+    /// its own (ark-ws's `WsSession` does).
+    pub fn reborrow(&mut self) -> Session<'_> {
+        Session {
+            info: self.info,
+            link: self.link,
+            encoder: self.encoder,
+            handle: self.handle,
+        }
+    }
+
     /// This session's id (unique within its server or client).
     pub fn id(&self) -> u64 {
         self.info.id

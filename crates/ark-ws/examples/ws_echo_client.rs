@@ -1,5 +1,5 @@
 //! Run with `cargo run --release -p ark-ws --example ws_echo_client -- ws://127.0.0.1:7880/ 100000`
-//! (URL with an IP address, messages; defaults as shown) against the matching `*_echo_server` example.
+//! (URL, messages; defaults as shown) against the matching `*_echo_server` example.
 //!
 //! Sends 1 KiB binary messages one at a time, checks each echo, closes with 1000 and prints
 //! the rate.
@@ -7,7 +7,7 @@
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use ark_ws::{Message, Request, WsClient, WsHandler, WsSession};
+use ark_ws::{CloseCode, Message, Request, WsClient, WsClose, WsHandler, WsSession};
 
 struct Pump {
     total: u64,
@@ -24,20 +24,20 @@ impl WsHandler for Pump {
     fn on_message(&mut self, session: &mut WsSession<'_>, message: Message) {
         if message.into_data().as_ref() != self.payload.as_slice() {
             let _ = self.done.send(Err(format!("echo {} differs", self.echoed)));
-            session.close(1002, "bad echo");
+            session.close(CloseCode::PROTOCOL_ERROR, "bad echo");
             return;
         }
         self.echoed += 1;
         if self.echoed == self.total {
             let _ = self.done.send(Ok(self.echoed));
-            session.close(1000, "done");
+            session.close(CloseCode::NORMAL, "done");
         } else if let Err(e) = session.send_binary(&self.payload) {
             let _ = self.done.send(Err(e.to_string()));
         }
     }
 
-    fn on_close(&mut self, code: u16, reason: &str) {
-        let _ = self.done.send(Err(format!("closed: {code} {reason}")));
+    fn on_close(&mut self, close: &WsClose) {
+        let _ = self.done.send(Err(format!("closed: {close:?}")));
     }
 }
 

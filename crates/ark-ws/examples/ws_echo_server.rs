@@ -7,7 +7,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use ark_ws::{Message, WsHandler, WsServer, WsSession};
+use ark_ws::{CloseCode, Message, WsClose, WsHandler, WsServer, WsSession};
 
 struct Echo;
 
@@ -20,13 +20,13 @@ impl WsHandler for Echo {
         };
         if let Err(e) = sent {
             eprintln!("session {}: {e}; closing", session.id());
-            session.close(1011, "cannot echo");
+            session.close(CloseCode::INTERNAL_ERROR, "cannot echo");
         }
     }
 
-    fn on_close(&mut self, code: u16, reason: &str) {
-        if code != 1000 {
-            eprintln!("session closed: {code} {reason}");
+    fn on_close(&mut self, close: &WsClose) {
+        if close.code() != Some(CloseCode::NORMAL) {
+            eprintln!("session closed: {close:?}");
         }
     }
 }

@@ -1,7 +1,6 @@
 //! `WsClient`: one WebSocket connection on an ark-tcp client.
 
 use std::io;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,8 +11,10 @@ use tungstenite::client::IntoClientRequest;
 
 use crate::config::WsConfig;
 use crate::conn::WsConn;
+use crate::handle::{WsSessionHandle, WsShared};
 use crate::server::ws_options;
-use crate::session::WsHandler;
+use crate::session::{SendError, WsHandler};
+use tungstenite::Message;
 
 /// Entry point: [`WsClient::builder`].
 #[derive(Debug)]
@@ -49,27 +50,30 @@ impl WsClientBuilder {
         self
     }
 
-    /// Connects to `url` (`ws://IP:PORT/path`; names are not resolved) and runs `handler`.
+    /// Connects to `url` (`ws://HOST:PORT/path`; the host may be a name such as `localhost`,
+    /// resolved here) and runs `handler`. Returns at once; the connection and handshake
+    /// happen on the client's reactor.
     ///
     /// # Errors
-    /// A malformed URL, a host that is not an IP address, or the pool could not start.
-    /// Connection and handshake failures reach the handler as `on_close`.
+    /// A malformed URL; a `wss://` URL (TLS is not supported yet); a host that does not
+    /// resolve; the pool could not start. Connection and handshake failures reach the handler
+    /// as `on_close(WsClose::Failed(..))`.
     pub fn connect<H: WsHandler>(self, url: &str, handler: H) -> io::Result<WsClientHandle> {
+        let invalid = |message: String| io::Error::new(io::ErrorKind::InvalidInput, message);
         let mut request = url
             .into_client_request()
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+            .map_err(|e| invalid(format!("WsClient: {e}")))?;
         let uri = request.uri();
+        if uri.scheme_str() != Some("ws") {
+            return Err(invalid(format!(
+                "WsClient: {url}: only ws:// URLs are supported (wss:// needs TLS, which ark-ws does not offer yet)"
+            )));
+        }
         let host = uri
             .host()
             .unwrap_or_default()
             .trim_matches(|c| c == '[' || c == ']');
-        let ip: std::net::IpAddr = host.parse().map_err(|_| {
-            io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("WsClient: {host} is not an IP address"),
-            )
-        })?;
-        let addr = SocketAddr::new(ip, uri.port_u16().unwrap_or(80));
+        let addr = ark_reactor::resolve((host, uri.port_u16().unwrap_or(80)))?;
         if !self.config.subprotocols.is_empty()
             && let Ok(value) = self.config.subprotocols.join(", ").parse()
         {
@@ -88,15 +92,18 @@ impl WsClientBuilder {
         if let Some(pool) = self.pool {
             tcp = tcp.pool(pool);
         }
-        let inner = tcp.connect(addr, WsConn::client(request, config, handler))?;
-        Ok(WsClientHandle { inner })
+        let shared = WsShared::new(config.write_buffer_limit);
+        let conn = WsConn::client(request, config, handler, shared.clone());
+        let inner = tcp.connect(addr, conn)?;
+        Ok(WsClientHandle { inner, shared })
     }
 }
 
-/// A running WebSocket client.
+/// A running WebSocket client: send to its session, wait for it, stop it.
 #[derive(Debug)]
 pub struct WsClientHandle {
     inner: TcpClientHandle,
+    shared: Arc<WsShared>,
 }
 
 impl WsClientHandle {
@@ -105,9 +112,38 @@ impl WsClientHandle {
         self.inner.stats()
     }
 
-    /// Whether the TCP connection is established.
+    /// Whether the session is open (TCP connected and the WebSocket handshake done, not
+    /// closing).
     pub fn is_connected(&self) -> bool {
-        self.inner.is_connected()
+        self.shared.is_open()
+    }
+
+    /// Waits until the session is open, for at most `timeout`; `true` if it is. `false` also
+    /// when the connection or handshake failed (the handler's `on_close` says why).
+    pub fn wait_connected(&self, timeout: Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        while !self.is_connected() {
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        true
+    }
+
+    /// A handle to the session, once it is open.
+    pub fn session(&self) -> Option<WsSessionHandle> {
+        self.is_connected()
+            .then(|| WsSessionHandle::new(self.shared.clone()))
+    }
+
+    /// Queues `message` on the session (see [`WsSessionHandle::send`]).
+    ///
+    /// # Errors
+    /// [`SendError::NotConnected`] before the session is open or after it closed; otherwise as
+    /// [`WsSessionHandle::send`].
+    pub fn send(&self, message: Message) -> Result<(), SendError> {
+        self.session().ok_or(SendError::NotConnected)?.send(message)
     }
 
     /// Begins a graceful stop and returns at once (see ark-tcp's `stop`); wait for it with

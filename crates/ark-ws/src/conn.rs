@@ -1,5 +1,6 @@
 //! One WebSocket connection as an ark-tcp handler: tungstenite over an in-memory stream.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use ark_reactor::TimerId;
@@ -7,13 +8,19 @@ use ark_tcp::{CloseReason, Session, TcpHandler};
 use tungstenite::handshake::client::ClientHandshake;
 use tungstenite::handshake::server::{Callback, ErrorResponse, Response, ServerHandshake};
 use tungstenite::handshake::{HandshakeError, MidHandshake};
-use tungstenite::protocol::CloseFrame;
-use tungstenite::protocol::frame::coding::CloseCode;
 use tungstenite::{Error, Message, WebSocket};
 
+use crate::close::{CloseCode, Initiator, OpenError, WsClose};
 use crate::config::WsConfig;
+use crate::handle::{Request as HandleRequest, WsSessionHandle, WsShared};
 use crate::session::{Request, WsHandler, WsSession};
 use crate::stream::MemStream;
+
+/// The open sessions of a server, by id.
+pub(crate) type Registry = Arc<Mutex<HashMap<u64, WsSessionHandle>>>;
+
+/// A close frame's code and reason, as sent or received.
+type CloseInfo = (Option<CloseCode>, String);
 
 /// The server's upgrade decision: path, hook, subprotocol; keeps a copy of the request.
 pub(crate) struct Accept {
@@ -78,6 +85,7 @@ enum State {
     /// Client: the request is built, not yet sent (sent on TCP open).
     ClientPending(Option<Request>),
     Open(Box<WebSocket<MemStream>>),
+    /// Over: the handshake failed, or the connection was failed or closed; input is ignored.
     Done,
 }
 
@@ -85,11 +93,17 @@ pub(crate) struct WsConn<H> {
     state: State,
     handler: H,
     config: Arc<WsConfig>,
+    shared: Arc<WsShared>,
+    /// The server's open sessions (servers only), and this one's key there once open.
+    registry: Option<Registry>,
+    id: Option<u64>,
     slot: Arc<Mutex<Option<Request>>>,
     request: Option<Request>,
     opened: bool,
-    close_sent: Option<(u16, String)>,
-    close_received: Option<(u16, String)>,
+    close_sent: Option<CloseInfo>,
+    close_received: Option<CloseInfo>,
+    /// Why the session could not open, once known.
+    failure: Option<OpenError>,
     /// `on_close` was called.
     reported: bool,
     /// This side is the client (masks its frames).
@@ -99,7 +113,27 @@ pub(crate) struct WsConn<H> {
 }
 
 impl<H: WsHandler> WsConn<H> {
-    pub(crate) fn server(config: Arc<WsConfig>, handler: H) -> Self {
+    fn new(state: State, handler: H, config: Arc<WsConfig>, shared: Arc<WsShared>) -> Self {
+        WsConn {
+            state,
+            handler,
+            config,
+            shared,
+            registry: None,
+            id: None,
+            slot: Arc::new(Mutex::new(None)),
+            request: None,
+            opened: false,
+            close_sent: None,
+            close_received: None,
+            failure: None,
+            reported: false,
+            client: false,
+            handshake_timer: None,
+        }
+    }
+
+    pub(crate) fn server(config: Arc<WsConfig>, handler: H, registry: Option<Registry>) -> Self {
         let slot = Arc::new(Mutex::new(None));
         let accept = Accept {
             config: config.clone(),
@@ -114,35 +148,22 @@ impl<H: WsHandler> WsConn<H> {
             // Nothing was read yet, so the handshake can only be waiting for bytes.
             _ => State::Done,
         };
-        WsConn {
-            state,
-            handler,
-            config,
-            slot,
-            request: None,
-            opened: false,
-            close_sent: None,
-            close_received: None,
-            reported: false,
-            client: false,
-            handshake_timer: None,
-        }
+        let shared = WsShared::new(config.write_buffer_limit);
+        let mut conn = Self::new(state, handler, config, shared);
+        conn.slot = slot;
+        conn.registry = registry;
+        conn
     }
 
-    pub(crate) fn client(request: Request, config: Arc<WsConfig>, handler: H) -> Self {
-        WsConn {
-            state: State::ClientPending(Some(request)),
-            handler,
-            config,
-            slot: Arc::new(Mutex::new(None)),
-            request: None,
-            opened: false,
-            close_sent: None,
-            close_received: None,
-            reported: false,
-            client: true,
-            handshake_timer: None,
-        }
+    pub(crate) fn client(
+        request: Request,
+        config: Arc<WsConfig>,
+        handler: H,
+        shared: Arc<WsShared>,
+    ) -> Self {
+        let mut conn = Self::new(State::ClientPending(Some(request)), handler, config, shared);
+        conn.client = true;
+        conn
     }
 
     fn stream(&mut self) -> Option<&mut MemStream> {
@@ -175,6 +196,19 @@ impl<H: WsHandler> WsConn<H> {
         stream.shrink_if_idle(keep);
     }
 
+    /// Ends a session that could not open: the reason is kept for `on_close`. A server
+    /// closes gracefully (its HTTP answer goes out first); a client has nothing to say and
+    /// drops the connection at once.
+    fn abandon(&mut self, tcp: &mut Session<'_>, failure: OpenError) {
+        self.failure.get_or_insert(failure);
+        self.state = State::Done;
+        if self.client {
+            tcp.abort();
+        } else {
+            tcp.close();
+        }
+    }
+
     /// Answers a failed upgrade with an HTTP error and closes.
     fn reject(&mut self, tcp: &mut Session<'_>, error: Error) {
         let (status, reason, body) = match &error {
@@ -195,46 +229,33 @@ impl<H: WsHandler> WsConn<H> {
             body.len()
         );
         let _ = tcp.send_raw(response.as_bytes());
-        tcp.close();
-        self.state = State::Done;
+        let detail = if body.is_empty() { reason } else { body };
+        self.abandon(tcp, OpenError::BadUpgrade { status, detail });
     }
 
-    fn session<'a>(
-        ws: &'a mut WebSocket<MemStream>,
-        tcp: &Session<'_>,
-        config: &WsConfig,
-        close_sent: &'a mut Option<(u16, String)>,
-        client: bool,
-    ) -> WsSession<'a> {
-        WsSession {
+    /// Runs `f` with the handler and a view of the open session (nothing if not open).
+    fn with_session(&mut self, tcp: &mut Session<'_>, f: impl FnOnce(&mut H, &mut WsSession<'_>)) {
+        let State::Open(ws) = &mut self.state else {
+            return;
+        };
+        let mut session = WsSession {
             ws,
-            peer: tcp.peer_addr(),
-            id: tcp.id(),
-            tcp_queued: tcp.queued_bytes(),
-            limit: config.write_buffer_limit,
-            max_message: config.max_message,
-            close_sent,
-            client,
-        }
+            tcp: tcp.reborrow(),
+            config: &self.config,
+            shared: &self.shared,
+            close_sent: &mut self.close_sent,
+            client: self.client,
+        };
+        f(&mut self.handler, &mut session);
     }
 
     /// Fails the connection for a bad message (RFC 6455 7.1.7): a close frame with `code`,
     /// then the TCP connection closes; nothing more is read from the peer (tungstenite's
     /// reading state is not to be trusted after such an error).
     fn fail(&mut self, tcp: &mut Session<'_>, code: CloseCode, reason: &str) {
-        if let State::Open(ws) = &mut self.state
-            && self.close_sent.is_none()
-            && ws.can_write()
-        {
-            self.close_sent = Some((u16::from(code), reason.to_string()));
-            ws.get_mut().blocked = false;
-            let _ = ws.close(Some(CloseFrame {
-                code,
-                reason: reason.into(),
-            }));
-        }
+        self.with_session(tcp, |_, s| s.close(code, reason));
         self.flush(tcp);
-        self.report_close();
+        self.report_close(None);
         tcp.close();
         self.state = State::Done;
     }
@@ -268,32 +289,20 @@ impl<H: WsHandler> WsConn<H> {
                         self.state = State::Client(Some(mid));
                         break;
                     }
-                    Err(HandshakeError::Failure(_)) => {
-                        tcp.close();
-                        break;
+                    Err(HandshakeError::Failure(e)) => {
+                        let failure = match e {
+                            Error::Http(response) => OpenError::Rejected {
+                                status: response.status().as_u16(),
+                            },
+                            other => OpenError::Handshake(other.to_string()),
+                        };
+                        return self.abandon(tcp, failure);
                     }
                 },
                 State::Open(mut ws) => {
                     let outcome = self.read_messages(&mut ws, tcp);
                     self.state = State::Open(ws);
-                    match outcome {
-                        // The peer's close frame arrived (tungstenite queued the reply, or it
-                        // answered ours): the handshake is complete; close the connection.
-                        Read::Blocked if self.close_received.is_some() => {
-                            self.report_close();
-                            self.flush(tcp);
-                            tcp.close();
-                            self.state = State::Done;
-                        }
-                        Read::Blocked => {}
-                        Read::Closed => {
-                            self.report_close();
-                            self.flush(tcp);
-                            tcp.close();
-                            self.state = State::Done;
-                        }
-                        Read::Bad(code, reason) => self.fail(tcp, code, reason),
-                    }
+                    self.after_read(tcp, outcome);
                     break;
                 }
                 other => {
@@ -305,23 +314,56 @@ impl<H: WsHandler> WsConn<H> {
         self.flush(tcp);
         if self.close_sent.is_some() {
             // Our close frame is queued: close the TCP side gracefully after it (bounded by
-            // the close timeout, the TCP close linger).
+            // the close timeout).
             tcp.close();
         }
     }
 
-    /// Calls `on_close` once, with the code of whoever closed first.
-    fn report_close(&mut self) {
-        if self.reported || !self.opened {
+    fn after_read(&mut self, tcp: &mut Session<'_>, outcome: Read) {
+        match outcome {
+            Read::Blocked if self.close_received.is_none() => {}
+            // The peer's close frame arrived (tungstenite queued the reply, or it answered
+            // ours), or the connection closed: the close is complete.
+            Read::Blocked | Read::Closed => {
+                self.report_close(None);
+                self.flush(tcp);
+                tcp.close();
+                self.state = State::Done;
+            }
+            Read::Bad(code, reason) => self.fail(tcp, code, reason),
+        }
+    }
+
+    /// Calls `on_close` once: the close frames exchanged if any, else `lost`, else the
+    /// reason the session could not open.
+    fn report_close(&mut self, lost: Option<&CloseReason>) {
+        if std::mem::replace(&mut self.reported, true) {
             return;
         }
-        self.reported = true;
-        let (code, reason) = self
-            .close_sent
-            .clone()
-            .or_else(|| self.close_received.clone())
-            .unwrap_or((1005, String::new()));
-        self.handler.on_close(code, &reason);
+        self.shared.set_ended();
+        if let (Some(registry), Some(id)) = (&self.registry, self.id) {
+            registry
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&id);
+        }
+        let close = match (&self.close_sent, &self.close_received) {
+            _ if !self.opened => WsClose::Failed(self.failure.clone().unwrap_or_else(|| {
+                OpenError::Connection(lost.cloned().unwrap_or(CloseReason::Local))
+            })),
+            (Some((code, reason)), _) => WsClose::Closed {
+                by: Initiator::Local,
+                code: *code,
+                reason: reason.clone(),
+            },
+            (None, Some((code, reason))) => WsClose::Closed {
+                by: Initiator::Peer,
+                code: *code,
+                reason: reason.clone(),
+            },
+            (None, None) => WsClose::Abnormal(lost.cloned().unwrap_or(CloseReason::Local)),
+        };
+        self.handler.on_close(&close);
     }
 
     fn open(&mut self, tcp: &mut Session<'_>) {
@@ -329,77 +371,116 @@ impl<H: WsHandler> WsConn<H> {
         if let Some(timer) = self.handshake_timer.take() {
             tcp.cancel_timer(timer);
         }
-        let request = self.request.take().unwrap_or_else(|| Request::new(()));
-        if let State::Open(ws) = &mut self.state {
-            let mut session =
-                Self::session(ws, tcp, &self.config, &mut self.close_sent, self.client);
-            self.handler.on_open(&mut session, &request);
+        self.shared.set_open();
+        if let Some(registry) = &self.registry {
+            let handle = WsSessionHandle::new(self.shared.clone());
+            self.id = Some(tcp.id());
+            registry
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(tcp.id(), handle);
         }
+        let request = self.request.take().unwrap_or_else(|| Request::new(()));
+        self.with_session(tcp, |h, s| h.on_open(s, &request));
         self.request = Some(request);
+        // Messages handles queued while the session was opening go now.
+        self.take_requests(tcp);
     }
 
     fn read_messages(&mut self, ws: &mut WebSocket<MemStream>, tcp: &mut Session<'_>) -> Read {
         loop {
             match ws.read() {
                 Ok(Message::Close(frame)) => {
-                    self.close_received = Some(frame.map_or((1005, String::new()), |f| {
-                        (u16::from(f.code), f.reason.to_string())
+                    self.close_received = Some(frame.map_or((None, String::new()), |f| {
+                        (CloseCode::new(u16::from(f.code)).ok(), f.reason.to_string())
                     }));
+                    self.shared.set_ended();
                 }
                 Ok(Message::Ping(_)) | Ok(Message::Frame(_)) => {} // pongs are automatic
                 Ok(message) => {
-                    let mut session =
-                        Self::session(ws, tcp, &self.config, &mut self.close_sent, self.client);
+                    let mut session = WsSession {
+                        ws,
+                        tcp: tcp.reborrow(),
+                        config: &self.config,
+                        shared: &self.shared,
+                        close_sent: &mut self.close_sent,
+                        client: self.client,
+                    };
                     self.handler.on_message(&mut session, message);
                 }
-                Err(Error::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    return Read::Blocked;
-                }
-                Err(Error::ConnectionClosed) | Err(Error::AlreadyClosed) => return Read::Closed,
-                Err(Error::Utf8(_)) => {
-                    return Read::Bad(CloseCode::Invalid, "invalid UTF-8 in a text message");
-                }
-                Err(Error::Capacity(_)) => return Read::Bad(CloseCode::Size, "message too big"),
-                Err(Error::Protocol(_)) => return Read::Bad(CloseCode::Protocol, "protocol error"),
-                Err(_) => return Read::Bad(CloseCode::Error, "internal error"),
+                Err(error) => return Read::from(error),
             }
         }
     }
+
+    /// Applies what handles asked: queued messages and closes, in order, then `on_wake`.
+    fn take_requests(&mut self, tcp: &mut Session<'_>) {
+        let (requests, wake) = self.shared.take();
+        self.with_session(tcp, |handler, session| {
+            for request in requests {
+                match request {
+                    // A send the session refuses now (full, closing) is dropped, as a send
+                    // through a handle may be once queued.
+                    HandleRequest::Send(message) => {
+                        let _ = session.send(message);
+                    }
+                    HandleRequest::Close(code, reason) => session.close(code, &reason),
+                }
+            }
+            if wake {
+                handler.on_wake(session);
+            }
+        });
+    }
 }
 
+/// How a round of reading ended.
 enum Read {
     Blocked,
     Closed,
     Bad(CloseCode, &'static str),
 }
 
+impl From<Error> for Read {
+    fn from(error: Error) -> Read {
+        match error {
+            Error::Io(e) if e.kind() == std::io::ErrorKind::WouldBlock => Read::Blocked,
+            Error::ConnectionClosed | Error::AlreadyClosed => Read::Closed,
+            Error::Utf8(_) => Read::Bad(CloseCode::INVALID_DATA, "invalid UTF-8 in a text message"),
+            Error::Capacity(_) => Read::Bad(CloseCode::TOO_BIG, "message too big"),
+            Error::Protocol(_) => Read::Bad(CloseCode::PROTOCOL_ERROR, "protocol error"),
+            _ => Read::Bad(CloseCode::INTERNAL_ERROR, "internal error"),
+        }
+    }
+}
+
 impl<H: WsHandler> TcpHandler for WsConn<H> {
     fn on_open(&mut self, tcp: &mut Session<'_>) {
+        self.shared.attach(tcp.handle());
         self.handshake_timer = Some(tcp.set_timer(self.config.handshake_timeout));
-        if let State::ClientPending(request) = &mut self.state {
-            let request = request.take().unwrap_or_else(|| Request::new(()));
-            self.request = Some(copy_request(&request));
-            match tungstenite::client::client_with_config(
-                request,
-                MemStream::default(),
-                Some(self.config.tungstenite()),
-            ) {
-                Ok((ws, _)) => self.state = State::Open(Box::new(ws)),
-                Err(HandshakeError::Interrupted(mid)) => self.state = State::Client(Some(mid)),
-                Err(HandshakeError::Failure(_)) => {
-                    self.state = State::Done;
-                    tcp.close();
-                    return;
-                }
+        let State::ClientPending(request) = &mut self.state else {
+            return;
+        };
+        let request = request.take().unwrap_or_else(|| Request::new(()));
+        self.request = Some(copy_request(&request));
+        match tungstenite::client::client_with_config(
+            request,
+            MemStream::default(),
+            Some(self.config.tungstenite()),
+        ) {
+            Ok((ws, _)) => self.state = State::Open(Box::new(ws)),
+            Err(HandshakeError::Interrupted(mid)) => self.state = State::Client(Some(mid)),
+            Err(HandshakeError::Failure(e)) => {
+                return self.abandon(tcp, OpenError::Handshake(e.to_string()));
             }
-            self.flush(tcp);
         }
+        self.flush(tcp);
     }
 
     fn on_message(&mut self, tcp: &mut Session<'_>, bytes: &[u8]) {
         match self.stream() {
             Some(stream) => stream.push(bytes),
-            None => return, // closed: late bytes are dropped
+            None => return, // over: late bytes are dropped
         }
         self.drive(tcp);
     }
@@ -410,32 +491,34 @@ impl<H: WsHandler> TcpHandler for WsConn<H> {
 
     fn on_timer(&mut self, tcp: &mut Session<'_>, timer: TimerId) {
         if self.handshake_timer != Some(timer) {
-            return;
+            self.with_session(tcp, |h, s| h.on_timer(s, timer));
+            return self.flush(tcp);
         }
         self.handshake_timer = None;
-        match self.state {
-            State::Server(_) => {
-                let response = "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
-                let _ = tcp.send_raw(response.as_bytes());
-            }
-            State::Client(_) | State::ClientPending(_) => {}
-            State::Open(_) | State::Done => return,
+        if let State::Server(_) = self.state {
+            let response =
+                "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+            let _ = tcp.send_raw(response.as_bytes());
         }
-        self.state = State::Done;
-        tcp.close();
+        if !self.opened {
+            self.abandon(tcp, OpenError::Timeout(self.config.handshake_timeout));
+        }
+    }
+
+    fn on_wake(&mut self, tcp: &mut Session<'_>) {
+        self.take_requests(tcp);
+        self.drive(tcp);
+    }
+
+    fn on_stopping(&mut self, tcp: &mut Session<'_>) {
+        self.with_session(tcp, |h, s| {
+            h.on_stopping(s);
+            s.close(CloseCode::GOING_AWAY, "going away");
+        });
+        self.flush(tcp);
     }
 
     fn on_close(&mut self, reason: &CloseReason) {
-        if !self.opened || self.reported {
-            return;
-        }
-        if self.close_sent.is_none() && self.close_received.is_none() {
-            // No close frame either way: the connection was lost.
-            self.reported = true;
-            self.handler
-                .on_close(1006, &format!("connection lost: {reason}"));
-            return;
-        }
-        self.report_close();
+        self.report_close(Some(reason));
     }
 }

@@ -35,7 +35,7 @@
 //!     }
 //!     fn on_message(&mut self, session: &mut WsSession<'_>, message: Message) {
 //!         self.0.send(message.to_text().unwrap().to_string()).unwrap();
-//!         session.close(1000, "done");
+//!         session.close(ark_ws::CloseCode::NORMAL, "done");
 //!     }
 //! }
 //!
@@ -52,8 +52,10 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 mod client;
+mod close;
 mod config;
 mod conn;
+mod handle;
 mod server;
 mod session;
 mod stream;
@@ -73,15 +75,17 @@ pub mod fuzzing {
     ) -> (impl ark_tcp::TcpHandler, ark_tcp::SessionConfig) {
         let session = config.session_config();
         (
-            crate::conn::WsConn::server(Arc::new(config), handler),
+            crate::conn::WsConn::server(Arc::new(config), handler, None),
             session,
         )
     }
 }
 
+pub use ark_reactor::{IoModel, ReactorConfig, ReactorPool, Stopping, TimerId};
 pub use client::{WsClient, WsClientBuilder, WsClientHandle};
+pub use close::{CloseCode, Initiator, InvalidCloseCode, OpenError, WsClose};
 pub use config::{UpgradeHook, WsConfig};
+pub use handle::WsSessionHandle;
 pub use server::{WsServer, WsServerBuilder, WsServerHandle};
 pub use session::{Request, SendError, WsHandler, WsSession};
 pub use tungstenite::Message;
-pub use tungstenite::protocol::frame::coding::CloseCode;

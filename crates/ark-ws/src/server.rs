@@ -10,7 +10,8 @@ use ark_reactor::{IoModel, ReactorPool};
 use ark_tcp::{TcpServer, TcpServerHandle, TcpStats};
 
 use crate::config::{UpgradeHook, WsConfig};
-use crate::conn::WsConn;
+use crate::conn::{Registry, WsConn};
+use crate::handle::WsSessionHandle;
 use crate::session::{Request, WsHandler};
 
 /// Entry point: [`WsServer::builder`].
@@ -40,10 +41,15 @@ pub struct WsServerBuilder {
 
 macro_rules! ws_options {
     () => {
-        /// Largest message and frame (default 16 MiB each).
-        pub fn max_message(mut self, message: usize, frame: usize) -> Self {
-            self.config.max_message = message;
-            self.config.max_frame = frame;
+        /// Largest message, after reassembly (default 16 MiB); larger closes with 1009.
+        pub fn max_message(mut self, bytes: usize) -> Self {
+            self.config.max_message = bytes;
+            self
+        }
+
+        /// Largest frame (default 16 MiB); larger closes with 1009.
+        pub fn max_frame(mut self, bytes: usize) -> Self {
+            self.config.max_frame = bytes;
             self
         }
 
@@ -158,15 +164,19 @@ impl WsServerBuilder {
             tcp = tcp.pool(pool);
         }
         let c = config.clone();
-        let inner = tcp.start(move |peer| WsConn::server(c.clone(), factory(peer)))?;
-        Ok(WsServerHandle { inner })
+        let registry = Registry::default();
+        let r = registry.clone();
+        let inner =
+            tcp.start(move |peer| WsConn::server(c.clone(), factory(peer), Some(r.clone())))?;
+        Ok(WsServerHandle { inner, registry })
     }
 }
 
-/// A running WebSocket server.
+/// A running WebSocket server: its address, counters, its open sessions, and a graceful stop.
 #[derive(Debug)]
 pub struct WsServerHandle {
     inner: TcpServerHandle,
+    registry: Registry,
 }
 
 impl WsServerHandle {
@@ -180,7 +190,20 @@ impl WsServerHandle {
         self.inner.stats()
     }
 
-    /// Begins a graceful stop and returns at once (see ark-tcp's `stop`); wait for it with
+    /// Handles of the sessions open now (handshake done, not closed; any order).
+    pub fn sessions(&self) -> Vec<WsSessionHandle> {
+        self.registry
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// Begins a graceful stop and returns at once: no new connections; every open session's
+    /// handler gets `on_stopping` (a last chance to send), then the session sends a close with
+    /// 1001 (going away) and closes when the peer answers (within the close timeout); wait
+    /// for it with
     /// [`Stopping::wait`](ark_reactor::Stopping::wait) or
     /// [`wait_timeout`](ark_reactor::Stopping::wait_timeout).
     pub fn stop(self) -> ark_reactor::Stopping {

@@ -1,12 +1,18 @@
 //! What a handler sees: `WsSession`, `WsHandler`, send errors.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
 
+use ark_reactor::TimerId;
 use tungstenite::protocol::CloseFrame;
 use tungstenite::protocol::frame::FrameHeader;
-use tungstenite::protocol::frame::coding::{CloseCode, Data, OpCode};
+use tungstenite::protocol::frame::coding::{Data, OpCode};
 use tungstenite::{Bytes, Message, WebSocket};
 
+use crate::close::{CloseCode, InvalidCloseCode, WsClose};
+use crate::config::WsConfig;
+use crate::handle::{WsSessionHandle, WsShared};
 use crate::stream::MemStream;
 
 /// The HTTP upgrade request of a session (the server's received request, or the client's sent
@@ -26,29 +32,32 @@ pub enum SendError {
         /// The limit.
         limit: usize,
     },
-    /// The message is over the maximum message size.
+    /// The message is over the maximum message size (or a control frame over 125 bytes).
     #[error("message of {len} bytes exceeds the maximum of {max}")]
     TooLarge {
         /// Message length.
         len: usize,
-        /// `WsConfig::max_message`.
+        /// `WsConfig::max_message`, or 125 for a control frame.
         max: usize,
     },
-    /// The session is closing (a close frame was sent or received).
-    #[error("the WebSocket session is closing")]
+    /// A close message with a code that may not be sent (1005, 1006, 1015, ...).
+    #[error(transparent)]
+    InvalidCloseCode(#[from] InvalidCloseCode),
+    /// The session is not open: still in its handshake, closing, or closed.
+    #[error("the WebSocket session is not open")]
     Closed,
+    /// A client has no open session now.
+    #[error("the client is not connected")]
+    NotConnected,
 }
 
 /// A handler's view of its WebSocket session during a callback.
 pub struct WsSession<'a> {
     pub(crate) ws: &'a mut WebSocket<MemStream>,
-    pub(crate) peer: SocketAddr,
-    pub(crate) id: u64,
-    /// Bytes the TCP session already has queued.
-    pub(crate) tcp_queued: usize,
-    pub(crate) limit: usize,
-    pub(crate) max_message: usize,
-    pub(crate) close_sent: &'a mut Option<(u16, String)>,
+    pub(crate) tcp: ark_tcp::Session<'a>,
+    pub(crate) config: &'a WsConfig,
+    pub(crate) shared: &'a Arc<WsShared>,
+    pub(crate) close_sent: &'a mut Option<(Option<CloseCode>, String)>,
     /// The client side masks its frames.
     pub(crate) client: bool,
 }
@@ -56,39 +65,53 @@ pub struct WsSession<'a> {
 impl std::fmt::Debug for WsSession<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WsSession")
-            .field("id", &self.id)
-            .field("peer", &self.peer)
+            .field("id", &self.id())
+            .field("peer", &self.peer_addr())
             .finish_non_exhaustive()
     }
 }
 
 impl WsSession<'_> {
-    /// The session's id.
+    /// The session's id (its TCP session's, unique within its server or client).
     pub fn id(&self) -> u64 {
-        self.id
+        self.tcp.id()
     }
 
     /// The peer's address.
     pub fn peer_addr(&self) -> SocketAddr {
-        self.peer
+        self.tcp.peer_addr()
+    }
+
+    /// A handle to this session, to send to it or close it from anywhere.
+    pub fn handle(&self) -> WsSessionHandle {
+        WsSessionHandle::new(self.shared.clone())
+    }
+
+    /// Starts a timer: [`WsHandler::on_timer`] runs with its id once `after` has passed
+    /// (one-shot). Timers end with the session.
+    pub fn set_timer(&mut self, after: Duration) -> TimerId {
+        self.tcp.set_timer(after)
+    }
+
+    /// Cancels a timer of this session; `true` if it was pending.
+    pub fn cancel_timer(&mut self, timer: TimerId) -> bool {
+        self.tcp.cancel_timer(timer)
     }
 
     fn check(&self, len: usize) -> Result<(), SendError> {
         if self.close_sent.is_some() || !self.ws.can_write() {
             return Err(SendError::Closed);
         }
-        if len > self.max_message {
+        if len > self.config.max_message {
             return Err(SendError::TooLarge {
                 len,
-                max: self.max_message,
+                max: self.config.max_message,
             });
         }
-        let queued = self.tcp_queued + self.ws.get_ref().outbox.len();
-        if queued > 0 && queued + len > self.limit {
-            return Err(SendError::Full {
-                queued,
-                limit: self.limit,
-            });
+        let limit = self.config.write_buffer_limit;
+        let queued = self.tcp.queued_bytes() + self.ws.get_ref().outbox.len();
+        if queued > 0 && queued + len > limit {
+            return Err(SendError::Full { queued, limit });
         }
         Ok(())
     }
@@ -100,8 +123,8 @@ impl WsSession<'_> {
             Ok(()) => Ok(()),
             Err(tungstenite::Error::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(()),
             Err(tungstenite::Error::WriteBufferFull(_)) => Err(SendError::Full {
-                queued: self.tcp_queued,
-                limit: self.limit,
+                queued: self.tcp.queued_bytes(),
+                limit: self.config.write_buffer_limit,
             }),
             Err(_) => Err(SendError::Closed),
         }
@@ -110,20 +133,25 @@ impl WsSession<'_> {
     /// Queues `message`: an echo can send back the [`Message`] it received. Data messages are
     /// framed by ark-ws straight into the outgoing stream (the payload copied once, nothing
     /// allocated); ping and pong payloads are limited to 125 bytes; a close message starts the
-    /// close handshake as [`close`](Self::close) does (code 1005 = none).
+    /// close handshake as [`close`](Self::close) does (without a code, the close frame carries
+    /// none).
     ///
     /// # Errors
-    /// [`SendError::Full`], [`SendError::TooLarge`] or [`SendError::Closed`].
+    /// [`SendError::Full`], [`SendError::TooLarge`], [`SendError::InvalidCloseCode`] or
+    /// [`SendError::Closed`].
     pub fn send(&mut self, message: Message) -> Result<(), SendError> {
         match message {
             Message::Close(frame) => {
                 if self.close_sent.is_some() || !self.ws.can_write() {
                     return Err(SendError::Closed);
                 }
-                let (code, reason) = frame.map_or((1005, String::new()), |f| {
-                    (u16::from(f.code), f.reason.to_string())
-                });
-                self.close(code, &reason);
+                match frame {
+                    Some(frame) => {
+                        let code = CloseCode::new(u16::from(frame.code))?;
+                        self.close(code, &frame.reason);
+                    }
+                    None => self.start_close(None, String::new()),
+                }
                 Ok(())
             }
             Message::Ping(ref payload) | Message::Pong(ref payload) if payload.len() > 125 => {
@@ -191,19 +219,24 @@ impl WsSession<'_> {
     }
 
     /// Starts the close handshake with `code` and `reason`; `on_close` follows when it
-    /// completes (or after the close timeout).
-    pub fn close(&mut self, code: u16, reason: &str) {
+    /// completes (or when the close timeout ends it). No-op once a close was sent.
+    pub fn close(&mut self, code: CloseCode, reason: &str) {
+        self.start_close(Some(code), reason.to_string());
+    }
+
+    fn start_close(&mut self, code: Option<CloseCode>, reason: String) {
         if self.close_sent.is_some() {
             return;
         }
-        *self.close_sent = Some((code, reason.to_string()));
-        let frame = CloseFrame {
-            code: CloseCode::from(code),
-            reason: reason.into(),
-        };
+        let frame = code.map(|code| CloseFrame {
+            code: code.get().into(),
+            reason: reason.clone().into(),
+        });
+        *self.close_sent = Some((code, reason));
+        self.shared.set_ended();
         // A close frame never waits behind a full queue.
         self.ws.get_mut().blocked = false;
-        let _ = self.ws.close(Some(frame));
+        let _ = self.ws.close(frame);
     }
 }
 
@@ -221,9 +254,25 @@ pub trait WsHandler: Send + 'static {
     /// automatically.
     fn on_message(&mut self, session: &mut WsSession<'_>, message: Message);
 
-    /// The session ended with `code` (1006 when the connection was lost without a close
-    /// frame) and `reason`.
-    fn on_close(&mut self, code: u16, reason: &str) {
-        let _ = (code, reason);
+    /// A timer set with [`WsSession::set_timer`] fired.
+    fn on_timer(&mut self, session: &mut WsSession<'_>, timer: TimerId) {
+        let _ = (session, timer);
+    }
+
+    /// The session was woken through [`WsSessionHandle::wake`].
+    fn on_wake(&mut self, session: &mut WsSession<'_>) {
+        let _ = session;
+    }
+
+    /// The server or client is stopping: the last moment to send a goodbye. The session then
+    /// closes with [`CloseCode::GOING_AWAY`] (1001) and waits, within the close timeout, for
+    /// the peer's close.
+    fn on_stopping(&mut self, session: &mut WsSession<'_>) {
+        let _ = session;
+    }
+
+    /// The session ended — or never opened. Called exactly once per handler.
+    fn on_close(&mut self, close: &WsClose) {
+        let _ = close;
     }
 }

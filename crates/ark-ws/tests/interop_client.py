@@ -1,7 +1,9 @@
 """Drives an ark-ws echo server with Python's `websockets` library (an independent client).
 
-Usage: python3 interop_client.py ws://127.0.0.1:PORT/
+Usage: python3 interop_client.py ws://127.0.0.1:PORT/ [wait-close]
 Exits 0 when every check passes; prints the failing check and exits 1 otherwise.
+With `wait-close`, it only connects and waits for the server to close the connection, then
+prints the close code it received.
 """
 import asyncio
 import sys
@@ -27,7 +29,22 @@ async def main(url: str) -> None:
         assert ws.close_code == 1000, f"close code {ws.close_code}"
 
 
+async def wait_close(url: str) -> None:
+    async with websockets.connect(url) as ws:
+        print("connected", flush=True)
+        try:
+            await ws.recv()
+        except websockets.ConnectionClosed as closed:
+            received = closed.rcvd.code if closed.rcvd else None
+            print(f"closed {received} {closed.rcvd.reason if closed.rcvd else ''}", flush=True)
+            return
+    raise AssertionError("the server sent a message instead of closing")
+
+
 if __name__ == "__main__":
+    if sys.argv[2:] == ["wait-close"]:
+        asyncio.run(asyncio.wait_for(wait_close(sys.argv[1]), timeout=30))
+        sys.exit(0)
     try:
         asyncio.run(asyncio.wait_for(main(sys.argv[1]), timeout=30))
     except Exception as error:  # report any failure with its cause

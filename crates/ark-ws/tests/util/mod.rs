@@ -5,10 +5,12 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ark_ws::{Message, WsHandler, WsServer, WsServerHandle, WsSession};
+use ark_ws::{CloseCode, Message, WsClose, WsHandler, WsServer, WsServerHandle, WsSession};
 use tungstenite::WebSocket;
 
-/// Echoes text and binary messages; "bye" makes the server close with 4000; records closes.
+/// Echoes text and binary messages; "bye" makes the server close with 4000; records closes
+/// as (code, reason): 1005 for a close frame without a code, 1006 for a connection lost
+/// without one (as RFC 6455 reports them), 0 for a session that never opened.
 #[derive(Clone, Default)]
 pub struct Echo {
     pub closes: Arc<Mutex<Vec<(u16, String)>>>,
@@ -17,7 +19,9 @@ pub struct Echo {
 impl WsHandler for Echo {
     fn on_message(&mut self, session: &mut WsSession<'_>, message: Message) {
         match message {
-            Message::Text(text) if text.as_str() == "bye" => session.close(4000, "server says bye"),
+            Message::Text(text) if text.as_str() == "bye" => {
+                session.close(CloseCode::new(4000).unwrap(), "server says bye")
+            }
             Message::Text(text) if text.as_str() == "bye as a message" => session
                 .send(Message::Close(Some(tungstenite::protocol::CloseFrame {
                     code: 4001.into(),
@@ -38,8 +42,16 @@ impl WsHandler for Echo {
             _ => {}
         }
     }
-    fn on_close(&mut self, code: u16, reason: &str) {
-        self.closes.lock().unwrap().push((code, reason.to_string()));
+    fn on_close(&mut self, close: &WsClose) {
+        let entry = match close {
+            WsClose::Closed { code, reason, .. } => {
+                (code.map_or(1005, CloseCode::get), reason.clone())
+            }
+            WsClose::Abnormal(reason) => (1006, reason.to_string()),
+            WsClose::Failed(error) => (0, error.to_string()),
+            other => panic!("unknown close {other:?}"),
+        };
+        self.closes.lock().unwrap().push(entry);
     }
 }
 
@@ -48,7 +60,8 @@ pub fn echo_server(max_message: usize) -> (WsServerHandle, Echo) {
     let e = echo.clone();
     let server = WsServer::builder()
         .bind("127.0.0.1:0")
-        .max_message(max_message, max_message)
+        .max_message(max_message)
+        .max_frame(max_message)
         .start(move |_| e.clone())
         .unwrap();
     (server, echo)

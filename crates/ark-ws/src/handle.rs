@@ -1,0 +1,204 @@
+//! `WsSessionHandle`: reach a WebSocket session from any thread.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+
+use ark_tcp::SessionHandle;
+use tungstenite::Message;
+
+use crate::close::CloseCode;
+use crate::session::SendError;
+
+/// Not open yet.
+const PENDING: u8 = 0;
+const OPEN: u8 = 1;
+/// Closing or closed: sends are refused.
+const ENDED: u8 = 2;
+
+/// What a handle asks of its session, applied on the session's thread.
+pub(crate) enum Request {
+    Send(Message),
+    Close(CloseCode, String),
+}
+
+/// The state a WebSocket session shares with its handles.
+pub(crate) struct WsShared {
+    limit: usize,
+    state: AtomicU8,
+    /// The TCP session's handle, once the TCP connection exists.
+    tcp: OnceLock<SessionHandle>,
+    requests: Mutex<VecDeque<Request>>,
+    /// Bytes of payload waiting in `requests`.
+    waiting: std::sync::atomic::AtomicUsize,
+    /// `WsHandler::on_wake` is owed.
+    wake: AtomicBool,
+}
+
+impl std::fmt::Debug for WsShared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WsShared")
+            .field("tcp", &self.tcp.get())
+            .field("state", &self.state)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WsShared {
+    pub(crate) fn new(limit: usize) -> Arc<WsShared> {
+        Arc::new(WsShared {
+            limit,
+            state: AtomicU8::new(PENDING),
+            tcp: OnceLock::new(),
+            requests: Mutex::new(VecDeque::new()),
+            waiting: Default::default(),
+            wake: AtomicBool::new(false),
+        })
+    }
+
+    fn requests(&self) -> MutexGuard<'_, VecDeque<Request>> {
+        self.requests.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The TCP session exists: its handle carries the wakes.
+    pub(crate) fn attach(&self, tcp: SessionHandle) {
+        let _ = self.tcp.set(tcp);
+    }
+
+    pub(crate) fn set_open(&self) {
+        let _ = self
+            .state
+            .compare_exchange(PENDING, OPEN, Ordering::SeqCst, Ordering::SeqCst);
+    }
+
+    pub(crate) fn set_ended(&self) {
+        self.state.store(ENDED, Ordering::SeqCst);
+    }
+
+    pub(crate) fn is_open(&self) -> bool {
+        self.state.load(Ordering::SeqCst) == OPEN
+    }
+
+    /// Takes the requests waiting, and whether a wake is owed.
+    pub(crate) fn take(&self) -> (VecDeque<Request>, bool) {
+        let requests = std::mem::take(&mut *self.requests());
+        self.waiting.store(0, Ordering::SeqCst);
+        (requests, self.wake.swap(false, Ordering::SeqCst))
+    }
+
+    fn push(&self, request: Request) {
+        self.requests().push_back(request);
+        self.notify();
+    }
+
+    fn notify(&self) {
+        if let Some(tcp) = self.tcp.get() {
+            tcp.wake();
+        }
+    }
+}
+
+/// A cheap, cloneable, `Send` handle to one WebSocket session: send to it or close it from
+/// any thread — another session's callbacks included. Messages sent through a handle are
+/// queued for the session and go out in order at its next turn, with the same checks as
+/// [`WsSession::send`](crate::WsSession::send). Get one from
+/// [`WsSession::handle`](crate::WsSession::handle), a server's
+/// [`sessions`](crate::WsServerHandle::sessions) or a client handle.
+#[derive(Clone)]
+pub struct WsSessionHandle {
+    shared: Arc<WsShared>,
+}
+
+impl std::fmt::Debug for WsSessionHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WsSessionHandle")
+            .field("tcp", &self.shared.tcp.get())
+            .field("open", &self.is_open())
+            .finish()
+    }
+}
+
+impl WsSessionHandle {
+    /// A handle to a session whose TCP connection exists (`shared` is attached).
+    pub(crate) fn new(shared: Arc<WsShared>) -> Self {
+        debug_assert!(shared.tcp.get().is_some());
+        WsSessionHandle { shared }
+    }
+
+    fn tcp(&self) -> Option<&SessionHandle> {
+        self.shared.tcp.get()
+    }
+
+    /// The session's id (its TCP session's).
+    pub fn id(&self) -> u64 {
+        self.tcp().map_or(u64::MAX, SessionHandle::id)
+    }
+
+    /// The peer's address.
+    pub fn peer_addr(&self) -> SocketAddr {
+        self.tcp().map_or(
+            SocketAddr::from(([0, 0, 0, 0], 0)),
+            SessionHandle::peer_addr,
+        )
+    }
+
+    /// Whether the session is open (handshake done, not closing).
+    pub fn is_open(&self) -> bool {
+        self.shared.is_open()
+    }
+
+    /// Queues `message` for the session. `Ok` means queued: it is lost if the session ends
+    /// before sending it.
+    ///
+    /// # Errors
+    /// [`SendError::Closed`] when the session is not open (not yet, or no more);
+    /// [`SendError::Full`] when the session's queue plus what handles queued would pass the
+    /// write-buffer limit.
+    pub fn send(&self, message: Message) -> Result<(), SendError> {
+        if !self.is_open() {
+            return Err(SendError::Closed);
+        }
+        let shared = &self.shared;
+        let tcp = shared.tcp.get().map_or(0, SessionHandle::queued_bytes);
+        let waiting = shared.waiting.load(Ordering::SeqCst);
+        let queued = tcp + waiting;
+        if queued > 0 && queued + message.len() > shared.limit {
+            return Err(SendError::Full {
+                queued,
+                limit: shared.limit,
+            });
+        }
+        shared.waiting.fetch_add(message.len(), Ordering::SeqCst);
+        shared.push(Request::Send(message));
+        Ok(())
+    }
+
+    /// Queues a binary message (the payload is copied).
+    ///
+    /// # Errors
+    /// As [`send`](Self::send).
+    pub fn send_binary(&self, data: &[u8]) -> Result<(), SendError> {
+        self.send(Message::binary(data.to_vec()))
+    }
+
+    /// Queues a text message.
+    ///
+    /// # Errors
+    /// As [`send`](Self::send).
+    pub fn send_text(&self, text: &str) -> Result<(), SendError> {
+        self.send(Message::text(text))
+    }
+
+    /// Starts the close handshake with `code` and `reason`, after what was queued before.
+    pub fn close(&self, code: CloseCode, reason: &str) {
+        self.shared.push(Request::Close(code, reason.to_string()));
+    }
+
+    /// Gives the session's handler a turn: [`WsHandler::on_wake`](crate::WsHandler::on_wake)
+    /// runs on its thread (several wakes before it runs merge into one).
+    pub fn wake(&self) {
+        self.shared.wake.store(true, Ordering::SeqCst);
+        self.shared.notify();
+    }
+}
