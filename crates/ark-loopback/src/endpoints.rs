@@ -209,7 +209,7 @@ impl Endpoints for ArkEndpoints {
         for client in self.clients {
             match client {
                 Client::Tcp(c) => stopping.push(c.stop()),
-                Client::Udp(c) => c.stop()?,
+                Client::Udp(c) => stopping.push(c.stop()),
                 Client::Ws(c) => stopping.push(c.stop()),
             }
         }
@@ -218,7 +218,7 @@ impl Endpoints for ArkEndpoints {
         }
         match self.server {
             Some(Server::Tcp(s)) => s.stop().wait(),
-            Some(Server::Udp(s)) => s.stop(),
+            Some(Server::Udp(s)) => s.stop().wait(),
             Some(Server::Ws(s)) => s.stop().wait(),
             None => Ok(()),
         }

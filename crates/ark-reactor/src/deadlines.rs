@@ -89,3 +89,37 @@ impl Deadlines {
         self.live.is_empty()
     }
 }
+
+/// The one reactor timer a source keeps for its earliest deadline (a session core's, or a
+/// socket's many sessions'). [`arm`](Self::arm) after every turn; a deadline that only moved
+/// later keeps the earlier timer, which then fires, finds nothing due and is set again — one
+/// timer operation per idle period instead of one per turn.
+#[derive(Debug, Default)]
+pub struct TimerSlot {
+    armed: Option<(TimerId, Instant)>,
+}
+
+impl TimerSlot {
+    /// Keeps the timer at or before `want` (nothing to do for `None`: a timer set earlier may
+    /// fire for nothing).
+    pub fn arm(&mut self, want: Option<Instant>, cx: &mut crate::Context<'_>) {
+        let Some(want) = want else { return };
+        if self.armed.is_some_and(|(_, at)| at <= want) {
+            return;
+        }
+        if let Some((timer, _)) = self.armed.take() {
+            cx.cancel_timer(timer);
+        }
+        let delay = want.saturating_duration_since(cx.now());
+        self.armed = Some((cx.set_timer(delay, None), want));
+    }
+
+    /// Whether `timer` is this slot's (it has fired: the slot is empty again).
+    pub fn fired(&mut self, timer: TimerId) -> bool {
+        let mine = self.armed.is_some_and(|(armed, _)| armed == timer);
+        if mine {
+            self.armed = None;
+        }
+        mine
+    }
+}

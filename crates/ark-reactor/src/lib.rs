@@ -54,7 +54,7 @@ pub use mio;
 
 pub use config::ReactorConfig;
 pub use context::{Budget, Context};
-pub use deadlines::Deadlines;
+pub use deadlines::{Deadlines, TimerSlot};
 pub use handle::ReactorHandle;
 pub use lifecycle::{Lifecycle, Member, Stopping};
 pub use pool::{IoModel, Placement, ReactorPool, Runtime, SourceRef, release_pool, resolve};

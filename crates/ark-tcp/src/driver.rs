@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use ark_reactor::{Context, Handler, Member, ReactorHandle, Ready, TimerId, Turn};
+use ark_reactor::{Context, Handler, Member, ReactorHandle, Ready, TimerId, TimerSlot, Turn};
 use mio::net::TcpStream;
 
 use crate::core::{Framing, SessionCore, State};
@@ -23,8 +23,8 @@ pub(crate) struct Conn<C: Framing, H: TcpHandler> {
     reactor: ReactorHandle,
     /// An outgoing connect (check it completes) rather than an accepted connection.
     outgoing: bool,
-    /// The reactor timer armed for the core's next deadline.
-    timer: Option<(TimerId, Instant)>,
+    /// The reactor timer kept at the core's next deadline.
+    timer: TimerSlot,
     /// The last read filled its buffer or reading resumed: read without a new edge.
     read_more: bool,
     opened: bool,
@@ -51,7 +51,7 @@ impl<C: Framing, H: TcpHandler> Conn<C, H> {
             owner,
             reactor,
             outgoing,
-            timer: None,
+            timer: TimerSlot::default(),
             read_more: true,
             opened: false,
             published: (0, 0),
@@ -119,7 +119,7 @@ impl<C: Framing, H: TcpHandler> Conn<C, H> {
             cx.close();
             return Turn::Done;
         }
-        arm_timer(&mut self.timer, core.poll_timeout(), cx);
+        self.timer.arm(core.poll_timeout(), cx);
         if !blocked && !core.transmit().is_empty() {
             // Queued by callbacks after this turn's write, with room in the socket.
             turn = Turn::Again;
@@ -254,21 +254,6 @@ fn write_once<C: Framing, H: TcpHandler>(
     }
 }
 
-/// Keeps one reactor timer at or before the core's next deadline. A deadline that moved later
-/// (idle time after new input) keeps the earlier timer: it fires, finds nothing due, and the
-/// timer is set again — one timer operation per idle period instead of one per turn.
-fn arm_timer(armed: &mut Option<(TimerId, Instant)>, want: Option<Instant>, cx: &mut Context<'_>) {
-    let Some(want) = want else { return };
-    if armed.is_some_and(|(_, at)| at <= want) {
-        return;
-    }
-    if let Some((timer, _)) = armed.take() {
-        cx.cancel_timer(timer);
-    }
-    let delay = want.saturating_duration_since(cx.now());
-    *armed = Some((cx.set_timer(delay, None), want));
-}
-
 impl<C: Framing, H: TcpHandler> Handler for Conn<C, H> {
     fn source(&mut self) -> &mut dyn mio::event::Source {
         &mut self.stream
@@ -301,11 +286,10 @@ impl<C: Framing, H: TcpHandler> Handler for Conn<C, H> {
     }
 
     fn on_timer(&mut self, cx: &mut Context<'_>, timer: TimerId) -> Turn {
-        if self.timer.is_some_and(|(armed, _)| armed == timer) {
-            self.timer = None;
-            if let Some(core) = self.core.as_mut() {
-                core.handle_timeout(cx.now());
-            }
+        if self.timer.fired(timer)
+            && let Some(core) = self.core.as_mut()
+        {
+            core.handle_timeout(cx.now());
         }
         self.finish_turn(cx, Turn::Done)
     }

@@ -76,7 +76,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let elapsed = started.elapsed().as_secs_f64();
     let stats = client.stats();
-    client.stop()?;
+    client.stop().wait()?;
     let done = echoed.load(Ordering::Relaxed);
     println!(
         "{done}/{total} echoes in {elapsed:.2} s = {:.0} msg/s; {:.3} receive and {:.3} send syscalls per datagram",

@@ -40,7 +40,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     std::thread::sleep(Duration::from_secs(seconds));
     let stats = server.stats();
-    server.stop()?;
+    server.stop().wait()?;
     println!(
         "sessions {}, datagrams in {} / sent {}, receive syscalls {}, send syscalls {}, truncated {}",
         stats.sessions_opened,

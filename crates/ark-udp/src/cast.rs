@@ -92,6 +92,7 @@ impl UdpCastBuilder {
             config,
             self.runtime,
             self.reactor_config,
+            None,
         )
     }
 }

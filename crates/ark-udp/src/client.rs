@@ -4,14 +4,13 @@ use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 
-use ark_reactor::{
-    IoModel, ReactorConfig, ReactorHandle, ReactorPool, Runtime, SourceId, release_pool,
-};
+use ark_reactor::{IoModel, Lifecycle, ReactorConfig, ReactorPool, Runtime, Stopping};
 
 use crate::config::UdpConfig;
-use crate::endpoint::{Endpoint, Mode};
-use crate::server::{bind_socket, deregister, granted_buffers, register, udp_options};
-use crate::session::UdpHandler;
+use crate::endpoint::Mode;
+use crate::handle::UdpSessionHandle;
+use crate::server::{Placement, STOP_TIMEOUT, bind_socket, granted_buffers, register, udp_options};
+use crate::session::{SendError, UdpHandler};
 use crate::stats::{UdpCounters, UdpStats};
 
 /// Entry point: [`UdpClient::builder`].
@@ -70,6 +69,7 @@ impl UdpClientBuilder {
             config,
             self.runtime,
             self.reactor_config,
+            Some(peer),
         )
     }
 }
@@ -83,33 +83,40 @@ pub struct UdpSocketHandle {
     pub(crate) local_addr: SocketAddr,
     pub(crate) socket_buffers: (usize, usize),
     pub(crate) counters: Arc<UdpCounters>,
-    pub(crate) endpoint: Option<(ReactorHandle, SourceId)>,
+    /// A client's session (its connected peer).
+    pub(crate) session: Option<UdpSessionHandle>,
+    pub(crate) life: Arc<Lifecycle>,
     pub(crate) pool: Option<Arc<ReactorPool>>,
     pub(crate) own_pool: bool,
 }
 
 impl UdpSocketHandle {
     /// Registers a bound socket in `mode` on the next reactor of `runtime`'s pool; the
-    /// endpoint gets a first turn at once (so `on_open` runs before any datagram).
+    /// endpoint gets a first turn at once (so `on_open` runs before any datagram). `peer` is a
+    /// client's connected peer.
     pub(crate) fn start<H: UdpHandler>(
         socket: mio::net::UdpSocket,
         mode: Mode<H>,
         config: Arc<UdpConfig>,
         runtime: Runtime,
         reactor_config: ReactorConfig,
+        peer: Option<SocketAddr>,
     ) -> io::Result<Self> {
         let local_addr = socket.local_addr()?;
         let socket_buffers = granted_buffers(&socket);
         let (pool, own_pool) = runtime.pool(reactor_config)?;
-        let counters = Arc::new(UdpCounters::default());
-        let endpoint = Endpoint::new(socket, mode, config, counters.clone());
-        let reactor = pool.next().clone();
-        let id = register(&reactor, endpoint, true)?;
+        let placement = Placement {
+            config,
+            counters: Arc::new(UdpCounters::default()),
+            life: Lifecycle::new(),
+        };
+        let shared = register(pool.next(), socket, mode, &placement, true)?;
         Ok(UdpSocketHandle {
             local_addr,
             socket_buffers,
-            counters,
-            endpoint: Some((reactor, id)),
+            counters: placement.counters,
+            session: peer.map(|peer| UdpSessionHandle::new(shared, peer, true)),
+            life: placement.life,
             pool: Some(pool),
             own_pool,
         })
@@ -130,26 +137,40 @@ impl UdpSocketHandle {
         self.counters.snapshot()
     }
 
-    /// Closes the socket (`on_close(Stopped)`) and stops an own pool.
+    /// Queues one datagram to a client's peer from any thread (see
+    /// [`UdpSessionHandle::send`]).
     ///
     /// # Errors
-    /// Stopping the own pool failed.
-    pub fn stop(mut self) -> io::Result<()> {
-        self.shutdown()
+    /// [`SendError::Connected`] on a cast socket (it has no one peer: send from its
+    /// handler with `send_to`); otherwise as [`UdpSessionHandle::send`].
+    pub fn send(&self, payload: &[u8]) -> Result<(), SendError> {
+        self.session
+            .as_ref()
+            .ok_or(SendError::Connected)?
+            .send(payload)
     }
 
-    fn shutdown(&mut self) -> io::Result<()> {
-        if let Some((reactor, id)) = self.endpoint.take() {
-            deregister(&reactor, id);
-        }
-        self.pool
-            .take()
-            .map_or(Ok(()), |pool| release_pool(pool, self.own_pool))
+    /// A handle to a client's session.
+    pub fn session(&self) -> Option<UdpSessionHandle> {
+        self.session.clone()
+    }
+
+    /// Begins closing the socket and returns at once: the handler gets `on_stopping`, then
+    /// `on_close(Stopped)`; wait with [`Stopping::wait`] (an own pool is then stopped).
+    pub fn stop(mut self) -> Stopping {
+        self.begin_stop()
+    }
+
+    fn begin_stop(&mut self) -> Stopping {
+        let pool = self.pool.take().map(|pool| (pool, self.own_pool));
+        Stopping::begin(self.life.clone(), pool, STOP_TIMEOUT)
     }
 }
 
 impl Drop for UdpSocketHandle {
     fn drop(&mut self) {
-        let _ = self.shutdown();
+        if self.pool.is_some() {
+            let _ = self.begin_stop().wait();
+        }
     }
 }

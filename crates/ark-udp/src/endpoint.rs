@@ -6,12 +6,15 @@ use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ark_reactor::{Context, Handler, Ready, TimerId, Turn};
+use ark_reactor::{Context, Handler, Lifecycle, Member, Ready, TimerId, Turn};
 use mio::net::UdpSocket;
 
 use crate::config::UdpConfig;
+use crate::handle::EndpointShared;
 use crate::peers::Peers;
-use crate::session::{CloseReason, DatagramError, UdpHandler, UdpSession};
+use crate::session::{
+    CloseReason, DatagramError, SessionIo, SessionTimers, UdpHandler, UdpSession,
+};
 use crate::stats::{UdpCounters, UdpStats};
 use crate::sys::{RecvBatch, SendBatch};
 
@@ -63,11 +66,18 @@ pub(crate) struct Endpoint<H> {
     local: SocketAddr,
     mode: Mode<H>,
     recv: RecvBatch,
-    send: SendBatch,
+    /// What every session view lends: send queue, timers, handles' state, time.
+    io: SessionIo,
     config: Arc<UdpConfig>,
     counters: Arc<UdpCounters>,
     expiry_timer: Option<TimerId>,
+    life: Arc<Lifecycle>,
+    /// Keeps the owner's stop waiting until the socket is closed.
+    _member: Member,
 }
+
+/// The session's serial of a client's or cast socket's one handler.
+const SINGLE: u64 = 0;
 
 impl<H: UdpHandler> Endpoint<H> {
     pub(crate) fn new(
@@ -75,6 +85,7 @@ impl<H: UdpHandler> Endpoint<H> {
         mode: Mode<H>,
         config: Arc<UdpConfig>,
         counters: Arc<UdpCounters>,
+        (shared, life, member): (Arc<EndpointShared>, Arc<Lifecycle>, Member),
     ) -> Self {
         let local = socket
             .local_addr()
@@ -82,13 +93,22 @@ impl<H: UdpHandler> Endpoint<H> {
         let slots = if config.batching { config.batch } else { 1 };
         Endpoint {
             recv: RecvBatch::new(slots, config.max_datagram),
-            send: SendBatch::default(),
+            io: SessionIo {
+                out: SendBatch::default(),
+                timers: SessionTimers::default(),
+                shared,
+                send_limit: config.send_queue_limit,
+                now: Instant::now(),
+                datagrams_out: 0,
+            },
             socket,
             local,
             mode,
             config,
             counters,
             expiry_timer: None,
+            life,
+            _member: member,
         }
     }
 
@@ -96,7 +116,7 @@ impl<H: UdpHandler> Endpoint<H> {
     fn deliver(&mut self, now: Instant, tally: &mut UdpStats) {
         let Endpoint {
             recv,
-            send,
+            io,
             mode,
             config,
             local,
@@ -110,14 +130,14 @@ impl<H: UdpHandler> Endpoint<H> {
                 peer: received.from,
                 local: *local,
                 connected,
-                out: send,
-                send_limit: config.send_queue_limit,
-                datagrams_out: &mut tally.datagrams_out,
+                serial: SINGLE,
+                io,
             };
             let handler = match mode {
                 Mode::Server { sessions, factory } => {
                     if let Some(peer) = sessions.get_mut(&received.from) {
                         peer.last_seen = now;
+                        session.serial = peer.serial;
                         &mut peer.handler
                     } else {
                         if received.truncated {
@@ -135,10 +155,12 @@ impl<H: UdpHandler> Endpoint<H> {
                             tally.sessions_evicted += 1;
                             tally.sessions_closed += 1;
                         }
-                        let mut handler = factory(received.from);
-                        handler.on_open(&mut session);
+                        let handler = factory(received.from);
+                        let peer = sessions.insert(received.from, handler, now);
+                        session.serial = peer.serial;
+                        peer.handler.on_open(&mut session);
                         tally.sessions_opened += 1;
-                        &mut sessions.insert(received.from, handler, now).handler
+                        &mut peer.handler
                     }
                 }
                 Mode::Client { handler, .. } | Mode::Cast { handler, .. } => handler,
@@ -186,11 +208,12 @@ impl<H: UdpHandler> Endpoint<H> {
     /// Sends what is queued; returns whether the socket would block.
     fn flush(&mut self, cx: &mut Context<'_>, tally: &mut UdpStats) -> bool {
         let fd = self.socket.as_raw_fd();
-        while !self.send.is_empty() {
+        let out = &mut self.io.out;
+        while !out.is_empty() {
             let result = if self.config.batching {
-                self.send.send_mmsg(fd, self.config.batch)
+                out.send_mmsg(fd, self.config.batch)
             } else {
-                self.send.send_one(fd)
+                out.send_one(fd)
             };
             tally.sends += 1;
             cx.counters().add_sends(1);
@@ -202,7 +225,7 @@ impl<H: UdpHandler> Endpoint<H> {
                 // drop it and go on.
                 Err(_) => {
                     tally.send_errors += 1;
-                    self.send.skip_one();
+                    out.skip_one();
                 }
             }
         }
@@ -224,6 +247,43 @@ impl<H: UdpHandler> Endpoint<H> {
         }
     }
 
+    /// Runs `f` for the session of `peer` (with `serial`, when given), if it still exists.
+    fn with_session(
+        &mut self,
+        peer: SocketAddr,
+        serial: Option<u64>,
+        f: impl FnOnce(&mut H, &mut UdpSession<'_>),
+    ) {
+        let local = self.local;
+        let (handler, serial, connected) = match &mut self.mode {
+            Mode::Server { sessions, .. } => match sessions.get_mut(&peer) {
+                Some(p) if serial.is_none_or(|s| s == p.serial) => {
+                    (&mut p.handler, p.serial, false)
+                }
+                _ => return,
+            },
+            Mode::Client { handler, .. } => (handler, SINGLE, true),
+            Mode::Cast { handler, .. } => (handler, SINGLE, false),
+        };
+        let mut session = UdpSession {
+            peer,
+            local,
+            connected,
+            serial,
+            io: &mut self.io,
+        };
+        f(handler, &mut session);
+    }
+
+    /// The single handler's peer (client: the server; cast: the socket's own address).
+    fn single_peer(&self) -> Option<SocketAddr> {
+        match &self.mode {
+            Mode::Client { peer, .. } => Some(*peer),
+            Mode::Cast { .. } => Some(self.local),
+            Mode::Server { .. } => None,
+        }
+    }
+
     fn ensure_started(&mut self, cx: &mut Context<'_>, tally: &mut UdpStats) {
         if self.expiry_timer.is_none()
             && let (Mode::Server { .. }, Some(expiry)) = (&self.mode, self.config.session_expiry)
@@ -231,31 +291,73 @@ impl<H: UdpHandler> Endpoint<H> {
             let period = (expiry / 4).max(Duration::from_millis(10));
             self.expiry_timer = Some(cx.set_timer(period, Some(period)));
         }
-        let local = self.local;
-        let limit = self.config.send_queue_limit;
-        let (peer, handler, opened, connected) = match &mut self.mode {
-            Mode::Client {
-                peer,
-                handler,
-                opened,
-            } => (*peer, handler, opened, true),
-            // A cast socket's "peer" before any datagram is its own address.
-            Mode::Cast { handler, opened } => (local, handler, opened, false),
+        let opened = match &mut self.mode {
+            Mode::Client { opened, .. } | Mode::Cast { opened, .. } => opened,
             Mode::Server { .. } => return,
         };
-        if !*opened {
-            *opened = true;
+        if !std::mem::replace(opened, true) {
             tally.sessions_opened += 1;
-            let mut session = UdpSession {
-                peer,
-                local,
-                connected,
-                out: &mut self.send,
-                send_limit: limit,
-                datagrams_out: &mut tally.datagrams_out,
-            };
-            handler.on_open(&mut session);
+            let peer = self.single_peer().unwrap_or(self.local);
+            self.with_session(peer, None, |h, s| h.on_open(s));
         }
+    }
+
+    /// Applies what handles asked: their datagrams join the queue, their closes end sessions.
+    fn handle_requests(&mut self, tally: &mut UdpStats) {
+        let Some(requests) = self.io.shared.take() else {
+            return;
+        };
+        for (to, payload) in requests.datagrams {
+            self.io.out.push(to, &payload);
+            tally.datagrams_out += 1;
+        }
+        for peer in requests.closes {
+            match &mut self.mode {
+                Mode::Server { sessions, .. } => {
+                    if let Some(mut p) = sessions.remove(&peer) {
+                        p.handler.on_close(&CloseReason::Local);
+                        tally.sessions_closed += 1;
+                    }
+                }
+                // A client's or cast socket's one session is the socket.
+                _ => {
+                    self.life.begin_stop();
+                }
+            }
+        }
+    }
+
+    /// Runs the handlers' timers that are due.
+    fn fire_session_timers(&mut self, now: Instant) {
+        while let Some((timer, (peer, serial))) = self.io.timers.pop_due(now) {
+            self.with_session(peer, Some(serial), |h, s| h.on_timer(s, timer));
+        }
+    }
+
+    /// A stop began: every session's `on_stopping`, then the socket closes (after the turn's
+    /// sends) with `on_close(Stopped)` for each.
+    fn stop(&mut self, cx: &mut Context<'_>) {
+        let peers: Vec<SocketAddr> = match &mut self.mode {
+            Mode::Server { sessions, .. } => sessions.iter_mut().map(|(a, _)| *a).collect(),
+            _ => self.single_peer().into_iter().collect(),
+        };
+        for peer in peers {
+            self.with_session(peer, None, |h, s| h.on_stopping(s));
+        }
+        cx.close();
+    }
+
+    /// The end of every turn: send, publish, keep the timer.
+    fn finish_turn(&mut self, cx: &mut Context<'_>, mut tally: UdpStats, mut turn: Turn) -> Turn {
+        let blocked = self.flush(cx, &mut tally);
+        if !blocked && !self.io.out.is_empty() {
+            turn = Turn::Again;
+        }
+        tally.datagrams_out += std::mem::take(&mut self.io.datagrams_out);
+        self.io.shared.set_queued(self.io.out.data.len());
+        self.io.timers.slot.arm(self.io.timers.earliest(), cx);
+        self.counters.add(&tally);
+        turn
     }
 }
 
@@ -266,32 +368,36 @@ impl<H: UdpHandler> Handler for Endpoint<H> {
 
     fn on_ready(&mut self, cx: &mut Context<'_>, ready: Ready) -> Turn {
         let mut tally = UdpStats::default();
+        self.io.now = cx.now();
         self.ensure_started(cx, &mut tally);
+        self.handle_requests(&mut tally);
+        if self.life.is_stopping() {
+            self.stop(cx);
+            return self.finish_turn(cx, tally, Turn::Done);
+        }
         let mut turn = Turn::Done;
-        // An empty readiness is a re-run after the budget ran out, or a wake.
+        // An empty readiness is a re-run after the budget ran out.
         if (ready.is_readable() || ready.is_wake() || ready.is_empty())
             && self.receive(cx, &mut tally)
         {
             turn = Turn::Again;
         }
-        let blocked = self.flush(cx, &mut tally);
-        if !blocked && !self.send.is_empty() {
-            turn = Turn::Again;
-        }
-        self.counters.add(&tally);
-        turn
+        self.finish_turn(cx, tally, turn)
     }
 
     fn on_timer(&mut self, cx: &mut Context<'_>, timer: TimerId) -> Turn {
+        let mut tally = UdpStats::default();
+        self.io.now = cx.now();
         if Some(timer) == self.expiry_timer {
-            let mut tally = UdpStats::default();
             self.expire(cx.now(), &mut tally);
-            self.counters.add(&tally);
+        } else if self.io.timers.slot.fired(timer) {
+            self.fire_session_timers(cx.now());
         }
-        Turn::Done
+        self.finish_turn(cx, tally, Turn::Done)
     }
 
     fn on_close(&mut self, _: ark_reactor::CloseReason) {
+        self.io.shared.set_closed();
         let mut closed = 0;
         match &mut self.mode {
             Mode::Server { sessions, .. } => {

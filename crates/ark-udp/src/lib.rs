@@ -41,8 +41,8 @@
 //! let (tx, rx) = mpsc::channel();
 //! let client = UdpClient::builder().connect(server.local_addr(), Ask(tx))?;
 //! assert_eq!(rx.recv_timeout(Duration::from_secs(10))?, b"hello");
-//! client.stop()?;
-//! server.stop()?;
+//! client.stop().wait()?;
+//! server.stop().wait()?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
@@ -52,6 +52,7 @@ mod cast;
 mod client;
 mod config;
 mod endpoint;
+mod handle;
 mod limits;
 mod peers;
 mod server;
@@ -60,10 +61,11 @@ mod snmp;
 mod stats;
 mod sys;
 
-pub use ark_reactor::Runtime;
+pub use ark_reactor::{IoModel, ReactorConfig, ReactorPool, Runtime, Stopping, TimerId};
 pub use cast::{UdpCast, UdpCastBuilder, UdpCastHandle};
 pub use client::{UdpClient, UdpClientBuilder, UdpClientHandle, UdpSocketHandle};
 pub use config::UdpConfig;
+pub use handle::UdpSessionHandle;
 pub use limits::{
     MAX_PAYLOAD_V4, MAX_PAYLOAD_V6, max_payload, unfragmented_payload_v4, unfragmented_payload_v6,
 };

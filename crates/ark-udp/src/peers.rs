@@ -12,6 +12,8 @@ const EVICTION_SAMPLE: usize = 8;
 pub(crate) struct Peer<H> {
     pub(crate) handler: H,
     pub(crate) last_seen: Instant,
+    /// Unique per session of this table (a new session of the same peer gets a new one).
+    pub(crate) serial: u64,
     /// Its place in `Peers::order`.
     slot: usize,
 }
@@ -26,6 +28,7 @@ pub(crate) struct Peers<H> {
     map: HashMap<SocketAddr, Peer<H>>,
     order: Vec<SocketAddr>,
     hand: usize,
+    next_serial: u64,
 }
 
 impl<H> Default for Peers<H> {
@@ -34,6 +37,7 @@ impl<H> Default for Peers<H> {
             map: HashMap::new(),
             order: Vec::new(),
             hand: 0,
+            next_serial: 0,
         }
     }
 }
@@ -51,9 +55,11 @@ impl<H> Peers<H> {
     pub(crate) fn insert(&mut self, addr: SocketAddr, handler: H, now: Instant) -> &mut Peer<H> {
         self.order.push(addr);
         let slot = self.order.len() - 1;
+        self.next_serial += 1;
         self.map.entry(addr).or_insert(Peer {
             handler,
             last_seen: now,
+            serial: self.next_serial,
             slot,
         })
     }
@@ -77,7 +83,8 @@ impl<H> Peers<H> {
         self.remove(&addr).map(|peer| (addr, peer.handler))
     }
 
-    fn remove(&mut self, addr: &SocketAddr) -> Option<Peer<H>> {
+    /// Takes a session out of the table.
+    pub(crate) fn remove(&mut self, addr: &SocketAddr) -> Option<Peer<H>> {
         let peer = self.map.remove(addr)?;
         self.order.swap_remove(peer.slot);
         if let Some(moved) = self.order.get(peer.slot)
@@ -112,6 +119,11 @@ impl<H> Peers<H> {
         self.order.clear();
         self.hand = 0;
         self.map.drain().map(|(addr, peer)| (addr, peer.handler))
+    }
+
+    /// Every session, for a callback each.
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = (&SocketAddr, &mut Peer<H>)> {
+        self.map.iter_mut()
     }
 }
 

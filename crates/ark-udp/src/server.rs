@@ -6,14 +6,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ark_reactor::{
-    IoModel, ReactorConfig, ReactorHandle, ReactorPool, Runtime, SourceId, release_pool,
+    IoModel, Lifecycle, ReactorConfig, ReactorHandle, ReactorPool, Runtime, SourceRef, Stopping,
 };
 use mio::net::UdpSocket;
 
 use crate::config::UdpConfig;
 use crate::endpoint::{Endpoint, Factory, Mode};
+use crate::handle::EndpointShared;
 use crate::session::UdpHandler;
 use crate::stats::{UdpCounters, UdpStats};
+
+/// How long a UDP stop waits for its sockets by default: each closes at its next turn.
+pub(crate) const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Entry point: [`UdpServer::builder`].
 #[derive(Debug)]
@@ -141,36 +145,40 @@ pub(crate) fn granted_buffers(socket: &UdpSocket) -> (usize, usize) {
     )
 }
 
-/// Registers `endpoint` on `reactor` and waits for the outcome.
-pub(crate) fn register<H: UdpHandler>(
-    reactor: &ReactorHandle,
-    endpoint: Endpoint<H>,
-    wake: bool,
-) -> io::Result<SourceId> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    reactor.post(move |r| {
-        let result = r.insert(
-            Box::new(endpoint),
-            mio::Interest::READABLE | mio::Interest::WRITABLE,
-        );
-        if let (true, Ok(id)) = (wake, &result) {
-            r.wake(*id);
-        }
-        let _ = tx.send(result);
-    });
-    rx.recv_timeout(Duration::from_secs(10))
-        .map_err(|_| io::Error::other("the reactor did not register the socket"))?
+/// What a socket needs besides its socket and mode to become a reactor source.
+pub(crate) struct Placement {
+    pub(crate) config: Arc<UdpConfig>,
+    pub(crate) counters: Arc<UdpCounters>,
+    pub(crate) life: Arc<Lifecycle>,
 }
 
-/// Removes a socket from its reactor (its sessions get `on_close(Stopped)`) and waits for it.
-pub(crate) fn deregister(reactor: &ReactorHandle, id: SourceId) {
-    let (tx, rx) = std::sync::mpsc::channel();
-    if reactor.post(move |r| {
-        r.remove(id);
-        let _ = tx.send(());
-    }) {
-        let _ = rx.recv_timeout(Duration::from_secs(10));
+/// Registers a socket in `mode` on `reactor` as a member of the owner's lifecycle; with
+/// `wake`, it gets a first turn at once (so `on_open` runs before any datagram). Returns what
+/// its handles share with it.
+pub(crate) fn register<H: UdpHandler>(
+    reactor: &ReactorHandle,
+    socket: UdpSocket,
+    mode: Mode<H>,
+    placement: &Placement,
+    wake: bool,
+) -> io::Result<Arc<EndpointShared>> {
+    let shared = EndpointShared::new(placement.config.send_queue_limit);
+    let make = |id| -> Box<dyn ark_reactor::Handler> {
+        let source = SourceRef::new(reactor.clone(), id);
+        shared.attach(source.clone());
+        let member = placement.life.join(Some(source));
+        let parts = (shared.clone(), placement.life.clone(), member);
+        let (config, counters) = (placement.config.clone(), placement.counters.clone());
+        Box::new(Endpoint::new(socket, mode, config, counters, parts))
+    };
+    let interest = mio::Interest::READABLE | mio::Interest::WRITABLE;
+    let id = reactor
+        .insert_with(make, interest)
+        .ok_or_else(|| io::Error::other("the reactor did not take the socket"))?;
+    if wake {
+        reactor.wake(id);
     }
+    Ok(shared)
 }
 
 impl UdpServerBuilder {
@@ -217,27 +225,30 @@ impl UdpServerBuilder {
         }
         let (pool, own_pool) = self.runtime.pool(self.reactor_config)?;
         let factory: Factory<H> = Arc::new(factory);
+        let life = Lifecycle::new();
         let mut handle = UdpServerHandle {
             local_addr,
             socket_buffers,
             shards: Vec::new(),
-            endpoints: Vec::new(),
+            life: life.clone(),
             pool: Some(pool.clone()),
             own_pool,
-            stopped: false,
         };
         for (i, socket) in sockets.into_iter().enumerate() {
-            let counters = Arc::new(UdpCounters::default());
-            let endpoint = Endpoint::new(
+            let placement = Placement {
+                config: config.clone(),
+                counters: Arc::new(UdpCounters::default()),
+                life: life.clone(),
+            };
+            let reactor = &pool.handles()[i % pool.handles().len()];
+            register(
+                reactor,
                 socket,
                 Mode::server(factory.clone()),
-                config.clone(),
-                counters.clone(),
-            );
-            let reactor = pool.handles()[i % pool.handles().len()].clone();
-            let id = register(&reactor, endpoint, false)?;
-            handle.shards.push(counters);
-            handle.endpoints.push((reactor, id));
+                &placement,
+                false,
+            )?;
+            handle.shards.push(placement.counters);
         }
         Ok(handle)
     }
@@ -249,10 +260,9 @@ pub struct UdpServerHandle {
     local_addr: SocketAddr,
     socket_buffers: (usize, usize),
     shards: Vec<Arc<UdpCounters>>,
-    endpoints: Vec<(ReactorHandle, SourceId)>,
+    life: Arc<Lifecycle>,
     pool: Option<Arc<ReactorPool>>,
     own_pool: bool,
-    stopped: bool,
 }
 
 impl UdpServerHandle {
@@ -280,30 +290,23 @@ impl UdpServerHandle {
         self.shards.iter().map(|s| s.snapshot()).collect()
     }
 
-    /// Stops: every session gets `on_close(Stopped)`, sockets close, an own pool is joined.
-    ///
-    /// # Errors
-    /// Stopping the own pool failed.
-    pub fn stop(mut self) -> io::Result<()> {
-        self.shutdown()
+    /// Begins a stop and returns at once: every session gets `on_stopping` (its goodbye
+    /// datagrams still leave), then `on_close(Stopped)`, and the sockets close; wait for it
+    /// with [`Stopping::wait`] (an own pool is then stopped and joined).
+    pub fn stop(mut self) -> Stopping {
+        self.begin_stop()
     }
 
-    fn shutdown(&mut self) -> io::Result<()> {
-        if self.stopped {
-            return Ok(());
-        }
-        self.stopped = true;
-        for (reactor, id) in self.endpoints.drain(..) {
-            deregister(&reactor, id);
-        }
-        self.pool
-            .take()
-            .map_or(Ok(()), |pool| release_pool(pool, self.own_pool))
+    fn begin_stop(&mut self) -> Stopping {
+        let pool = self.pool.take().map(|pool| (pool, self.own_pool));
+        Stopping::begin(self.life.clone(), pool, STOP_TIMEOUT)
     }
 }
 
 impl Drop for UdpServerHandle {
     fn drop(&mut self) {
-        let _ = self.shutdown();
+        if self.pool.is_some() {
+            let _ = self.begin_stop().wait();
+        }
     }
 }

@@ -1,8 +1,13 @@
 //! What a handler sees: `UdpSession`, `UdpHandler`, errors and close reasons.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use ark_reactor::{Deadlines, TimerId, TimerSlot};
+
+use crate::handle::{EndpointShared, UdpSessionHandle};
 use crate::limits::max_payload;
 use crate::sys::SendBatch;
 
@@ -13,6 +18,9 @@ pub enum CloseReason {
     /// No datagram from the peer for the session expiry time.
     #[error("no datagram for {0:?} (session expiry)")]
     Expired(Duration),
+    /// Closed through its handle ([`UdpSessionHandle::close`]).
+    #[error("closed locally")]
+    Local,
     /// The session table was full (`UdpConfig::max_sessions`) and this session was the least
     /// recently active of those sampled: it made room for a new peer.
     #[error("evicted to make room for a new peer (session table full)")]
@@ -60,6 +68,56 @@ pub enum SendError {
         /// The limit.
         limit: usize,
     },
+    /// The socket is closed (or, for a client handle, not running).
+    #[error("the socket is closed")]
+    Closed,
+}
+
+/// The timers of a socket's sessions: their deadlines, whose each is, and the socket's one
+/// reactor timer at the earliest.
+#[derive(Debug, Default)]
+pub(crate) struct SessionTimers {
+    deadlines: Deadlines,
+    /// Timer → (peer, the session's serial): a timer of a closed session never reaches a
+    /// later session of the same peer.
+    owners: HashMap<TimerId, (SocketAddr, u64)>,
+    pub(crate) slot: TimerSlot,
+}
+
+impl SessionTimers {
+    fn set(&mut self, at: Instant, owner: (SocketAddr, u64)) -> TimerId {
+        let timer = self.deadlines.insert(at);
+        self.owners.insert(timer, owner);
+        timer
+    }
+
+    fn cancel(&mut self, timer: TimerId) -> bool {
+        self.owners.remove(&timer);
+        self.deadlines.cancel(timer)
+    }
+
+    /// The earliest deadline.
+    pub(crate) fn earliest(&self) -> Option<Instant> {
+        self.deadlines.earliest()
+    }
+
+    /// A timer due at `now`, with its owner.
+    pub(crate) fn pop_due(&mut self, now: Instant) -> Option<(TimerId, (SocketAddr, u64))> {
+        let timer = self.deadlines.pop_due(now)?;
+        let owner = self.owners.remove(&timer)?;
+        Some((timer, owner))
+    }
+}
+
+/// What every session view of a socket lends: the send queue, the timers, the handles' state,
+/// the turn's time and counts.
+pub(crate) struct SessionIo {
+    pub(crate) out: SendBatch,
+    pub(crate) timers: SessionTimers,
+    pub(crate) shared: Arc<EndpointShared>,
+    pub(crate) send_limit: usize,
+    pub(crate) now: Instant,
+    pub(crate) datagrams_out: u64,
 }
 
 /// A handler's view of its peer during a callback.
@@ -67,9 +125,9 @@ pub struct UdpSession<'a> {
     pub(crate) peer: SocketAddr,
     pub(crate) local: SocketAddr,
     pub(crate) connected: bool,
-    pub(crate) out: &'a mut SendBatch,
-    pub(crate) send_limit: usize,
-    pub(crate) datagrams_out: &'a mut u64,
+    /// The session's serial (its timers carry it).
+    pub(crate) serial: u64,
+    pub(crate) io: &'a mut SessionIo,
 }
 
 impl std::fmt::Debug for UdpSession<'_> {
@@ -124,16 +182,33 @@ impl UdpSession<'_> {
                 max,
             });
         }
-        let queued = self.out.data.len();
-        if queued > 0 && queued + payload.len() > self.send_limit {
+        let queued = self.io.out.data.len();
+        if queued > 0 && queued + payload.len() > self.io.send_limit {
             return Err(SendError::Full {
                 queued,
-                limit: self.send_limit,
+                limit: self.io.send_limit,
             });
         }
-        self.out.push((!self.connected).then_some(to), payload);
-        *self.datagrams_out += 1;
+        self.io.out.push((!self.connected).then_some(to), payload);
+        self.io.datagrams_out += 1;
         Ok(())
+    }
+
+    /// A handle to this session, to send to its peer or close it from anywhere.
+    pub fn handle(&self) -> UdpSessionHandle {
+        UdpSessionHandle::new(self.io.shared.clone(), self.peer, self.connected)
+    }
+
+    /// Starts a timer: [`UdpHandler::on_timer`] runs with its id once `after` has passed
+    /// (one-shot; set it again to repeat — a retransmission, say). Timers end with the session.
+    pub fn set_timer(&mut self, after: Duration) -> TimerId {
+        let at = self.io.now + after;
+        self.io.timers.set(at, (self.peer, self.serial))
+    }
+
+    /// Cancels a timer of this session; `true` if it was pending.
+    pub fn cancel_timer(&mut self, timer: TimerId) -> bool {
+        self.io.timers.cancel(timer)
     }
 }
 
@@ -147,6 +222,17 @@ pub trait UdpHandler: Send + 'static {
 
     /// A whole datagram arrived (empty datagrams included). The slice is lent for this call.
     fn on_message(&mut self, session: &mut UdpSession<'_>, datagram: &[u8]);
+
+    /// A timer set with [`UdpSession::set_timer`] fired.
+    fn on_timer(&mut self, session: &mut UdpSession<'_>, timer: TimerId) {
+        let _ = (session, timer);
+    }
+
+    /// The server or client is stopping: the last moment to send a goodbye (it leaves before
+    /// the socket closes); `on_close(Stopped)` follows.
+    fn on_stopping(&mut self, session: &mut UdpSession<'_>) {
+        let _ = session;
+    }
 
     /// A datagram from this peer could not be delivered whole.
     fn on_datagram_error(&mut self, session: &mut UdpSession<'_>, error: &DatagramError) {

@@ -85,6 +85,6 @@ fn a_steady_state_udp_echo_allocates_nothing_per_message() {
         allocations, 0,
         "{allocations} allocations for {MEASURED} echoed datagrams"
     );
-    client.stop().unwrap();
-    server.stop().unwrap();
+    client.stop().wait().unwrap();
+    server.stop().wait().unwrap();
 }

@@ -47,13 +47,13 @@ fn echo(addr: &str, batching: bool) {
         .stats()
         .datagrams_in
         == 2_000));
-    client.stop().unwrap();
+    client.stop().wait().unwrap();
     assert!(ark_testkit::wait_until(TIMEOUT, || server
         .stats()
         .datagrams_sent
         == 2_000));
     let server_stats = server.stats();
-    server.stop().unwrap();
+    server.stop().wait().unwrap();
     assert_eq!(server_stats.sessions_opened, 1);
     assert_eq!(server_stats.datagrams_in, 2_000);
     if !batching {
@@ -125,9 +125,9 @@ fn one_hundred_peers_open_sessions_that_expire() {
     );
     assert_eq!(server.stats().sessions_closed, 100);
     for c in clients {
-        c.stop().unwrap();
+        c.stop().wait().unwrap();
     }
-    server.stop().unwrap();
+    server.stop().wait().unwrap();
 }
 
 #[test]
@@ -166,9 +166,9 @@ fn sharded_server_spreads_peers_over_reuseport_sockets() {
         "peers on both shards: {shards:?}"
     );
     for c in clients {
-        c.stop().unwrap();
+        c.stop().wait().unwrap();
     }
-    server.stop().unwrap();
+    server.stop().wait().unwrap();
 }
 
 /// Sends "ping" to `to` on open (if given); answers "ping" with "pong"; reports a "pong".
@@ -215,6 +215,6 @@ fn cast_sockets_send_to_any_address_and_reply_to_senders() {
         "A ({}) got B's pong",
         a.local_addr()
     );
-    a.stop().unwrap();
-    b.stop().unwrap();
+    a.stop().wait().unwrap();
+    b.stop().wait().unwrap();
 }

@@ -67,5 +67,5 @@ fn a_full_session_table_evicts_silent_sessions_instead_of_locking_out_new_peers(
         .filter(|c| **c == CloseReason::Evicted)
         .count();
     assert_eq!(evicted as u64, stats.sessions_evicted);
-    server.stop().unwrap();
+    server.stop().wait().unwrap();
 }

@@ -49,8 +49,8 @@ fn an_oversized_send_is_a_typed_error_and_the_maximum_arrives_whole() {
         })
     );
     assert!(ark_testkit::wait_until(TIMEOUT, || server.stats().bytes_in == MAX_PAYLOAD_V4 as u64));
-    client.stop().unwrap();
-    server.stop().unwrap();
+    client.stop().wait().unwrap();
+    server.stop().wait().unwrap();
 }
 
 #[test]
@@ -94,7 +94,7 @@ fn truncated_datagrams_are_counted_and_not_delivered_and_empty_ones_echo() {
             *echo.errors.lock().unwrap(),
             vec![DatagramError::Truncated { max: 1500 }]
         );
-        server.stop().unwrap();
+        server.stop().wait().unwrap();
     }
 }
 
@@ -152,5 +152,5 @@ fn a_burst_beyond_the_receive_buffer_is_accounted_for() {
         SENT,
         "every datagram is delivered or counted lost"
     );
-    server.stop().unwrap();
+    server.stop().wait().unwrap();
 }

@@ -235,18 +235,20 @@ pub fn ws_ping_flood(ctx: &Ctx, rng: &mut Rng) -> Ending {
     }
 }
 
-/// TCP half-close: sends 10–500 frames (from a second thread), shuts down writing, and reads
-/// until the end of stream: every echo must arrive, in order, and the stream must end with a
-/// FIN at a frame boundary.
+/// TCP half-close: sends 10–500 frames, shuts down writing, and reads until the end of
+/// stream: every echo must arrive, in order, and the stream must end with a FIN at a frame
+/// boundary. Half the runs read only after their FIN (the echoes pile up in the server's
+/// queue meanwhile: at most about 8 MiB, under its 8 MiB high watermark); the other half read
+/// while a second thread writes.
 pub fn half_close(ctx: &Ctx, rng: &mut Rng) -> Ending {
     let started = Instant::now();
-    let count = rng.range(10, 500);
-    let frames: Vec<Vec<u8>> = (0..count)
+    let frames: Vec<Vec<u8>> = (0..rng.range(10, 500))
         .map(|_| {
             let len = rng.message_size();
             frame(&rng.bytes(len))
         })
         .collect();
+    let read_after_fin = rng.range(0, 1) == 1;
     let mut stream = match connect(ctx.addrs.tcp, IO_TIMEOUT, started) {
         Ok(s) => s,
         Err(ending) => return ending,
@@ -255,16 +257,28 @@ pub fn half_close(ctx: &Ctx, rng: &mut Rng) -> Ending {
         Ok(w) => w,
         Err(e) => return Ending::failed("setup failed", started, format!("try_clone: {e}")),
     };
-    let total: usize = frames.iter().map(Vec::len).sum();
-    let (written, (end, echoed)) = std::thread::scope(|s| {
-        let writing = s.spawn(|| write_then_shutdown(writer, &frames));
-        let read = read_until_end(&mut stream, HALF_CLOSE_WAIT, total + 64 * 1024);
-        let written = writing
-            .join()
-            .unwrap_or_else(|_| Err(io::Error::other("panicked")));
-        (written, read)
-    });
-    judge_half_close(&frames, written, end, &echoed, started)
+    let keep = frames.iter().map(Vec::len).sum::<usize>() + 64 * 1024;
+    let (written, (end, echoed)) = if read_after_fin {
+        let written = write_then_shutdown(writer, &frames);
+        (written, read_until_end(&mut stream, HALF_CLOSE_WAIT, keep))
+    } else {
+        std::thread::scope(|s| {
+            let writing = s.spawn(|| write_then_shutdown(writer, &frames));
+            let read = read_until_end(&mut stream, HALF_CLOSE_WAIT, keep);
+            let written = writing
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("panicked")));
+            (written, read)
+        })
+    };
+    let mut ending = judge_half_close(&frames, written, end, &echoed, started);
+    let mode = if read_after_fin {
+        "read after FIN"
+    } else {
+        "read while writing"
+    };
+    ending.outcome = format!("{} [{mode}]", ending.outcome);
+    ending
 }
 
 /// Writes every frame, then shuts down writing (the half-close).

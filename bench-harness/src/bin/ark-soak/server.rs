@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 
 use ark_tcp::{CloseReason, Session, TcpHandler, TcpServer, TcpServerHandle, TcpStats};
 use ark_udp::{UdpHandler, UdpServer, UdpServerHandle, UdpSession, UdpStats};
-use ark_ws::{Message, Request, WsHandler, WsServer, WsServerHandle, WsSession};
+use ark_ws::{Message, Request, WsClose, WsHandler, WsServer, WsServerHandle, WsSession};
 use serde_json::{Value, json};
 
-/// Deadline of the TCP and WebSocket servers' graceful stops.
+/// Deadline of each server's graceful stop.
 const STOP_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// What an echo handler counts: sessions as its handlers saw them, and refused echoes.
@@ -37,49 +37,62 @@ impl Counts {
     }
 }
 
-/// The echo handler of all three servers: every message goes back as it came.
+/// The echo handler of all three servers: every message goes back as it came. One value per
+/// session (the factory clones a template), sharing the server's [`Counts`].
 #[derive(Debug, Clone, Default)]
-struct Echo(Arc<Counts>);
+struct Echo {
+    counts: Arc<Counts>,
+    /// This session's `on_open` ran (only opened sessions count as closed: a WebSocket
+    /// handler may also be closed without ever opening).
+    open: bool,
+}
 
 impl Echo {
-    fn count(&self, counter: fn(&Counts) -> &AtomicU64) {
-        counter(&self.0).fetch_add(1, Ordering::Relaxed);
+    fn opened(&mut self) {
+        self.open = true;
+        self.counts.opened.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn closed(&mut self) {
+        if std::mem::take(&mut self.open) {
+            self.counts.closed.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     fn sent<E>(&self, result: Result<(), E>) {
         if result.is_err() {
-            self.count(|c| &c.refused);
+            self.counts.refused.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
 
 impl TcpHandler for Echo {
     fn on_open(&mut self, _: &mut Session<'_>) {
-        self.count(|c| &c.opened);
+        self.opened();
     }
     fn on_message(&mut self, session: &mut Session<'_>, message: &[u8]) {
         self.sent(session.send(message));
     }
     fn on_close(&mut self, _: &CloseReason) {
-        self.count(|c| &c.closed);
+        self.closed();
     }
 }
 
 impl UdpHandler for Echo {
     fn on_open(&mut self, _: &mut UdpSession<'_>) {
-        self.count(|c| &c.opened);
+        self.opened();
     }
     fn on_message(&mut self, session: &mut UdpSession<'_>, datagram: &[u8]) {
         self.sent(session.send(datagram));
     }
     fn on_close(&mut self, _: &ark_udp::CloseReason) {
-        self.count(|c| &c.closed);
+        self.closed();
     }
 }
 
 impl WsHandler for Echo {
     fn on_open(&mut self, _: &mut WsSession<'_>, _: &Request) {
-        self.count(|c| &c.opened);
+        self.opened();
     }
     fn on_message(&mut self, session: &mut WsSession<'_>, message: Message) {
         match message {
@@ -88,8 +101,8 @@ impl WsHandler for Echo {
             _ => {}
         }
     }
-    fn on_close(&mut self, _: u16, _: &str) {
-        self.count(|c| &c.closed);
+    fn on_close(&mut self, _: &WsClose) {
+        self.closed();
     }
 }
 
@@ -155,13 +168,13 @@ fn timed_stop(stop: impl FnOnce() -> io::Result<()>) -> Value {
 fn stop(servers: Servers) -> Value {
     let Servers { tcp, udp, ws } = servers;
     let (tcp_stats, udp_stats, ws_stats) = (tcp.0.stats(), udp.0.stats(), ws.0.stats());
-    let tcp_stop = timed_stop(|| tcp.0.stop_timeout(STOP_TIMEOUT));
-    let udp_stop = timed_stop(|| udp.0.stop());
-    let ws_stop = timed_stop(|| ws.0.stop_timeout(STOP_TIMEOUT));
+    let tcp_stop = timed_stop(|| tcp.0.stop().wait_timeout(STOP_TIMEOUT));
+    let udp_stop = timed_stop(|| udp.0.stop().wait_timeout(STOP_TIMEOUT));
+    let ws_stop = timed_stop(|| ws.0.stop().wait_timeout(STOP_TIMEOUT));
     json!({
-        "tcp": {"stats": tcp_json(&tcp_stats), "stop": tcp_stop, "after_stop": tcp.1.0.json()},
-        "udp": {"stats": udp_json(&udp_stats), "stop": udp_stop, "after_stop": udp.1.0.json()},
-        "ws": {"stats": tcp_json(&ws_stats), "stop": ws_stop, "after_stop": ws.1.0.json()},
+        "tcp": {"stats": tcp_json(&tcp_stats), "stop": tcp_stop, "after_stop": tcp.1.counts.json()},
+        "udp": {"stats": udp_json(&udp_stats), "stop": udp_stop, "after_stop": udp.1.counts.json()},
+        "ws": {"stats": tcp_json(&ws_stats), "stop": ws_stop, "after_stop": ws.1.counts.json()},
     })
 }
 

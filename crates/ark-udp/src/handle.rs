@@ -1,0 +1,149 @@
+//! `UdpSessionHandle`: send to a UDP session, or close it, from any thread.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+
+use ark_reactor::SourceRef;
+
+use crate::limits::max_payload;
+use crate::session::SendError;
+
+/// What handles asked of a socket's sessions, applied on the socket's thread.
+#[derive(Debug, Default)]
+pub(crate) struct Requests {
+    /// Datagrams to send, with their destination (`None`: a connected socket's peer).
+    pub(crate) datagrams: VecDeque<(Option<SocketAddr>, Vec<u8>)>,
+    /// Sessions to close, by peer.
+    pub(crate) closes: Vec<SocketAddr>,
+}
+
+/// The state a socket shares with its sessions' handles.
+#[derive(Debug)]
+pub(crate) struct EndpointShared {
+    /// Where the socket runs.
+    source: OnceLock<SourceRef>,
+    send_limit: usize,
+    /// Bytes in the socket's send queue at its last turn.
+    queued: AtomicUsize,
+    /// Payload bytes waiting in `requests`.
+    waiting: AtomicUsize,
+    closed: AtomicBool,
+    pending: AtomicBool,
+    requests: Mutex<Requests>,
+}
+
+impl EndpointShared {
+    pub(crate) fn new(send_limit: usize) -> Arc<EndpointShared> {
+        Arc::new(EndpointShared {
+            source: OnceLock::new(),
+            send_limit,
+            queued: AtomicUsize::new(0),
+            waiting: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
+            pending: AtomicBool::new(false),
+            requests: Mutex::new(Requests::default()),
+        })
+    }
+
+    fn requests(&self) -> MutexGuard<'_, Requests> {
+        self.requests.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The socket is registered: wakes go to `source`.
+    pub(crate) fn attach(&self, source: SourceRef) {
+        let _ = self.source.set(source);
+    }
+
+    /// Takes what handles asked since the last call, if anything.
+    pub(crate) fn take(&self) -> Option<Requests> {
+        if !self.pending.swap(false, Ordering::SeqCst) {
+            return None;
+        }
+        self.waiting.store(0, Ordering::SeqCst);
+        Some(std::mem::take(&mut *self.requests()))
+    }
+
+    pub(crate) fn set_queued(&self, queued: usize) {
+        self.queued.store(queued, Ordering::Relaxed);
+    }
+
+    pub(crate) fn set_closed(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+    }
+
+    fn push(&self, f: impl FnOnce(&mut Requests)) {
+        f(&mut self.requests());
+        if !self.pending.swap(true, Ordering::SeqCst)
+            && let Some(source) = self.source.get()
+        {
+            source.wake();
+        }
+    }
+}
+
+/// A cheap, cloneable, `Send` handle to one UDP session (a peer of a server, or a client's
+/// connection): send to the peer or close the session from any thread. Datagrams sent
+/// through it leave from the session's socket at its next turn. Get one from
+/// [`UdpSession::handle`](crate::UdpSession::handle) or a client handle.
+#[derive(Debug, Clone)]
+pub struct UdpSessionHandle {
+    shared: Arc<EndpointShared>,
+    peer: SocketAddr,
+    /// A client's connected socket sends without a destination.
+    connected: bool,
+}
+
+impl UdpSessionHandle {
+    pub(crate) fn new(shared: Arc<EndpointShared>, peer: SocketAddr, connected: bool) -> Self {
+        UdpSessionHandle {
+            shared,
+            peer,
+            connected,
+        }
+    }
+
+    /// The peer's address.
+    pub fn peer_addr(&self) -> SocketAddr {
+        self.peer
+    }
+
+    /// Queues one datagram to the peer (the payload is copied).
+    ///
+    /// # Errors
+    /// [`SendError::TooLarge`] over the UDP maximum; [`SendError::Full`] when the socket's
+    /// queue plus what handles queued would pass its limit; [`SendError::Closed`] once the
+    /// socket is closed.
+    pub fn send(&self, payload: &[u8]) -> Result<(), SendError> {
+        let shared = &self.shared;
+        if shared.closed.load(Ordering::SeqCst) {
+            return Err(SendError::Closed);
+        }
+        let max = max_payload(&self.peer);
+        if payload.len() > max {
+            return Err(SendError::TooLarge {
+                len: payload.len(),
+                max,
+            });
+        }
+        let queued = shared.queued.load(Ordering::Relaxed) + shared.waiting.load(Ordering::SeqCst);
+        if queued > 0 && queued + payload.len() > shared.send_limit {
+            return Err(SendError::Full {
+                queued,
+                limit: shared.send_limit,
+            });
+        }
+        shared.waiting.fetch_add(payload.len(), Ordering::SeqCst);
+        let to = (!self.connected).then_some(self.peer);
+        shared.push(|r| r.datagrams.push_back((to, payload.to_vec())));
+        Ok(())
+    }
+
+    /// Closes the session (`on_close(CloseReason::Local)`); a server makes a new one if the
+    /// peer sends again.
+    pub fn close(&self) {
+        let peer = self.peer;
+        self.shared.push(|r| r.closes.push(peer));
+    }
+}
