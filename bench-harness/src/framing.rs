@@ -291,7 +291,7 @@ impl Ark {
     /// # Errors
     /// ark-frame's configuration error (an initial capacity of 0).
     pub fn new(initial_capacity: usize) -> Result<Self, String> {
-        let codec = LengthPrefix::default().max_frame_len(MAX_FRAME);
+        let codec = LengthPrefix::default().with_max_frame_len(MAX_FRAME);
         Ok(Ark {
             reader: FrameReader::with_initial_capacity(codec, initial_capacity)
                 .map_err(|e| e.to_string())?,

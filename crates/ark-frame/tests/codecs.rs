@@ -109,7 +109,7 @@ fn ark_dgram_rejects_non_minimal_encodings() {
 
 #[test]
 fn ark_dgram_enforces_max_frame_len() {
-    let mut c = ArkDgram::new().max_frame_len(1000);
+    let mut c = ArkDgram::new().with_max_frame_len(1000);
     assert_eq!(
         c.decode(&[254, 0xe9, 0x03]).unwrap_err(), // 1001
         DecodeError::TooLarge {
@@ -148,7 +148,7 @@ fn ark_dgram_enforces_max_frame_len() {
 #[test]
 fn one_byte_prefix_at_255_and_256() {
     let c = LengthPrefix::new(PrefixWidth::U8, Endian::Big);
-    assert_eq!(c.frame_len_limit(), 255);
+    assert_eq!(c.max_frame_len(), 255);
     let wire = roundtrip(c, 255);
     assert_eq!(wire[0], 255);
     assert_eq!(
@@ -156,7 +156,7 @@ fn one_byte_prefix_at_255_and_256() {
         EncodeError::TooLarge { len: 256, max: 255 }
     );
     // A 1-byte prefix cannot even express 256: the limit stays at the width's maximum.
-    assert_eq!(c.max_frame_len(1 << 20).frame_len_limit(), 255);
+    assert_eq!(c.with_max_frame_len(1 << 20).max_frame_len(), 255);
 }
 
 #[test]
@@ -199,7 +199,7 @@ fn length_prefix_every_width_and_byte_order() {
 
 #[test]
 fn length_prefix_oversized_lengths_are_typed_errors() {
-    let mut c = LengthPrefix::default().max_frame_len(1024);
+    let mut c = LengthPrefix::default().with_max_frame_len(1024);
     assert_eq!(
         c.decode(&1025u32.to_be_bytes()).unwrap_err(),
         DecodeError::TooLarge {
@@ -227,7 +227,7 @@ fn length_prefix_oversized_lengths_are_typed_errors() {
 
 #[test]
 fn delimiter_frames_and_limits() {
-    let mut c = Delimiter::new(b"\r\n").unwrap().max_frame_len(8);
+    let mut c = Delimiter::new(b"\r\n").unwrap().with_max_frame_len(8);
     assert_eq!(c.decode(b"abc\r\nrest").unwrap(), frame(0, 3, 2));
     assert_eq!(c.decode(b"\r\n").unwrap(), frame(0, 0, 2));
     assert_eq!(
@@ -299,7 +299,7 @@ fn exact_size_frames() {
 
 #[test]
 fn raw_takes_whatever_arrived() {
-    let mut c = Raw::new().max_frame_len(4);
+    let mut c = Raw::new().with_max_frame_len(4);
     assert_eq!(c.decode(b"").unwrap(), Decoded::Incomplete { needed: None });
     assert_eq!(c.decode(b"ab").unwrap(), frame(0, 2, 0));
     assert_eq!(c.decode(b"abcdef").unwrap(), frame(0, 4, 0));

@@ -151,7 +151,7 @@ fn pause_with_control_flow() {
 
 #[test]
 fn a_decode_error_ends_the_stream_with_the_same_error() {
-    let mut reader = FrameReader::new(LengthPrefix::default().max_frame_len(100));
+    let mut reader = FrameReader::new(LengthPrefix::default().with_max_frame_len(100));
     let mut wire = encode_all(&LengthPrefix::default(), &[b"ok".to_vec()]);
     wire.extend_from_slice(&101u32.to_be_bytes());
     let mut got = 0;
@@ -227,7 +227,7 @@ fn large_pending_frame_is_read_directly_into_a_buffer_that_grows_with_what_arriv
 
 #[test]
 fn capacity_is_bounded_by_the_decoders_largest_frame() {
-    let codec = Delimiter::new(b"\n").unwrap().max_frame_len(100);
+    let codec = Delimiter::new(b"\n").unwrap().with_max_frame_len(100);
     let mut reader = FrameReader::new(codec);
     let err = reader.feed(&[b'x'; 101], |_: &[u8]| ()).unwrap_err();
     assert_eq!(err, DecodeError::DelimiterNotFound { limit: 100 });
@@ -277,15 +277,15 @@ proptest! {
                 }
             }
         }
-        run(LengthPrefix::default().max_frame_len(max), &bytes, chunk);
+        run(LengthPrefix::default().with_max_frame_len(max), &bytes, chunk);
         run(LengthPrefix::new(PrefixWidth::U8, Endian::Little), &bytes, chunk);
         run(LengthPrefix::new(PrefixWidth::U64, Endian::Little), &bytes, chunk);
-        run(ArkDgram::new().max_frame_len(max), &bytes, chunk);
+        run(ArkDgram::new().with_max_frame_len(max), &bytes, chunk);
         run(ArkDgram::new(), &bytes, chunk);
-        run(Delimiter::new(b"\r\n").unwrap().max_frame_len(max), &bytes, chunk);
-        run(Delimiter::new(&[0]).unwrap().max_frame_len(max), &bytes, chunk);
+        run(Delimiter::new(b"\r\n").unwrap().with_max_frame_len(max), &bytes, chunk);
+        run(Delimiter::new(&[0]).unwrap().with_max_frame_len(max), &bytes, chunk);
         run(ExactSize::new(max.max(1)).unwrap(), &bytes, chunk);
-        run(Raw::new().max_frame_len(max), &bytes, chunk);
+        run(Raw::new().with_max_frame_len(max), &bytes, chunk);
     }
 }
 
@@ -315,7 +315,7 @@ fn an_announced_length_reserves_nothing_only_received_bytes_grow_the_buffer() {
 #[test]
 fn feeding_a_paused_reader_holds_the_input_within_its_limit_and_says_what_to_do_past_it() {
     // Small frames (10-byte bodies) and a small limit: 1 KiB frames + 64 KiB slack.
-    let codec = LengthPrefix::default().max_frame_len(1024);
+    let codec = LengthPrefix::default().with_max_frame_len(1024);
     let frame = {
         let mut wire = Vec::new();
         codec.encode(&[5u8; 10], &mut wire).unwrap();
@@ -353,7 +353,7 @@ fn feeding_a_paused_reader_holds_the_input_within_its_limit_and_says_what_to_do_
     assert_eq!(reader.feed(&input, &mut take_all).unwrap(), Feed::Drained);
     assert_eq!(delivered, 2 * 4681);
     // A paused reader with room holds the input instead.
-    let mut reader = FrameReader::new(LengthPrefix::default().max_frame_len(1024));
+    let mut reader = FrameReader::new(LengthPrefix::default().with_max_frame_len(1024));
     let small = &input[..14 * 100];
     let mut count = 0;
     let mut pause = |_: &[u8]| {

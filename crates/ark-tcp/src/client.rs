@@ -152,7 +152,7 @@ pub struct TcpClientBuilder<C> {
 impl TcpClientBuilder<LengthPrefix> {
     /// Largest frame body of the default length-prefix framing (default 16 MiB).
     pub fn max_frame(mut self, bytes: usize) -> Self {
-        self.codec = self.codec.max_frame_len(bytes);
+        self.codec = self.codec.with_max_frame_len(bytes);
         self
     }
 }

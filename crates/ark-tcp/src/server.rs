@@ -157,7 +157,7 @@ impl TcpServerBuilder<LengthPrefix> {
     /// Largest frame body of the default length-prefix framing (default 16 MiB). Other codecs
     /// carry their own limit (`ArkDgram::max_frame_len`, ...).
     pub fn max_frame(mut self, bytes: usize) -> Self {
-        self.codec = self.codec.max_frame_len(bytes);
+        self.codec = self.codec.with_max_frame_len(bytes);
         self
     }
 }

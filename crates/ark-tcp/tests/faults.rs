@@ -40,7 +40,8 @@ fn an_oversized_frame_closes_only_its_session() {
     // A raw client announcing a 2,000-byte body to a server that allows 1,024.
     let mut bad = TcpStream::connect(server.local_addr()).unwrap();
     bad.write_all(&2000u32.to_be_bytes()).unwrap();
-    bad.write_all(&[0u8; 100]).unwrap();
+    // The server may already have reset the connection on the header alone.
+    let _ = bad.write_all(&[0u8; 100]);
     bad.set_read_timeout(Some(TIMEOUT)).unwrap();
     let mut buf = [0u8; 16];
     let end = bad.read(&mut buf);

@@ -83,7 +83,7 @@ impl WsClientBuilder {
         }
         let config = Arc::new(self.config);
         let mut tcp = TcpClient::builder()
-            .framing(Raw::new().max_frame_len(64 * 1024))
+            .framing(Raw::new().with_max_frame_len(64 * 1024))
             .connect_timeout(self.connect_timeout)
             .session_config(config.session_config());
         if let Some(model) = self.io_model {

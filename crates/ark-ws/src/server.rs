@@ -155,7 +155,7 @@ impl WsServerBuilder {
         let config = Arc::new(self.config);
         let mut tcp = TcpServer::builder()
             .bind(addr)
-            .framing(Raw::new().max_frame_len(64 * 1024))
+            .framing(Raw::new().with_max_frame_len(64 * 1024))
             .session_config(config.session_config());
         if let Some(model) = self.io_model {
             tcp = tcp.io_model(model);

@@ -65,7 +65,7 @@ fn parts(data: &[u8]) -> (&[u8], u8, &[u8]) {
 /// bytes, in order, are the stream.
 fn check_raw(max: usize, data: &[u8]) {
     let (sizes, pauses, stream) = parts(data);
-    let (frames, failed) = decode(&Raw::new().max_frame_len(max), stream, sizes, pauses);
+    let (frames, failed) = decode(&Raw::new().with_max_frame_len(max), stream, sizes, pauses);
     assert!(!failed, "raw framing never fails");
     assert_eq!(frames.concat(), stream);
     assert!(frames.iter().all(|f| f.len() <= max.max(1)));
@@ -89,12 +89,12 @@ fuzz_target!(|data: &[u8]| {
     };
     let max = 64 + usize::from(selector) * 13;
     match selector % 8 {
-        0 => check(LengthPrefix::new(PrefixWidth::U8, Endian::Big).max_frame_len(max), data),
-        1 => check(LengthPrefix::new(PrefixWidth::U16, Endian::Little).max_frame_len(max), data),
-        2 => check(LengthPrefix::new(PrefixWidth::U32, Endian::Big).max_frame_len(max), data),
-        3 => check(LengthPrefix::new(PrefixWidth::U64, Endian::Little).max_frame_len(max), data),
-        4 => check(ArkDgram::default().max_frame_len(max), data),
-        5 => check(Delimiter::new(b"\r\n").unwrap().max_frame_len(max), data),
+        0 => check(LengthPrefix::new(PrefixWidth::U8, Endian::Big).with_max_frame_len(max), data),
+        1 => check(LengthPrefix::new(PrefixWidth::U16, Endian::Little).with_max_frame_len(max), data),
+        2 => check(LengthPrefix::new(PrefixWidth::U32, Endian::Big).with_max_frame_len(max), data),
+        3 => check(LengthPrefix::new(PrefixWidth::U64, Endian::Little).with_max_frame_len(max), data),
+        4 => check(ArkDgram::default().with_max_frame_len(max), data),
+        5 => check(Delimiter::new(b"\r\n").unwrap().with_max_frame_len(max), data),
         6 => check(ExactSize::new(1 + usize::from(selector) % 50).unwrap(), data),
         _ => check_raw(max, data),
     }

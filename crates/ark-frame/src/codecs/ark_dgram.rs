@@ -39,13 +39,13 @@ impl ArkDgram {
     }
 
     /// Sets the maximum body length.
-    pub const fn max_frame_len(mut self, max: usize) -> Self {
+    pub const fn with_max_frame_len(mut self, max: usize) -> Self {
         self.max_frame_len = max;
         self
     }
 
     /// The maximum body length.
-    pub fn frame_len_limit(&self) -> usize {
+    pub fn max_frame_len(&self) -> usize {
         self.max_frame_len
     }
 }

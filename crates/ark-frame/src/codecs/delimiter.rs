@@ -38,9 +38,14 @@ impl Delimiter {
     }
 
     /// Sets the maximum body length.
-    pub fn max_frame_len(mut self, max: usize) -> Self {
+    pub fn with_max_frame_len(mut self, max: usize) -> Self {
         self.max_frame_len = max;
         self
+    }
+
+    /// The maximum body length.
+    pub fn max_frame_len(&self) -> usize {
+        self.max_frame_len
     }
 
     /// The delimiter.

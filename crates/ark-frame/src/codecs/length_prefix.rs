@@ -80,17 +80,17 @@ impl LengthPrefix {
             endian,
             max_frame_len: DEFAULT_MAX_FRAME_LEN,
         }
-        .max_frame_len(DEFAULT_MAX_FRAME_LEN)
+        .with_max_frame_len(DEFAULT_MAX_FRAME_LEN)
     }
 
     /// Sets the maximum body length, capped at what the prefix width can carry.
-    pub fn max_frame_len(mut self, max: usize) -> Self {
+    pub fn with_max_frame_len(mut self, max: usize) -> Self {
         self.max_frame_len = usize::try_from(self.width.max_value()).map_or(max, |w| max.min(w));
         self
     }
 
     /// The maximum body length.
-    pub fn frame_len_limit(&self) -> usize {
+    pub fn max_frame_len(&self) -> usize {
         self.max_frame_len
     }
 

@@ -25,9 +25,14 @@ impl Raw {
     }
 
     /// Sets the largest piece handed out as one message (at least 1 byte).
-    pub fn max_frame_len(mut self, max: usize) -> Self {
+    pub fn with_max_frame_len(mut self, max: usize) -> Self {
         self.max_frame_len = max.max(1);
         self
+    }
+
+    /// The maximum body length.
+    pub fn max_frame_len(&self) -> usize {
+        self.max_frame_len
     }
 }
 

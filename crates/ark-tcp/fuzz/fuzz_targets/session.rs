@@ -29,7 +29,7 @@ fuzz_target!(|data: &[u8]| {
         close_timeout: Duration::from_secs(4),
         ..SessionConfig::default()
     };
-    let codec = LengthPrefix::default().max_frame_len(2048);
+    let codec = LengthPrefix::default().with_max_frame_len(2048);
     let mut sim = Simulator::new(Echo, codec, config);
     let mut ops = data.chunks(3);
     while let Some(op) = ops.next() {

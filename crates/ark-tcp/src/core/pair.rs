@@ -96,7 +96,7 @@ pub(super) struct Side {
 impl Side {
     fn new(handler: Scripted, config: SessionConfig, now: Instant) -> Side {
         let log = handler.log.clone();
-        let codec = LengthPrefix::default().max_frame_len(1024 * 1024);
+        let codec = LengthPrefix::default().with_max_frame_len(1024 * 1024);
         Side {
             sim: Simulator::starting_at(handler, codec, config, now),
             log,

@@ -33,7 +33,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let limit = config.write_buffer_limit + config.max_frame + 64 * 1024;
     let (handler, session) = ark_ws::fuzzing::server(config, Echo);
-    let mut sim = Simulator::new(handler, Raw::new().max_frame_len(64 * 1024), session);
+    let mut sim = Simulator::new(handler, Raw::new().with_max_frame_len(64 * 1024), session);
     sim.set_window(usize::from(selector) * 512 + 1);
     if selector % 2 == 0 {
         sim.peer_send(UPGRADE);
