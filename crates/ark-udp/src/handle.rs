@@ -58,7 +58,8 @@ impl EndpointShared {
 
     /// Takes what handles asked since the last call, if anything.
     pub(crate) fn take(&self) -> Option<Requests> {
-        if !self.pending.swap(false, Ordering::SeqCst) {
+        // A plain load first: most turns find nothing, and a load costs less than a swap.
+        if !self.pending.load(Ordering::Acquire) || !self.pending.swap(false, Ordering::SeqCst) {
             return None;
         }
         self.waiting.store(0, Ordering::SeqCst);
