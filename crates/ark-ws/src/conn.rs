@@ -238,15 +238,38 @@ impl<H: WsHandler> WsConn<H> {
         let State::Open(ws) = &mut self.state else {
             return;
         };
-        let mut session = WsSession {
+        let (handler, mut session) = Self::view(
+            &mut self.handler,
+            ws,
+            tcp,
+            &self.config,
+            &self.shared,
+            &mut self.close_sent,
+            self.client,
+        );
+        f(handler, &mut session);
+    }
+
+    /// The handler and a view of the session over `ws` (which may be out of `self.state`, as
+    /// while messages are read).
+    fn view<'a>(
+        handler: &'a mut H,
+        ws: &'a mut WebSocket<MemStream>,
+        tcp: &'a mut Session<'_>,
+        config: &'a WsConfig,
+        shared: &'a Arc<WsShared>,
+        close_sent: &'a mut Option<CloseInfo>,
+        client: bool,
+    ) -> (&'a mut H, WsSession<'a>) {
+        let session = WsSession {
             ws,
             tcp: tcp.reborrow(),
-            config: &self.config,
-            shared: &self.shared,
-            close_sent: &mut self.close_sent,
-            client: self.client,
+            config,
+            shared,
+            close_sent,
+            client,
         };
-        f(&mut self.handler, &mut session);
+        (handler, session)
     }
 
     /// Fails the connection for a bad message (RFC 6455 7.1.7): a close frame with `code`,
@@ -398,15 +421,16 @@ impl<H: WsHandler> WsConn<H> {
                 }
                 Ok(Message::Ping(_)) | Ok(Message::Frame(_)) => {} // pongs are automatic
                 Ok(message) => {
-                    let mut session = WsSession {
+                    let (handler, mut session) = Self::view(
+                        &mut self.handler,
                         ws,
-                        tcp: tcp.reborrow(),
-                        config: &self.config,
-                        shared: &self.shared,
-                        close_sent: &mut self.close_sent,
-                        client: self.client,
-                    };
-                    self.handler.on_message(&mut session, message);
+                        tcp,
+                        &self.config,
+                        &self.shared,
+                        &mut self.close_sent,
+                        self.client,
+                    );
+                    handler.on_message(&mut session, message);
                 }
                 Err(error) => return Read::from(error),
             }
