@@ -69,38 +69,45 @@ impl std::fmt::Debug for Context<'_> {
 
 impl Context<'_> {
     /// The source being served.
+    #[inline]
     pub fn id(&self) -> SourceId {
         self.id
     }
 
     /// The time read once at the start of this loop turn.
+    #[inline]
     pub fn now(&self) -> Instant {
         self.now
     }
 
     /// The scratch read buffer of the thread serving this source (64 KiB by default), lent
     /// for this callback only: read into it and handle the bytes before returning.
+    #[inline]
     pub fn scratch(&mut self) -> &mut [u8] {
         self.scratch
     }
 
     /// The fairness budget for this turn.
+    #[inline]
     pub fn budget(&self) -> Budget {
         self.budget
     }
 
     /// Counters for reporting syscalls.
+    #[inline]
     pub fn counters(&self) -> &Counters {
         &self.shared.counters
     }
 
     /// The registry, to change this source's interest:
     /// `cx.registry().reregister(socket, cx.token(), interest)`.
+    #[inline]
     pub fn registry(&self) -> &mio::Registry {
         &self.shared.registry
     }
 
     /// The token this source is registered with (for `reregister`).
+    #[inline]
     pub fn token(&self) -> mio::Token {
         self.id.token()
     }

@@ -64,6 +64,7 @@ impl Deadlines {
     }
 
     /// The earliest pending deadline.
+    #[inline]
     pub fn earliest(&self) -> Option<Instant> {
         self.heap.peek().map(|Reverse((deadline, _))| *deadline)
     }
@@ -102,11 +103,17 @@ pub struct TimerSlot {
 impl TimerSlot {
     /// Keeps the timer at or before `want` (nothing to do for `None`: a timer set earlier may
     /// fire for nothing).
+    #[inline]
     pub fn arm(&mut self, want: Option<Instant>, cx: &mut crate::Context<'_>) {
         let Some(want) = want else { return };
         if self.armed.is_some_and(|(_, at)| at <= want) {
             return;
         }
+        self.rearm(want, cx);
+    }
+
+    #[cold]
+    fn rearm(&mut self, want: Instant, cx: &mut crate::Context<'_>) {
         if let Some((timer, _)) = self.armed.take() {
             cx.cancel_timer(timer);
         }
@@ -115,6 +122,7 @@ impl TimerSlot {
     }
 
     /// Whether `timer` is this slot's (it has fired: the slot is empty again).
+    #[inline]
     pub fn fired(&mut self, timer: TimerId) -> bool {
         let mine = self.armed.is_some_and(|(armed, _)| armed == timer);
         if mine {

@@ -95,6 +95,7 @@ impl Lifecycle {
     }
 
     /// Whether a stop has begun.
+    #[inline]
     pub fn is_stopping(&self) -> bool {
         self.stopping.load(Ordering::Relaxed)
     }

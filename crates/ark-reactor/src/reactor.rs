@@ -110,6 +110,7 @@ impl Reactor {
             waker,
             posts: posts_tx,
             wakes: wakes_tx,
+            inbound: AtomicUsize::new(0),
             ids: SourceIds::new(),
             counters: Default::default(),
             stop: AtomicBool::new(false),
@@ -175,6 +176,7 @@ impl Reactor {
     }
 
     /// The live slot of `id`, if `id` is current.
+    #[inline]
     fn slot_mut(&mut self, id: SourceId) -> Option<&mut Slot> {
         self.slots
             .get_mut(id.index as usize)
@@ -286,16 +288,20 @@ impl Reactor {
     }
 
     /// Merges readiness into a source's pending work and schedules it.
+    #[inline]
     fn add_ready(&mut self, id: SourceId, ready: Ready) -> bool {
         let Some(slot) = self.slot_mut(id) else {
             return false;
         };
         slot.pending.ready |= ready;
-        self.schedule(id);
+        if !std::mem::replace(&mut slot.queued, true) {
+            self.queue.push(id);
+        }
         true
     }
 
     /// Puts a source with pending work in the run queue (once).
+    #[inline]
     fn schedule(&mut self, id: SourceId) {
         if let Some(slot) = self.slot_mut(id)
             && !slot.queued
@@ -392,8 +398,7 @@ impl Reactor {
         };
         self.shared.polling.store(true, Ordering::SeqCst);
         fence(Ordering::SeqCst);
-        if !self.posts.is_empty()
-            || !self.wakes.is_empty()
+        if self.shared.inbound.load(Ordering::SeqCst) != 0
             || self.workers.as_ref().is_some_and(|w| !w.done.is_empty())
             || self.shared.stop.load(Ordering::SeqCst)
         {
@@ -442,21 +447,25 @@ impl Reactor {
     }
 
     fn run_posts(&mut self) {
-        // Bounded by what is queued now: posts made by posts run next turn.
-        for _ in 0..self.posts.len() {
-            match self.posts.try_recv() {
-                Ok(post) => post(self),
-                Err(_) => break,
+        // Bounded by what was sent before this turn: posts made by posts run next turn.
+        let inbound = self.shared.inbound.load(Ordering::SeqCst);
+        if inbound == 0 {
+            return;
+        }
+        let mut taken = 0;
+        while taken < inbound {
+            if let Ok(post) = self.posts.try_recv() {
+                taken += 1;
+                post(self);
+            } else if let Ok(id) = self.wakes.try_recv() {
+                taken += 1;
+                self.wake(id);
+            } else {
+                // Counted, not yet in a queue (a sender between its count and its send).
+                break;
             }
         }
-        for _ in 0..self.wakes.len() {
-            match self.wakes.try_recv() {
-                Ok(id) => {
-                    self.wake(id);
-                }
-                Err(_) => break,
-            }
-        }
+        self.shared.inbound.fetch_sub(taken, Ordering::SeqCst);
     }
 
     fn fire_timer(&mut self, timer: TimerId) {
@@ -553,11 +562,14 @@ impl Reactor {
     /// Lends the handler to a worker unless this turn is served inline or is cheap; `false` if
     /// it stays here.
     fn lend(&mut self, id: SourceId, work: Work, inline: bool) -> bool {
+        if inline || self.workers.is_none() {
+            return false;
+        }
         let inline_below = self.config.inline_below;
         let now = self.now;
         let slot = &mut self.slots[id.index as usize];
         let cheap = slot.last_turn < inline_below;
-        let Some(workers) = self.workers.as_mut().filter(|_| !inline && !cheap) else {
+        let Some(workers) = self.workers.as_mut().filter(|_| !cheap) else {
             return false;
         };
         let Some(handler) = slot.handler.take() else {

@@ -19,6 +19,7 @@ pub(crate) struct Pending {
 }
 
 impl Pending {
+    #[inline]
     pub(crate) fn is_empty(&self) -> bool {
         self.ready.is_empty() && !self.rerun && self.timers.is_empty()
     }
@@ -30,6 +31,7 @@ impl Pending {
     }
 
     /// Takes the merged readiness if a turn is owed.
+    #[inline]
     pub(crate) fn take_ready(&mut self) -> Option<Ready> {
         if self.ready.is_empty() && !self.rerun {
             return None;

@@ -77,26 +77,31 @@ impl Ready {
     }
 
     /// Whether every flag of `other` is set.
+    #[inline]
     pub fn contains(self, other: Ready) -> bool {
         self.0 & other.0 == other.0 && other.0 != 0
     }
 
     /// Whether no flag is set.
+    #[inline]
     pub fn is_empty(self) -> bool {
         self.0 == 0
     }
 
     /// Readable or read-closed: a read will not block.
+    #[inline]
     pub fn is_readable(self) -> bool {
         self.0 & (Self::READABLE.0 | Self::READ_CLOSED.0 | Self::ERROR.0) != 0
     }
 
     /// Writable or write-closed: a write will not block.
+    #[inline]
     pub fn is_writable(self) -> bool {
         self.0 & (Self::WRITABLE.0 | Self::WRITE_CLOSED.0 | Self::ERROR.0) != 0
     }
 
     /// Woken: work reached the source other than through its socket.
+    #[inline]
     pub fn is_wake(self) -> bool {
         self.0 & Self::WAKE.0 != 0
     }

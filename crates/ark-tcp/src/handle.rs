@@ -83,6 +83,7 @@ impl HandleShared {
     }
 
     /// Takes what handles left for the session, if anything.
+    #[inline]
     pub(crate) fn take(&self) -> Option<Inbox> {
         // A plain load first: most turns find nothing, and a load costs less than a swap.
         if !self.pending.load(Ordering::Acquire) || !self.pending.swap(false, Ordering::SeqCst) {
@@ -92,11 +93,13 @@ impl HandleShared {
     }
 
     /// Publishes the session's queue length (for the handles' `Full` check).
+    #[inline]
     pub(crate) fn set_queued(&self, queued: usize) {
         self.queued.store(queued, Ordering::Relaxed);
     }
 
     /// The session is closing: handles' sends are refused from now on.
+    #[inline]
     pub(crate) fn set_closing(&self) {
         let _ = self
             .state

@@ -57,6 +57,7 @@ impl EndpointShared {
     }
 
     /// Takes what handles asked since the last call, if anything.
+    #[inline]
     pub(crate) fn take(&self) -> Option<Requests> {
         // A plain load first: most turns find nothing, and a load costs less than a swap.
         if !self.pending.load(Ordering::Acquire) || !self.pending.swap(false, Ordering::SeqCst) {
@@ -66,6 +67,7 @@ impl EndpointShared {
         Some(std::mem::take(&mut *self.requests()))
     }
 
+    #[inline]
     pub(crate) fn set_queued(&self, queued: usize) {
         self.queued.store(queued, Ordering::Relaxed);
     }

@@ -97,6 +97,7 @@ impl SessionTimers {
     }
 
     /// The earliest deadline.
+    #[inline]
     pub(crate) fn earliest(&self) -> Option<Instant> {
         self.deadlines.earliest()
     }
