@@ -22,10 +22,11 @@ pub struct UdpConfig {
     /// A session with no datagram for this long is closed. Default 60 s; `None` keeps
     /// sessions until stop.
     pub session_expiry: Option<Duration>,
-    /// Most sessions per socket. When the table is full, a new peer's first datagram evicts
-    /// the least recently active of a few sampled sessions (`CloseReason::Evicted`), so a
-    /// flood from spoofed addresses cannot lock new peers out; sessions that keep talking
-    /// stay. Default 100,000.
+    /// Most sessions per socket. When the table is full, a new peer's first datagram evicts a
+    /// session that has been silent since the eviction hand last passed it (CLOCK:
+    /// `CloseReason::Evicted`), so a flood from spoofed addresses cannot lock new peers out;
+    /// a session that gets a datagram at least once every `max_sessions` evictions stays.
+    /// Default 100,000.
     pub max_sessions: usize,
     /// Most bytes queued for sending per socket before `SendError::Full`. Default 4 MiB.
     pub send_queue_limit: usize,

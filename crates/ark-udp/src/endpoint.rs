@@ -137,6 +137,7 @@ impl<H: UdpHandler> Endpoint<H> {
                 Mode::Server { sessions, factory } => {
                     if let Some(peer) = sessions.get_mut(&received.from) {
                         peer.last_seen = now;
+                        peer.referenced = true;
                         session.serial = peer.serial;
                         &mut peer.handler
                     } else {

@@ -1,12 +1,9 @@
-//! The server's session table: sessions keyed by peer address, bounded, evicting the least
-//! recently active when full.
+//! The server's session table: sessions keyed by peer address, bounded, evicting a session
+//! that has been silent when full (CLOCK, the second-chance approximation of LRU).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::Instant;
-
-/// Entries looked at to choose a victim when the table is full.
-const EVICTION_SAMPLE: usize = 8;
 
 /// One peer's session.
 pub(crate) struct Peer<H> {
@@ -14,16 +11,19 @@ pub(crate) struct Peer<H> {
     pub(crate) last_seen: Instant,
     /// Unique per session of this table (a new session of the same peer gets a new one).
     pub(crate) serial: u64,
+    /// A datagram arrived since the eviction hand last passed (CLOCK's reference bit).
+    pub(crate) referenced: bool,
     /// Its place in `Peers::order`.
     slot: usize,
 }
 
-/// Sessions by peer address, plus their addresses in a vector so that a victim can be chosen
-/// in constant time: when the table is full, the least recently active of a few sessions
-/// sampled round the table goes (an approximation of least-recently-used, as Redis does).
-/// A flood from spoofed addresses then evicts its own stale entries and other silent ones,
-/// and never locks a new peer out; a peer that keeps talking stays, unless the flood brings
-/// more new addresses than the table holds between two of its datagrams.
+/// Sessions by peer address, plus their addresses in a ring for the eviction hand (CLOCK):
+/// every datagram sets its session's reference bit; when the table is full, the hand moves
+/// round the ring clearing bits and evicts the first session whose bit was already clear — one
+/// that has been silent since the hand last passed. Amortised constant time per eviction. A
+/// flood from spoofed addresses then evicts its own one-shot entries and other silent ones and
+/// never locks a new peer out; a session that gets a datagram at least once every
+/// `max_sessions` evictions is never evicted.
 pub(crate) struct Peers<H> {
     map: HashMap<SocketAddr, Peer<H>>,
     order: Vec<SocketAddr>,
@@ -60,27 +60,25 @@ impl<H> Peers<H> {
             handler,
             last_seen: now,
             serial: self.next_serial,
+            referenced: false,
             slot,
         })
     }
 
-    /// The least recently active of a few sessions, taken out of the table.
+    /// A session that has been silent since the hand last passed, taken out of the table.
     pub(crate) fn evict(&mut self) -> Option<(SocketAddr, H)> {
-        let len = self.order.len();
-        if len == 0 {
-            return None;
-        }
-        let mut victim = None::<(SocketAddr, Instant)>;
-        for i in 0..EVICTION_SAMPLE.min(len) {
-            let addr = self.order[(self.hand + i) % len];
-            let seen = self.map[&addr].last_seen;
-            if victim.is_none_or(|(_, oldest)| seen < oldest) {
-                victim = Some((addr, seen));
+        // Two rounds at most: the first clears every reference bit.
+        for _ in 0..2 * self.order.len() {
+            self.hand %= self.order.len();
+            let addr = self.order[self.hand];
+            let peer = self.map.get_mut(&addr)?;
+            if !std::mem::replace(&mut peer.referenced, false) {
+                // `remove` moves the ring's last entry here: the hand stays.
+                return self.remove(&addr).map(|peer| (addr, peer.handler));
             }
+            self.hand += 1;
         }
-        self.hand = (self.hand + EVICTION_SAMPLE) % len;
-        let (addr, _) = victim?;
-        self.remove(&addr).map(|peer| (addr, peer.handler))
+        None
     }
 
     /// Takes a session out of the table.
@@ -138,19 +136,20 @@ mod tests {
     }
 
     #[test]
-    fn eviction_takes_the_least_recent_of_the_sample_and_keeps_indexes_right() {
+    fn eviction_skips_sessions_heard_from_since_the_hand_passed_and_keeps_indexes_right() {
         let start = Instant::now();
         let mut peers = Peers::default();
         for i in 0..5u16 {
             peers.insert(addr(i), i, start + Duration::from_secs(u64::from(i)));
         }
-        // Peer 0 talks again: now the most recent.
-        peers.get_mut(&addr(0)).unwrap().last_seen = start + Duration::from_secs(10);
+        // Peer 0 talks again: it gets a second chance.
+        peers.get_mut(&addr(0)).unwrap().referenced = true;
         assert_eq!(peers.evict(), Some((addr(1), 1)));
-        assert_eq!(peers.evict(), Some((addr(2), 2)));
+        assert_eq!(peers.evict(), Some((addr(4), 4)));
         peers.retain(|p| p.handler != 3, |a, _| assert_eq!(a, addr(3)));
         assert_eq!(peers.len(), 2);
-        assert_eq!(peers.evict(), Some((addr(4), 4)));
+        // Peer 0's bit was cleared as the hand passed: now it can go.
+        assert_eq!(peers.evict(), Some((addr(2), 2)));
         assert_eq!(peers.evict(), Some((addr(0), 0)));
         assert_eq!(peers.evict(), None);
     }

@@ -21,8 +21,8 @@ pub enum CloseReason {
     /// Closed through its handle ([`UdpSessionHandle::close`]).
     #[error("closed locally")]
     Local,
-    /// The session table was full (`UdpConfig::max_sessions`) and this session was the least
-    /// recently active of those sampled: it made room for a new peer.
+    /// The session table was full (`UdpConfig::max_sessions`) and this session had been
+    /// silent since the eviction hand last passed it: it made room for a new peer.
     #[error("evicted to make room for a new peer (session table full)")]
     Evicted,
     /// The server or client stopped.
