@@ -251,7 +251,7 @@ struct Costly {
     socket: UdpSocket,
     cost: Duration,
     threads: Arc<Mutex<HashMap<String, u64>>>,
-    received: Arc<AtomicU64>,
+    turns_done: Arc<AtomicU64>,
 }
 
 impl Handler for Costly {
@@ -262,24 +262,26 @@ impl Handler for Costly {
     fn on_ready(&mut self, cx: &mut Context<'_>, _: Ready) -> Turn {
         let name = std::thread::current().name().unwrap_or("?").to_string();
         *self.threads.lock().unwrap().entry(name).or_default() += 1;
-        while self.socket.recv_from(cx.scratch()).is_ok() {
-            self.received.fetch_add(1, Ordering::SeqCst);
-        }
+        while self.socket.recv_from(cx.scratch()).is_ok() {}
         let until = Instant::now() + self.cost;
         while Instant::now() < until {
             std::hint::spin_loop();
         }
+        self.turns_done.fetch_add(1, Ordering::SeqCst);
         Turn::Done
     }
 }
 
 /// Sends `rounds` rounds of one datagram to each of `sources` sockets (each handler spinning
 /// `cost` per turn) and returns how many turns ran on each thread, by thread name.
+///
+/// Each round is sent from the reactor's own thread (a post), between two polls: the next poll
+/// then finds every source ready together, however the machine schedules the test's threads.
 fn turns_by_thread(sources: usize, cost: Duration, rounds: u64) -> HashMap<String, u64> {
     let pool =
         ReactorPool::start(IoModel::Shared { threads: 2 }, ReactorConfig::default()).unwrap();
     let threads = Arc::new(Mutex::new(HashMap::new()));
-    let received = Arc::new(AtomicU64::new(0));
+    let turns_done = Arc::new(AtomicU64::new(0));
     let mut addrs = Vec::new();
     for _ in 0..sources {
         let (socket, addr) = util::udp();
@@ -288,27 +290,32 @@ fn turns_by_thread(sources: usize, cost: Duration, rounds: u64) -> HashMap<Strin
             socket,
             cost,
             threads: threads.clone(),
-            received: received.clone(),
+            turns_done: turns_done.clone(),
         };
         assert!(
             pool.insert(Box::new(handler), mio::Interest::READABLE)
                 .is_some()
         );
     }
-    assert!(ark_testkit::wait_until(Duration::from_secs(5), || pool
-        .handles()[0]
+    let reactor = &pool.handles()[0];
+    assert!(ark_testkit::wait_until(Duration::from_secs(5), || reactor
         .source_count()
         == sources));
-    let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let sender = Arc::new(std::net::UdpSocket::bind("127.0.0.1:0").unwrap());
+    let addrs = Arc::new(addrs);
     for round in 1..=rounds {
-        for addr in &addrs {
-            sender.send_to(&[1u8; 8], addr).unwrap();
-        }
+        let (sender, addrs) = (sender.clone(), addrs.clone());
+        assert!(reactor.post(move |_| {
+            for addr in addrs.iter() {
+                sender.send_to(&[1u8; 8], addr).unwrap();
+            }
+        }));
         // One round at a time: every source is ready together, then all are served.
         let expected = round * sources as u64;
-        assert!(ark_testkit::wait_until(Duration::from_secs(5), || received
-            .load(Ordering::SeqCst)
-            >= expected));
+        assert!(ark_testkit::wait_until(
+            Duration::from_secs(5),
+            || turns_done.load(Ordering::SeqCst) >= expected
+        ));
     }
     pool.stop().unwrap();
     threads.lock().unwrap().clone()
@@ -324,22 +331,26 @@ fn shared_model_serves_cheap_turns_on_the_polling_thread_and_lends_costly_ones()
         .map(|(_, n)| n)
         .sum();
     let total: u64 = cheap.values().sum();
-    // (Lending them all but each poll's last puts about 3 in 4 on workers; a turn that is
+    // (Lending them all but each poll's last puts 3 in 4 on workers; a turn that is
     // preempted on a loaded machine may look costly once, hence the margin.)
     assert!(
         on_workers * 4 <= total,
         "cheap turns stay on the polling thread: {cheap:?}"
     );
     // Costly turns (200 µs) of sources ready together go to the workers, in parallel; only
-    // each poll's last ready source is served by the polling thread itself.
+    // each poll's last ready source is served by the polling thread itself. A source's first
+    // turn is untimed, so served inline: 3 of 4 lent from round 2 on, 147 of 200 here. (A
+    // handler a worker has not yet given back when its next round is polled is served on its
+    // own, inline, hence the margin.)
     let costly = turns_by_thread(4, Duration::from_micros(200), 50);
     let on_workers: u64 = costly
         .iter()
         .filter(|(name, _)| name.starts_with("ark-worker"))
         .map(|(_, n)| n)
         .sum();
+    assert_eq!(costly.values().sum::<u64>(), 200, "one turn per datagram");
     assert!(
-        on_workers * 3 >= costly.values().sum::<u64>(),
+        on_workers >= 130,
         "costly turns are lent to workers: {costly:?}"
     );
 }
