@@ -23,6 +23,8 @@ pub mod chart;
 pub mod framing;
 pub mod matrix;
 pub mod metadata;
+pub mod peer_io;
+pub mod peer_ws;
 pub mod result_set;
 pub mod runner;
 pub mod stats;

@@ -217,6 +217,11 @@ impl Core {
         self.pump(send);
     }
 
+    /// Messages sent and not yet answered: the echoes that can still arrive.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
     /// Adds this client's round trips to the totals.
     pub fn flush_rtt(&mut self) {
         if self.unflushed > 0 {

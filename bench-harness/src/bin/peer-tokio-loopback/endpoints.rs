@@ -6,16 +6,13 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crate::{tcp, udp, ws};
 use ark_loopback::args::{Args, IoModelArg, Protocol};
 use ark_loopback::clients::Core;
 use ark_loopback::endpoints::Endpoints;
 use ark_loopback::servers::Echo;
-use bytes::{Bytes, BytesMut};
-use futures_util::{FutureExt, Sink, SinkExt, Stream, StreamExt, TryStreamExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::runtime::{Builder, Handle, Runtime};
-use tokio_tungstenite::tungstenite::Message;
-use tokio_util::codec::{Framed, FramedRead, FramedWrite, LengthDelimitedCodec};
 
 /// How long setup steps (bind, connect, handshake) may take.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -41,7 +38,7 @@ pub struct TokioEndpoints {
 fn current_thread(
     index: usize,
 ) -> io::Result<(Handle, tokio::sync::oneshot::Sender<()>, JoinHandle<()>)> {
-    let runtime = Builder::new_current_thread().enable_all().build()?;
+    let runtime = Builder::new_current_thread().enable_io().build()?;
     let handle = runtime.handle().clone();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let thread = std::thread::Builder::new()
@@ -100,7 +97,7 @@ impl Endpoints for TokioEndpoints {
                 let runtime = Builder::new_multi_thread()
                     .worker_threads(threads)
                     .thread_name("tokio-io")
-                    .enable_all()
+                    .enable_io()
                     .build()?;
                 let handle = runtime.handle().clone();
                 (Runtimes::Multi(runtime), vec![handle])
@@ -134,7 +131,7 @@ impl Endpoints for TokioEndpoints {
                 self.udp_server_buffers = Some(buffers(&socket)?);
                 let local = socket.local_addr()?;
                 let socket = run_on(home, async move { UdpSocket::from_std(socket) })?;
-                home.spawn(udp_echo(socket, echo));
+                home.spawn(udp::echo(socket, echo));
                 Ok(local)
             }
             protocol => {
@@ -156,7 +153,6 @@ impl Endpoints for TokioEndpoints {
         let handle = &self.handles[self.next_client % self.handles.len()];
         self.next_client += 1;
         let payload = args.payload as usize;
-        let window = args.window as usize;
         match args.protocol {
             Protocol::Tcp => {
                 let stream = run_on(handle, async move {
@@ -164,38 +160,13 @@ impl Endpoints for TokioEndpoints {
                     stream.set_nodelay(true)?;
                     Ok(stream)
                 })?;
-                let connection = Framed::new(stream, LengthDelimitedCodec::new());
-                handle.spawn(client(
-                    connection,
-                    core,
-                    payload,
-                    window,
-                    |m| m,
-                    |m| Some(m),
-                ));
+                handle.spawn(tcp::client(stream, core));
                 Ok(None)
             }
             Protocol::Websocket => {
-                let ws = run_on(handle, async move {
-                    let stream = TcpStream::connect(server).await?;
-                    stream.set_nodelay(true)?;
-                    let (ws, _) =
-                        tokio_tungstenite::client_async(format!("ws://{server}/"), stream)
-                            .await
-                            .map_err(io::Error::other)?;
-                    Ok(ws)
-                })?;
-                handle.spawn(client(
-                    ws,
-                    core,
-                    payload,
-                    window,
-                    Message::Binary,
-                    |m| match m {
-                        Message::Binary(data) => Some(data),
-                        _ => None,
-                    },
-                ));
+                let variant = ws::Variant::from_env();
+                let task = run_on(handle, ws::connect(server, core, payload, variant))?;
+                handle.spawn(task);
                 Ok(None)
             }
             Protocol::Udp => {
@@ -211,7 +182,7 @@ impl Endpoints for TokioEndpoints {
                     socket.connect(server).await?;
                     Ok(socket)
                 })?;
-                handle.spawn(udp_client(socket, core, payload, window));
+                handle.spawn(udp::client(socket, core, payload));
                 Ok(Some(sizes))
             }
         }
@@ -253,8 +224,8 @@ async fn accept(listener: TcpListener, handles: Vec<Handle>, echo: Echo, websock
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
             Err(_) => {
-                // Out of descriptors or an aborted handshake: try again shortly.
-                tokio::time::sleep(Duration::from_millis(10)).await;
+                // Out of descriptors or an aborted handshake: let the others run, then retry.
+                tokio::task::yield_now().await;
                 continue;
             }
         };
@@ -283,114 +254,8 @@ async fn session(stream: TcpStream, echo: Echo, websocket: bool) {
         return;
     }
     if websocket {
-        let Ok(ws) = tokio_tungstenite::accept_async(stream).await else {
-            return;
-        };
-        let (sink, messages) = ws.split();
-        let _ = messages
-            .try_filter(|m| std::future::ready(m.is_binary()))
-            .inspect_ok(|m| {
-                if let Message::Binary(data) = m {
-                    echo.before_echo(data);
-                }
-            })
-            .forward(sink)
-            .await;
+        ws::session(stream, echo, ws::Variant::from_env()).await;
     } else {
-        let (read, write) = stream.into_split();
-        let _ = FramedRead::new(read, LengthDelimitedCodec::new())
-            .map_ok(|frame| {
-                echo.before_echo(&frame);
-                frame.freeze()
-            })
-            .forward(FramedWrite::new(write, LengthDelimitedCodec::new()))
-            .await;
-    }
-}
-
-/// The UDP echo server: one socket, every datagram back to its sender.
-async fn udp_echo(socket: UdpSocket, echo: Echo) {
-    let mut buf = vec![0u8; 65_536];
-    loop {
-        let Ok((n, peer)) = socket.recv_from(&mut buf).await else {
-            continue;
-        };
-        echo.before_echo(&buf[..n]);
-        if socket.send_to(&buf[..n], peer).await.is_err() {
-            echo.rejected();
-        }
-    }
-}
-
-/// A closed-loop client over a message stream and sink (TCP frames or WebSocket messages):
-/// feed the window, serve every echo already here, flush only before waiting.
-async fn client<C, R, M, E>(
-    mut connection: C,
-    mut core: Core,
-    payload: usize,
-    window: usize,
-    wrap: fn(Bytes) -> M,
-    data: fn(&R) -> Option<&[u8]>,
-) where
-    C: Stream<Item = Result<R, E>> + Sink<M> + Unpin,
-{
-    // Outgoing messages, back to back; split off and frozen without copying, and the buffer
-    // is reused once the sink has taken them.
-    let mut out = BytesMut::with_capacity(payload * window);
-    core.pump(|m| {
-        out.extend_from_slice(m);
-        true
-    });
-    loop {
-        while !out.is_empty() {
-            let message = out.split_to(payload).freeze();
-            if connection.feed(wrap(message)).await.is_err() {
-                return core.on_disconnect();
-            }
-        }
-        let next = match connection.next().now_or_never() {
-            Some(next) => next,
-            None => {
-                if connection.flush().await.is_err() {
-                    return core.on_disconnect();
-                }
-                connection.next().await
-            }
-        };
-        match next {
-            Some(Ok(item)) => {
-                if let Some(echo) = data(&item) {
-                    core.on_echo(echo, |m| {
-                        out.extend_from_slice(m);
-                        true
-                    });
-                }
-            }
-            Some(Err(_)) | None => return core.on_disconnect(),
-        }
-    }
-}
-
-/// A closed-loop UDP client on a connected socket.
-async fn udp_client(socket: UdpSocket, mut core: Core, payload: usize, window: usize) {
-    let mut out = Vec::with_capacity(payload * window);
-    let mut buf = vec![0u8; 65_536];
-    core.pump(|m| {
-        out.extend_from_slice(m);
-        true
-    });
-    loop {
-        for message in out.chunks(payload) {
-            // A datagram the kernel refuses is lost, and counted as lost by the run.
-            let _ = socket.send(message).await;
-        }
-        out.clear();
-        match socket.recv(&mut buf).await {
-            Ok(n) => core.on_echo(&buf[..n], |m| {
-                out.extend_from_slice(m);
-                true
-            }),
-            Err(_) => return core.on_disconnect(),
-        }
+        tcp::session(stream, echo).await;
     }
 }

@@ -28,6 +28,11 @@
 //! syscall counters.
 
 mod endpoints;
+mod stream;
+mod tcp;
+mod udp;
+mod ws;
+mod ws_lib;
 
 use std::process::ExitCode;
 
