@@ -22,6 +22,9 @@ pub enum IoModelArg {
     Shared,
     /// `--io-threads` independent loops, one thread each.
     Sharded,
+    /// Every endpoint (the server and each client) owns one loop on a thread of its own:
+    /// clients + 1 loops and threads. `--io-threads` must be 1 (as in arknet).
+    Owned,
 }
 
 /// Loopback address family.
@@ -95,7 +98,8 @@ pub struct Args {
     /// IO model.
     #[arg(long = "io-model", value_enum, default_value_t = IoModelArg::Shared)]
     pub io_model: IoModelArg,
-    /// IO threads (1..=64): shared = threads serving one loop, sharded = loops.
+    /// IO threads (1..=64): shared = threads serving one loop, sharded = loops; owned takes 1
+    /// (one per endpoint).
     #[arg(long = "io-threads", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub io_threads: u32,
     /// xorshift iterations per echo on the server (0..=10,000,000).
@@ -139,6 +143,12 @@ impl Args {
                 "--clients × --window × --payload = {volume} bytes exceeds 268435456 (256 MiB)"
             ));
         }
+        if self.io_model == IoModelArg::Owned && self.io_threads != 1 {
+            return Err(format!(
+                "--io-model owned gives every endpoint one thread of its own: --io-threads must be 1, not {}",
+                self.io_threads
+            ));
+        }
         if self.role == Role::Client && self.connect.is_none() {
             return Err("--role client needs --connect ADDR".to_string());
         }
@@ -150,6 +160,24 @@ impl Args {
             ));
         }
         Ok(())
+    }
+
+    /// IO threads of the whole run: `--io-threads`, or one per endpoint (clients + 1) in the
+    /// owned model.
+    pub fn total_io_threads(&self) -> u32 {
+        match self.io_model {
+            IoModelArg::Owned => self.clients + 1,
+            _ => self.io_threads,
+        }
+    }
+
+    /// Event loops of the whole run: 1 shared, `--io-threads` sharded, clients + 1 owned.
+    pub fn io_contexts(&self) -> u32 {
+        match self.io_model {
+            IoModelArg::Shared => 1,
+            IoModelArg::Sharded => self.io_threads,
+            IoModelArg::Owned => self.clients + 1,
+        }
     }
 
     /// The server's bind address.

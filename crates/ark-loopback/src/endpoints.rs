@@ -75,9 +75,12 @@ enum Client {
     Ws(ark_ws::WsClientHandle),
 }
 
-/// ark's servers and clients on one [`ReactorPool`].
+/// ark's servers and clients on one [`ReactorPool`] (shared, sharded), or each on a pool of
+/// its own (owned).
 pub struct ArkEndpoints {
-    pool: Arc<ReactorPool>,
+    model: IoModelArg,
+    /// The one pool, or (owned) one per endpoint started so far.
+    pools: Vec<Arc<ReactorPool>>,
     server: Option<Server>,
     clients: Vec<Client>,
 }
@@ -91,17 +94,39 @@ impl std::fmt::Debug for ArkEndpoints {
     }
 }
 
+impl ArkEndpoints {
+    /// The pool a new endpoint runs on: the run's one pool, or (owned) a new one-thread pool.
+    fn endpoint_pool(&mut self) -> std::io::Result<Arc<ReactorPool>> {
+        if self.model == IoModelArg::Owned {
+            let model = IoModel::Shared { threads: 1 };
+            let pool = Arc::new(ReactorPool::start(model, ReactorConfig::default())?);
+            self.pools.push(pool.clone());
+            return Ok(pool);
+        }
+        Ok(self.pools[0].clone())
+    }
+}
+
 impl Endpoints for ArkEndpoints {
     const NAME: &'static str = "ark";
 
     fn start(args: &Args) -> std::io::Result<Self> {
         let threads = args.io_threads as usize;
         let model = match args.io_model {
-            IoModelArg::Shared => IoModel::Shared { threads },
-            IoModelArg::Sharded => IoModel::Sharded { reactors: threads },
+            IoModelArg::Shared => Some(IoModel::Shared { threads }),
+            IoModelArg::Sharded => Some(IoModel::Sharded { reactors: threads }),
+            IoModelArg::Owned => None,
+        };
+        let pools = match model {
+            Some(model) => vec![Arc::new(ReactorPool::start(
+                model,
+                ReactorConfig::default(),
+            )?)],
+            None => Vec::new(),
         };
         Ok(ArkEndpoints {
-            pool: Arc::new(ReactorPool::start(model, ReactorConfig::default())?),
+            model: args.io_model,
+            pools,
             server: None,
             clients: Vec::new(),
         })
@@ -109,7 +134,7 @@ impl Endpoints for ArkEndpoints {
 
     fn start_server(&mut self, args: &Args, echo: Echo) -> std::io::Result<SocketAddr> {
         let addr = args.server_addr();
-        let pool = self.pool.clone();
+        let pool = self.endpoint_pool()?;
         let server = match args.protocol {
             Protocol::Tcp => Server::Tcp(
                 ark_tcp::TcpServer::builder()
@@ -152,7 +177,7 @@ impl Endpoints for ArkEndpoints {
         server: SocketAddr,
         core: Core,
     ) -> std::io::Result<Option<(usize, usize)>> {
-        let pool = self.pool.clone();
+        let pool = self.endpoint_pool()?;
         let (client, buffers) = match args.protocol {
             Protocol::Tcp => (
                 Client::Tcp(
@@ -188,8 +213,12 @@ impl Endpoints for ArkEndpoints {
     }
 
     fn syscalls(&self) -> Option<u64> {
-        let stats = self.pool.stats();
-        Some(stats.reads + stats.writes + stats.receives + stats.sends)
+        let stats = self.pools.iter().map(|p| p.stats());
+        Some(
+            stats
+                .map(|s| s.reads + s.writes + s.receives + s.sends)
+                .sum(),
+        )
     }
 
     fn udp_server_buffers(&self) -> Option<(usize, usize)> {
@@ -217,10 +246,14 @@ impl Endpoints for ArkEndpoints {
             stop.wait()?;
         }
         match self.server {
-            Some(Server::Tcp(s)) => s.stop().wait(),
-            Some(Server::Udp(s)) => s.stop().wait(),
-            Some(Server::Ws(s)) => s.stop().wait(),
-            None => Ok(()),
+            Some(Server::Tcp(s)) => s.stop().wait()?,
+            Some(Server::Udp(s)) => s.stop().wait()?,
+            Some(Server::Ws(s)) => s.stop().wait()?,
+            None => {}
         }
+        for pool in self.pools {
+            ark_reactor::release_pool(pool, true)?;
+        }
+        Ok(())
     }
 }

@@ -396,14 +396,13 @@ fn base_record(args: &Args, implementation: &'static str) -> Record {
         io_model: match args.io_model {
             IoModelArg::Shared => "shared",
             IoModelArg::Sharded => "sharded",
+            IoModelArg::Owned => "owned",
         },
         handler_work: args.work,
-        io_contexts: match args.io_model {
-            IoModelArg::Shared => 1,
-            IoModelArg::Sharded => args.io_threads,
-        },
-        io_threads: args.io_threads,
-        server_and_clients_share_io_threads: args.role == Role::Both,
+        io_contexts: args.io_contexts(),
+        io_threads: args.total_io_threads(),
+        server_and_clients_share_io_threads: args.role == Role::Both
+            && args.io_model != IoModelArg::Owned,
         requested_seconds: args.seconds,
         warmup_seconds: args.warmup,
         elapsed_seconds: 0.0,

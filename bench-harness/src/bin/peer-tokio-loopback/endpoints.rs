@@ -17,18 +17,18 @@ use tokio::runtime::{Builder, Handle, Runtime};
 /// How long setup steps (bind, connect, handshake) may take.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The runtimes of one run.
-enum Runtimes {
-    /// One multi-thread runtime (`--io-model shared`, more than one thread).
-    Multi(Runtime),
-    /// Current-thread runtimes, each driven by a thread of its own until its stop signal.
-    Current(Vec<(tokio::sync::oneshot::Sender<()>, JoinHandle<()>)>),
-}
+/// A current-thread runtime's thread and its stop signal.
+type CurrentThread = (tokio::sync::oneshot::Sender<()>, JoinHandle<()>);
 
 /// tokio's servers and clients.
 pub struct TokioEndpoints {
-    runtimes: Runtimes,
-    /// Where tasks go: one handle per runtime.
+    model: IoModelArg,
+    /// The multi-thread runtime (`--io-model shared`, more than one thread).
+    multi: Option<Runtime>,
+    /// Current-thread runtimes, each driven by a thread of its own until its stop signal.
+    current: Vec<CurrentThread>,
+    /// Where the run's tasks go: one handle per runtime (owned: none, each endpoint starts
+    /// its own).
     handles: Vec<Handle>,
     next_client: usize,
     udp_server_buffers: Option<(usize, usize)>,
@@ -68,13 +68,20 @@ fn run_on<T: Send + 'static>(
     })?
 }
 
-/// A UDP socket bound to `bind` with the requested buffers (socket2, as tokio has no setter).
-fn udp_socket(bind: SocketAddr, send: usize, receive: usize) -> io::Result<std::net::UdpSocket> {
+/// A UDP socket bound to `bind` with the requested buffers (socket2, as tokio has no setter),
+/// `SO_REUSEPORT` if `reuse_port`.
+fn udp_socket(
+    bind: SocketAddr,
+    send: usize,
+    receive: usize,
+    reuse_port: bool,
+) -> io::Result<std::net::UdpSocket> {
     let socket = socket2::Socket::new(
         socket2::Domain::for_address(bind),
         socket2::Type::DGRAM,
         Some(socket2::Protocol::UDP),
     )?;
+    socket.set_reuse_port(reuse_port)?;
     socket.set_send_buffer_size(send)?;
     socket.set_recv_buffer_size(receive)?;
     socket.set_nonblocking(true)?;
@@ -92,53 +99,71 @@ impl Endpoints for TokioEndpoints {
 
     fn start(args: &Args) -> io::Result<Self> {
         let threads = args.io_threads as usize;
-        let (runtimes, handles) = match (args.io_model, threads) {
+        let mut endpoints = TokioEndpoints {
+            model: args.io_model,
+            multi: None,
+            current: Vec::new(),
+            handles: Vec::new(),
+            next_client: 0,
+            udp_server_buffers: None,
+        };
+        match (args.io_model, threads) {
+            (IoModelArg::Owned, _) => {}
             (IoModelArg::Shared, 2..) => {
                 let runtime = Builder::new_multi_thread()
                     .worker_threads(threads)
                     .thread_name("tokio-io")
                     .enable_io()
                     .build()?;
-                let handle = runtime.handle().clone();
-                (Runtimes::Multi(runtime), vec![handle])
+                endpoints.handles.push(runtime.handle().clone());
+                endpoints.multi = Some(runtime);
             }
             _ => {
-                let mut stops = Vec::with_capacity(threads);
-                let mut handles = Vec::with_capacity(threads);
-                for index in 0..threads {
-                    let (handle, stop, thread) = current_thread(index)?;
-                    handles.push(handle);
-                    stops.push((stop, thread));
+                for _ in 0..threads {
+                    let handle = endpoints.start_current()?;
+                    endpoints.handles.push(handle);
                 }
-                (Runtimes::Current(stops), handles)
             }
-        };
-        Ok(TokioEndpoints {
-            runtimes,
-            handles,
-            next_client: 0,
-            udp_server_buffers: None,
-        })
+        }
+        Ok(endpoints)
     }
 
     fn start_server(&mut self, args: &Args, echo: Echo) -> io::Result<SocketAddr> {
         let addr = args.server_addr();
-        let home = &self.handles[0];
+        let handles = match self.model {
+            IoModelArg::Owned => vec![self.start_current()?],
+            _ => self.handles.clone(),
+        };
         match args.protocol {
             Protocol::Udp => {
-                let socket =
-                    udp_socket(addr, args.udp_send_buffer, args.udp_server_receive_buffer)?;
-                self.udp_server_buffers = Some(buffers(&socket)?);
-                let local = socket.local_addr()?;
-                let socket = run_on(home, async move { UdpSocket::from_std(socket) })?;
-                home.spawn(udp::echo(socket, echo));
-                Ok(local)
+                // Sharded: one SO_REUSEPORT socket per runtime, the kernel spreads the peers
+                // (as ark-udp does); otherwise one socket.
+                let sockets = if self.model == IoModelArg::Sharded {
+                    handles.len()
+                } else {
+                    1
+                };
+                let mut bind = addr;
+                for handle in &handles[..sockets] {
+                    let socket = udp_socket(
+                        bind,
+                        args.udp_send_buffer,
+                        args.udp_server_receive_buffer,
+                        sockets > 1,
+                    )?;
+                    self.udp_server_buffers = Some(buffers(&socket)?);
+                    bind = socket.local_addr()?;
+                    let socket = run_on(handle, async move { UdpSocket::from_std(socket) })?;
+                    handle.spawn(udp::echo(socket, echo.clone()));
+                }
+                Ok(bind)
             }
             protocol => {
+                let home = &handles[0];
                 let listener = run_on(home, async move { TcpListener::bind(addr).await })?;
                 let local = listener.local_addr()?;
                 let websocket = protocol == Protocol::Websocket;
-                home.spawn(accept(listener, self.handles.clone(), echo, websocket));
+                home.spawn(accept(listener, handles.clone(), echo, websocket));
                 Ok(local)
             }
         }
@@ -150,7 +175,11 @@ impl Endpoints for TokioEndpoints {
         server: SocketAddr,
         core: Core,
     ) -> io::Result<Option<(usize, usize)>> {
-        let handle = &self.handles[self.next_client % self.handles.len()];
+        let handle = match self.model {
+            IoModelArg::Owned => self.start_current()?,
+            _ => self.handles[self.next_client % self.handles.len()].clone(),
+        };
+        let handle = &handle;
         self.next_client += 1;
         let payload = args.payload as usize;
         match args.protocol {
@@ -175,7 +204,8 @@ impl Endpoints for TokioEndpoints {
                 } else {
                     (Ipv6Addr::LOCALHOST, 0).into()
                 };
-                let socket = udp_socket(bind, args.udp_send_buffer, args.udp_receive_buffer)?;
+                let socket =
+                    udp_socket(bind, args.udp_send_buffer, args.udp_receive_buffer, false)?;
                 let sizes = buffers(&socket)?;
                 let socket = run_on(handle, async move {
                     let socket = UdpSocket::from_std(socket)?;
@@ -202,18 +232,25 @@ impl Endpoints for TokioEndpoints {
 
     fn stop(self) -> io::Result<()> {
         // Shutting a runtime down drops its tasks: clients, sessions, listeners.
-        match self.runtimes {
-            Runtimes::Multi(runtime) => runtime.shutdown_timeout(SETUP_TIMEOUT),
-            Runtimes::Current(threads) => {
-                for (stop, thread) in threads {
-                    let _ = stop.send(());
-                    thread
-                        .join()
-                        .map_err(|_| io::Error::other("a tokio IO thread panicked"))?;
-                }
-            }
+        if let Some(runtime) = self.multi {
+            runtime.shutdown_timeout(SETUP_TIMEOUT);
+        }
+        for (stop, thread) in self.current {
+            let _ = stop.send(());
+            thread
+                .join()
+                .map_err(|_| io::Error::other("a tokio IO thread panicked"))?;
         }
         Ok(())
+    }
+}
+
+impl TokioEndpoints {
+    /// Starts a current-thread runtime on a thread of its own; returns its handle.
+    fn start_current(&mut self) -> io::Result<Handle> {
+        let (handle, stop, thread) = current_thread(self.current.len())?;
+        self.current.push((stop, thread));
+        Ok(handle)
     }
 }
 
