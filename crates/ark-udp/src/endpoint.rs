@@ -348,16 +348,20 @@ impl<H: UdpHandler> Endpoint<H> {
         cx.close();
     }
 
-    /// The end of every turn: send, publish, keep the timer.
+    /// The end of every turn: publish what was received, send, publish the sends, keep the
+    /// timer. Receive-side counters are published before the replies leave, so a peer that
+    /// got a reply finds its datagram (and its session) counted in `stats()`.
     fn finish_turn(&mut self, cx: &mut Context<'_>, mut tally: UdpStats, mut turn: Turn) -> Turn {
-        let blocked = self.flush(cx, &mut tally);
+        tally.datagrams_out += std::mem::take(&mut self.io.datagrams_out);
+        self.counters.add(&tally);
+        let mut sent = UdpStats::default();
+        let blocked = self.flush(cx, &mut sent);
         if !blocked && !self.io.out.is_empty() {
             turn = Turn::Again;
         }
-        tally.datagrams_out += std::mem::take(&mut self.io.datagrams_out);
         self.io.shared.set_queued(self.io.out.data.len());
         self.io.timers.slot.arm(self.io.timers.earliest(), cx);
-        self.counters.add(&tally);
+        self.counters.add(&sent);
         turn
     }
 }

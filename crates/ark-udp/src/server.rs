@@ -276,7 +276,9 @@ impl UdpServerHandle {
         self.socket_buffers
     }
 
-    /// Counters of all shards added up.
+    /// Counters of all shards added up. Each reactor turn publishes its receive-side
+    /// counters (sessions, datagrams in) before it sends the turn's replies, and its send
+    /// counters after: a peer that received a reply finds its datagram counted.
     pub fn stats(&self) -> UdpStats {
         let mut total = UdpStats::default();
         for shard in &self.shards {
