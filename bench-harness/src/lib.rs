@@ -24,6 +24,7 @@ pub mod framing;
 pub mod matrix;
 pub mod metadata;
 pub mod peer_io;
+pub mod peer_net;
 pub mod peer_ws;
 pub mod result_set;
 pub mod runner;

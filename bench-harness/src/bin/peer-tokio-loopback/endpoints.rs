@@ -2,7 +2,7 @@
 
 use std::future::Future;
 use std::io;
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -11,6 +11,7 @@ use ark_loopback::args::{Args, IoModelArg, Protocol};
 use ark_loopback::clients::Core;
 use ark_loopback::endpoints::Endpoints;
 use ark_loopback::servers::Echo;
+use bench_harness::peer_net::{buffers, loopback_like, udp_socket};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::runtime::{Builder, Handle, Runtime};
 
@@ -66,32 +67,6 @@ fn run_on<T: Send + 'static>(
             format!("setup did not finish within {SETUP_TIMEOUT:?}"),
         )
     })?
-}
-
-/// A UDP socket bound to `bind` with the requested buffers (socket2, as tokio has no setter),
-/// `SO_REUSEPORT` if `reuse_port`.
-fn udp_socket(
-    bind: SocketAddr,
-    send: usize,
-    receive: usize,
-    reuse_port: bool,
-) -> io::Result<std::net::UdpSocket> {
-    let socket = socket2::Socket::new(
-        socket2::Domain::for_address(bind),
-        socket2::Type::DGRAM,
-        Some(socket2::Protocol::UDP),
-    )?;
-    socket.set_reuse_port(reuse_port)?;
-    socket.set_send_buffer_size(send)?;
-    socket.set_recv_buffer_size(receive)?;
-    socket.set_nonblocking(true)?;
-    socket.bind(&bind.into())?;
-    Ok(socket.into())
-}
-
-fn buffers(socket: &std::net::UdpSocket) -> io::Result<(usize, usize)> {
-    let socket = socket2::SockRef::from(socket);
-    Ok((socket.send_buffer_size()?, socket.recv_buffer_size()?))
 }
 
 impl Endpoints for TokioEndpoints {
@@ -199,13 +174,12 @@ impl Endpoints for TokioEndpoints {
                 Ok(None)
             }
             Protocol::Udp => {
-                let bind: SocketAddr = if server.is_ipv4() {
-                    (Ipv4Addr::LOCALHOST, 0).into()
-                } else {
-                    (Ipv6Addr::LOCALHOST, 0).into()
-                };
-                let socket =
-                    udp_socket(bind, args.udp_send_buffer, args.udp_receive_buffer, false)?;
+                let socket = udp_socket(
+                    loopback_like(server),
+                    args.udp_send_buffer,
+                    args.udp_receive_buffer,
+                    false,
+                )?;
                 let sizes = buffers(&socket)?;
                 let socket = run_on(handle, async move {
                     let socket = UdpSocket::from_std(socket)?;

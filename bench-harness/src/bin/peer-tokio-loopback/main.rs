@@ -7,25 +7,27 @@
 //!
 //! It takes `ark-loopback`'s flags and prints the same JSON record (`implementation:
 //! "tokio"`): the run (phases, messages, validation, round-trip timing, record) is
-//! `ark_loopback::run::measure`, shared with ark; only the endpoints differ. They are what a
-//! competent tokio user would write:
+//! `ark_loopback::run::measure`, shared with ark; only the endpoints differ. They are the
+//! fastest tokio program measured on this workload (bench-harness/README.md logs what else
+//! was tried and what it gave):
 //!
 //! * IO models: `--io-model shared --io-threads 1` is a current-thread runtime, `shared N` a
 //!   multi-thread runtime with N workers, `sharded N` N current-thread runtimes, one thread
-//!   each, with connections and clients spread round-robin over them.
-//! * TCP: `Framed`/`FramedRead`/`FramedWrite` with tokio-util's `LengthDelimitedCodec` (4-byte
-//!   big-endian prefix, as ark's), `TCP_NODELAY` on both ends; the server is
-//!   `FramedRead.map_ok(freeze).forward(FramedWrite)` over `into_split` halves, which echoes
-//!   without copying the payload and flushes when no more frames are ready.
-//! * WebSocket: tokio-tungstenite `accept_async` / `client_async` over the same sockets; the
-//!   server forwards binary messages back (tokio-tungstenite's echo-server shape).
-//! * UDP: `tokio::net::UdpSocket`, `recv_from` / `send_to` on the server, a connected socket
-//!   per client, socket buffers set as the flags ask (via socket2); tokio has no batched
-//!   datagram calls, so the record says `udp_batch: false`.
+//!   each, with connections and clients spread round-robin over them, `owned` a
+//!   current-thread runtime per endpoint. Runtimes enable IO only.
+//! * TCP ([`tcp`]) and WebSocket ([`ws`]) on one connection loop ([`stream`]): readiness-driven
+//!   `try_read`/`try_write` into a 64 KiB receive buffer decoded in place, reads until a short
+//!   read drains the socket, every reply to a read in one write; the TCP server writes whole
+//!   frames straight from the receive buffer. WebSocket framing is hand-written
+//!   (`bench_harness::peer_ws`: unmasking in place, a fresh random mask per client frame);
+//!   `PEER_TOKIO_WS=tungstenite` or `tokio-websockets` runs that library instead ([`ws_lib`]).
+//! * UDP ([`udp`]): `try_recv_from`/`try_send_to` loops that drain the socket on every wake,
+//!   one `SO_REUSEPORT` socket per runtime when sharded, a connected socket per client;
+//!   tokio has no batched datagram calls, so the record says `udp_batch: false`.
 //!
-//! Clients feed their window into the sink and flush only when no echo is ready, the same
-//! batching `forward` does. `syscalls_per_message` is not measured (null): tokio keeps no
-//! syscall counters.
+//! `TCP_NODELAY` on both ends. The clients do the same work per message as ark's: fill and
+//! check every payload byte, time every round trip (`ark_loopback::clients::Core`).
+//! `syscalls_per_message` is not measured (null): tokio keeps no syscall counters.
 
 mod endpoints;
 mod stream;

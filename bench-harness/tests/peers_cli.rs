@@ -1,15 +1,26 @@
-//! `peer-tokio-loopback` end to end: every protocol and IO model completes cleanly with the
-//! same record fields as ark's, and each implementation's clients pass validation against the
-//! other's server (same wire format, same checks).
+//! The peers (`peer-tokio-loopback`, `peer-raw-loopback`) end to end: every protocol and IO
+//! model completes cleanly with the same record fields as ark's, and each implementation's
+//! clients pass validation against ark's server and ark's clients against theirs (same wire
+//! format, same checks).
 
 use std::net::TcpListener;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
-fn peer() -> Command {
+fn tokio() -> Command {
     Command::new(env!("CARGO_BIN_EXE_peer-tokio-loopback"))
 }
+
+fn raw() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_peer-raw-loopback"))
+}
+
+/// A peer: its record's `implementation`, how to start it, whether it counts syscalls and
+/// batches UDP.
+type Peer = (&'static str, fn() -> Command, bool);
+
+const PEERS: [Peer; 2] = [("tokio", tokio, false), ("raw", raw, true)];
 
 fn ark() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_ark-bench"));
@@ -75,52 +86,89 @@ fn every_protocol_and_io_model_completes_cleanly_with_arks_record_fields() {
             "ark",
             protocol,
         );
-        for (model, threads, family) in [
-            ("shared", "1", "ipv4"),
-            ("shared", "2", "ipv4"),
-            ("sharded", "2", "ipv4"),
-            ("shared", "1", "ipv6"),
-        ] {
-            let what = format!("tokio {protocol} {model}×{threads} {family}");
-            let out = peer()
-                .args(SMOKE)
-                .args(["--protocol", protocol, "--io-model", model])
-                .args(["--io-threads", threads, "--address-family", family])
-                .output()
-                .unwrap();
-            let record = assert_clean(&out, "tokio", &what);
-            assert_eq!(record["protocol"], protocol);
-            assert_eq!(record["io_model"], model);
-            assert_eq!(record["address_family"], family);
-            let fields = |r: &Value| r.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
-            assert_eq!(fields(&record), fields(&ark_record), "{what}: same fields");
-            assert!(record["allocations_per_message"].is_number(), "{what}");
-            assert!(
-                record["syscalls_per_message"].is_null(),
-                "{what}: not counted"
-            );
-            if protocol == "udp" {
-                assert_eq!(record["udp_batch"], false, "{what}: tokio does not batch");
-                assert!(record["udp_server_receive_buffer_bytes"].as_u64().unwrap() > 0);
-                assert!(record["udp_client_send_buffer_min_bytes"].as_u64().unwrap() > 0);
+        for (name, peer, counts) in PEERS {
+            for (model, threads, family) in [
+                ("shared", "1", "ipv4"),
+                ("shared", "2", "ipv4"),
+                ("sharded", "2", "ipv4"),
+                ("owned", "1", "ipv4"),
+                ("shared", "1", "ipv6"),
+            ] {
+                let what = format!("{name} {protocol} {model}×{threads} {family}");
+                let out = peer()
+                    .args(SMOKE)
+                    .args(["--protocol", protocol, "--io-model", model])
+                    .args(["--io-threads", threads, "--address-family", family])
+                    .output()
+                    .unwrap();
+                let record = assert_clean(&out, name, &what);
+                check_fields(
+                    &record,
+                    &ark_record,
+                    (protocol, model, family),
+                    counts,
+                    &what,
+                );
             }
         }
     }
 }
 
+/// What every peer record must say, beside being clean.
+fn check_fields(
+    record: &Value,
+    ark_record: &Value,
+    (protocol, model, family): (&str, &str, &str),
+    counts: bool,
+    what: &str,
+) {
+    assert_eq!(record["protocol"], protocol);
+    assert_eq!(record["io_model"], model);
+    assert_eq!(record["address_family"], family);
+    let fields = |r: &Value| r.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(fields(record), fields(ark_record), "{what}: same fields");
+    assert!(record["allocations_per_message"].is_number(), "{what}");
+    if model == "owned" {
+        // The server and each of the 4 clients on a thread of its own.
+        assert_eq!(record["io_threads"], 5, "{what}");
+        assert_eq!(record["io_contexts"], 5, "{what}");
+    }
+    assert_eq!(
+        record["syscalls_per_message"].is_number(),
+        counts,
+        "{what}: counted by raw only"
+    );
+    if protocol == "udp" {
+        assert_eq!(
+            record["udp_batch"], counts,
+            "{what}: raw batches, tokio cannot"
+        );
+        assert!(record["udp_server_receive_buffer_bytes"].as_u64().unwrap() > 0);
+        assert!(record["udp_client_send_buffer_min_bytes"].as_u64().unwrap() > 0);
+    }
+}
+
 #[test]
 fn bad_flags_exit_2_and_the_runner_flag_is_accepted() {
-    let out = peer().args(["--payload", "8"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--payload"));
-    let help = peer().arg("--help").output().unwrap();
-    assert!(String::from_utf8_lossy(&help.stdout).contains("peer-tokio-loopback"));
-    // `ark-bench run` appends `--repetition N`.
-    let out = peer()
-        .args(["--seconds", "0.1", "--warmup", "0", "--repetition", "3"])
-        .output()
-        .unwrap();
-    assert_clean(&out, "tokio", "--repetition");
+    for (name, peer, _) in PEERS {
+        let out = peer().args(["--payload", "8"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--payload"));
+        let out = peer()
+            .args(["--io-model", "owned", "--io-threads", "2"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{name}: owned takes one thread");
+        let help = peer().arg("--help").output().unwrap();
+        let binary = format!("peer-{name}-loopback");
+        assert!(String::from_utf8_lossy(&help.stdout).contains(&binary));
+        // `ark-bench run` appends `--repetition N`.
+        let out = peer()
+            .args(["--seconds", "0.1", "--warmup", "0", "--repetition", "3"])
+            .output()
+            .unwrap();
+        assert_clean(&out, name, "--repetition");
+    }
 }
 
 fn free_port() -> u16 {
@@ -182,10 +230,20 @@ fn cross(server: fn() -> Command, client: fn() -> Command, client_name: &str) {
 
 #[test]
 fn ark_clients_against_the_tokio_server() {
-    cross(peer, ark, "ark");
+    cross(tokio, ark, "ark");
 }
 
 #[test]
 fn tokio_clients_against_the_ark_server() {
-    cross(ark, peer, "tokio");
+    cross(ark, tokio, "tokio");
+}
+
+#[test]
+fn ark_clients_against_the_raw_server() {
+    cross(raw, ark, "ark");
+}
+
+#[test]
+fn raw_clients_against_the_ark_server() {
+    cross(ark, raw, "raw");
 }

@@ -1,0 +1,61 @@
+//! `peer-raw-loopback`: the loopback echo benchmark on raw syscalls, the floor ark's
+//! figures are compared with in the same run.
+//!
+//! ```text
+//! peer-raw-loopback --protocol udp --payload 1024 --clients 16 --window 1
+//! ```
+//!
+//! It takes `ark-loopback`'s flags and prints the same JSON record (`implementation:
+//! "raw"`): the run (phases, messages, validation, round-trip timing, record) is
+//! `ark_loopback::run::measure`, shared with ark and tokio; only the endpoints differ. They
+//! are the least a program on these syscalls can do, with nothing between it and `libc`:
+//!
+//! * One edge-triggered epoll instance per loop ([`poller`]). `--io-model shared N`: N
+//!   threads wait on one epoll, `EPOLLONESHOT` gives each event to one thread and the
+//!   connection is re-armed after it was served; `sharded N`: N loops, one thread each, the
+//!   server's connections and the clients spread round-robin; `owned`: a loop per endpoint.
+//! * TCP and WebSocket ([`stream`]): per connection a 64 KiB receive buffer, messages decoded
+//!   in place; reads until a short read drains the socket; the TCP server writes the whole
+//!   frames of a read straight from the receive buffer (`writev` behind bytes still waiting);
+//!   every other reply to a read goes out in one write. WebSocket frames are unmasked in
+//!   place and client frames get a fresh random mask each (`bench_harness::peer_ws`).
+//! * UDP ([`udp`]): `recvmmsg`/`sendmmsg` on preallocated headers, the server echoing up to
+//!   32 datagrams from the buffers they arrived in, one `SO_REUSEPORT` socket per loop when
+//!   sharded; a client asks only for the echoes still in flight. `--udp-batch off` makes every
+//!   batch one datagram.
+//!
+//! The clients do the same work per message as ark's and tokio's: fill and check every
+//! payload byte, time every round trip (`ark_loopback::clients::Core`). Socket syscalls are
+//! counted (`syscalls_per_message`).
+
+mod endpoints;
+mod listener;
+mod poller;
+mod stream;
+mod sys;
+mod udp;
+
+use std::process::ExitCode;
+
+use ark_loopback::args::Args;
+use bench_harness::alloc_counter::{self, CountingAllocator};
+use bench_harness::runner::without_repetition;
+use clap::{CommandFactory, FromArgMatches};
+
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
+
+fn main() -> ExitCode {
+    let command = Args::command()
+        .name("peer-raw-loopback")
+        .about("Loopback echo benchmark on raw syscalls (ark-loopback's flags and record)");
+    let flags = without_repetition(std::env::args().collect());
+    let args = match command
+        .try_get_matches_from(flags)
+        .and_then(|m| Args::from_arg_matches(&m))
+    {
+        Ok(args) => args,
+        Err(e) => e.exit(),
+    };
+    ark_loopback::run::main_for::<endpoints::RawEndpoints>(&args, Some(alloc_counter::allocations))
+}
