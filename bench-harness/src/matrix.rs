@@ -13,9 +13,9 @@ pub struct LoopbackCase {
     pub clients: u32,
     /// Window.
     pub window: u32,
-    /// shared or sharded.
+    /// shared, sharded or owned.
     pub io_model: String,
-    /// IO threads.
+    /// IO threads (`--io-threads`; 1 for owned, whose records say clients + 1).
     pub io_threads: u32,
 }
 
@@ -57,17 +57,28 @@ impl LoopbackCase {
             && record["clients"] == self.clients
             && record["window"] == self.window
             && record["io_model"] == self.io_model.as_str()
-            && record["io_threads"] == self.io_threads
+            && record["io_threads"] == self.record_io_threads()
+    }
+
+    /// The IO threads a record of this case reports: every endpoint's own thread (clients +
+    /// 1) in the owned model, `io_threads` otherwise.
+    pub fn record_io_threads(&self) -> u32 {
+        if self.io_model == "owned" {
+            self.clients + 1
+        } else {
+            self.io_threads
+        }
     }
 }
 
-/// IO profiles of the baseline matrix.
-const BASELINE_IO: [(&str, u32); 5] = [
+/// IO profiles of the baseline matrix (owned: a thread per endpoint).
+const BASELINE_IO: [(&str, u32); 6] = [
     ("shared", 1),
     ("shared", 2),
     ("shared", 4),
     ("sharded", 2),
     ("sharded", 4),
+    ("owned", 1),
 ];
 
 /// A named built-in matrix.
@@ -141,7 +152,7 @@ mod tests {
 
     #[test]
     fn builtin_sizes() {
-        assert_eq!(builtin("baseline").unwrap().len(), 3 * 3 * 2 * 5);
+        assert_eq!(builtin("baseline").unwrap().len(), 3 * 3 * 2 * 6);
         assert_eq!(builtin("dimensions").unwrap().len(), 3 * 4 * 3 * 3);
         assert_eq!(builtin("udp-limits").unwrap().len(), 15);
         assert!(builtin("nope").is_none());
@@ -162,5 +173,20 @@ mod tests {
         assert_eq!(cases.len(), 1);
         assert_eq!(cases[0].flags(0.1, 0.0)[1], "tcp");
         assert!(from_toml("[[case]]\nprotocol = 1").is_err());
+    }
+
+    #[test]
+    fn an_owned_case_matches_records_with_a_thread_per_endpoint() {
+        let owned = builtin("baseline")
+            .unwrap()
+            .into_iter()
+            .find(|c| c.io_model == "owned" && c.clients == 16)
+            .unwrap();
+        let record = |threads: u32| {
+            serde_json::json!({"protocol": owned.protocol, "payload_bytes": owned.payload,
+                "clients": 16, "window": owned.window, "io_model": "owned", "io_threads": threads})
+        };
+        assert!(owned.matches(&record(17)));
+        assert!(!owned.matches(&record(1)));
     }
 }

@@ -89,17 +89,37 @@ pub fn run_with_timeout(
     }
 }
 
+/// The order cases run in within `repetition` (from 1): list order, except that each run of
+/// `group` consecutive cases (the implementations of one configuration) is rotated by
+/// `repetition - 1`, so that no implementation always runs first (on a VM the first run of
+/// a pair was measurably favoured). `group` 1 keeps list order.
+pub fn order(cases: usize, group: usize, repetition: u32) -> Vec<usize> {
+    let group = group.max(1);
+    let shift = (repetition.max(1) - 1) as usize;
+    (0..cases)
+        .map(|i| {
+            let start = i - i % group;
+            let size = group.min(cases - start);
+            start + (i - start + shift) % size
+        })
+        .collect()
+}
+
 /// Runs `cases` × `repetitions` fresh processes, repetition-major (every case of round 1 in
-/// list order, then round 2, ...), calling `on_outcome` after each with its case;
+/// [`order`], then round 2, ...), calling `on_outcome` after each with its case;
 /// `on_outcome` returns `false` to stop the run.
 pub fn run_repetition_major(
     cases: &[Case],
     repetitions: u32,
+    group: usize,
     timeout: Duration,
     mut on_outcome: impl FnMut(&Case, &Outcome) -> bool,
 ) {
     for repetition in 1..=repetitions {
-        for case in cases {
+        for case in order(cases.len(), group, repetition)
+            .into_iter()
+            .map(|i| &cases[i])
+        {
             let mut args = case.args.clone();
             args.push("--repetition".to_string());
             args.push(repetition.to_string());
@@ -134,5 +154,21 @@ pub fn run_repetition_major(
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_rotate_by_repetition_and_a_group_of_one_keeps_list_order() {
+        assert_eq!(order(6, 3, 1), [0, 1, 2, 3, 4, 5]);
+        assert_eq!(order(6, 3, 2), [1, 2, 0, 4, 5, 3]);
+        assert_eq!(order(6, 3, 3), [2, 0, 1, 5, 3, 4]);
+        assert_eq!(order(6, 3, 4), order(6, 3, 1));
+        assert_eq!(order(4, 1, 2), [0, 1, 2, 3]);
+        // A short last group rotates within itself.
+        assert_eq!(order(5, 2, 2), [1, 0, 3, 2, 4]);
     }
 }

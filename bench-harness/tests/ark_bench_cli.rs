@@ -144,67 +144,77 @@ fn a_tiny_matrix_runs_keeps_its_failure_and_reports() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+const PEERS_MATRIX: &str = "[[case]]\nprotocol = \"tcp\"\npayload = 1024\nclients = 16\nwindow = 16\nio_model = \"shared\"\nio_threads = 1\n\n[[case]]\nprotocol = \"udp\"\npayload = 64\nclients = 2\nwindow = 1\nio_model = \"owned\"\nio_threads = 1\n";
+
 #[test]
-fn two_implementations_alternate_and_the_report_gives_ratios() {
+fn three_implementations_rotate_and_the_report_names_the_strongest_peer() {
     let root = std::env::temp_dir().join(format!("ark-bench-peers-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(&root).unwrap();
     let matrix = root.join("pair.toml");
-    std::fs::write(
-        &matrix,
-        "[[case]]\nprotocol = \"tcp\"\npayload = 1024\nclients = 16\nwindow = 16\nio_model = \"shared\"\nio_threads = 1\n",
-    )
-    .unwrap();
+    std::fs::write(&matrix, PEERS_MATRIX).unwrap();
     let out_dir = root.join("results").join("set");
     let run = binary()
-        .args([
-            "run",
-            "--repetitions",
-            "2",
-            "--seconds",
-            "0.1",
-            "--warmup",
-            "0.05",
-        ])
-        .args(["--implementations", "ark,tokio", "--matrix"])
+        .args(["run", "--repetitions", "2", "--seconds", "0.1"])
+        .args(["--warmup", "0.05", "--implementations", "ark,tokio,raw"])
+        .arg("--matrix")
         .arg(&matrix)
         .arg("--out")
         .arg(&out_dir)
         .output()
         .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
     let records: Vec<serde_json::Value> = std::fs::read_to_string(out_dir.join("pair.jsonl"))
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let order: Vec<(&str, u64)> = records
+    let order: Vec<(&str, &str, u64)> = records
         .iter()
         .map(|r| {
+            let implementation = r["implementation"].as_str().unwrap();
             (
-                r["implementation"].as_str().unwrap(),
+                implementation,
+                r["protocol"].as_str().unwrap(),
                 r["repetition"].as_u64().unwrap(),
             )
         })
         .collect();
+    let expected = [
+        ("ark", "tcp", 1),
+        ("tokio", "tcp", 1),
+        ("raw", "tcp", 1),
+        ("ark", "udp", 1),
+        ("tokio", "udp", 1),
+        ("raw", "udp", 1),
+        ("tokio", "tcp", 2),
+        ("raw", "tcp", 2),
+        ("ark", "tcp", 2),
+        ("tokio", "udp", 2),
+        ("raw", "udp", 2),
+        ("ark", "udp", 2),
+    ];
     assert_eq!(
-        order,
-        [("ark", 1), ("tokio", 1), ("ark", 2), ("tokio", 2)],
-        "alternating within each repetition"
+        order, expected,
+        "a case's implementations back to back, rotated per repetition"
     );
     assert!(records.iter().all(|r| r["ok"] == true), "{records:?}");
+    // The owned case: the server and both clients on threads of their own.
     assert!(
-        records[1]["command_line"]
+        records
+            .iter()
+            .filter(|r| r["protocol"] == "udp")
+            .all(|r| r["io_threads"] == 3)
+    );
+    assert!(
+        records[2]["command_line"]
             .as_str()
             .unwrap()
-            .contains("peer-tokio-loopback")
+            .contains("peer-raw-loopback")
     );
     let metadata = std::fs::read_to_string(out_dir.join("pair.metadata.json")).unwrap();
-    assert!(metadata.contains("tokio_program_sha256"), "{metadata}");
+    assert!(metadata.contains("tokio_program_sha256") && metadata.contains("raw_program_sha256"));
 
     let report = binary().arg("report").arg(&out_dir).output().unwrap();
     assert!(
@@ -214,27 +224,28 @@ fn two_implementations_alternate_and_the_report_gives_ratios() {
     );
     let text = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
     assert!(
-        text.contains("### ark vs tokio: 1024 B, 16 clients"),
+        text.contains("### ark against the strongest peer: 1024 B, 16 clients"),
         "{text}"
     );
-    // The headline row: shared 1 with both medians, the ratio and the target verdict.
+    // The headline row: shared 1 with the three medians, the strongest peer, its ratio and
+    // the target verdict.
     let row = text
         .lines()
         .find(|l| l.starts_with("| tcp | 16 | shared 1 |"))
         .unwrap_or_else(|| panic!("{text}"));
-    let ratio: f64 = row
-        .split(" | ")
-        .nth(5)
-        .unwrap()
-        .split(' ')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let cells: Vec<&str> = row.split(" | ").collect();
+    assert_eq!(cells[3].split(" / ").count(), 3, "{row}");
+    assert!(["tokio", "raw"].contains(&cells[4]), "{row}");
+    let ratio: f64 = cells[5].split(' ').next().unwrap().parse().unwrap();
     assert!(ratio > 0.0, "{row}");
-    assert!(row.contains("met") || row.contains("short"), "{row}");
-    let chart = std::fs::read_to_string(out_dir.join("pair-throughput-by-io.svg")).unwrap();
-    assert!(chart.contains("tcp ark") && chart.contains("tcp tokio"));
+    assert!(row.contains("≥ 1.15× tokio") && (row.contains("met") || row.contains("short")));
+    assert!(
+        text.contains("ark/tokio msg/s") && text.contains("ark/raw msg/s"),
+        "{text}"
+    );
+    assert!(text.contains("owned 3"), "{text}");
+    let chart = std::fs::read_to_string(out_dir.join("pair-tcp-throughput-by-io.svg")).unwrap();
+    assert!(chart.contains("ark") && chart.contains("tokio") && chart.contains("raw"));
 
     let compare = binary()
         .arg("compare")
@@ -243,6 +254,6 @@ fn two_implementations_alternate_and_the_report_gives_ratios() {
         .output()
         .unwrap();
     let table = String::from_utf8_lossy(&compare.stdout);
-    assert!(table.contains("| pair tokio | tcp |"), "{table}");
+    assert!(table.contains("| pair raw | tcp |"), "{table}");
     let _ = std::fs::remove_dir_all(&root);
 }

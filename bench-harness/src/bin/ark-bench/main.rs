@@ -2,16 +2,17 @@
 //! reports and compares sets.
 //!
 //! ```text
-//! ark-bench run --matrix baseline --repetitions 3 --seconds 1 --warmup 0.25 --implementations ark,tokio
+//! ark-bench run --matrix baseline --repetitions 3 --seconds 1 --warmup 0.25 --implementations ark,tokio,raw
 //! ark-bench report results/<machine>-<date>
 //! ark-bench compare results/<a> results/<b>
 //! ```
 //!
 //! Each case runs `ark-bench loopback <flags>`: the ark-loopback program (the same library
 //! code as the `ark-loopback` binary) in a fresh process of this binary; with
-//! `--implementations ark,tokio` every case also runs `peer-tokio-loopback <flags>` (built
-//! next to this binary), alternating within each repetition, and the report gives ark/tokio
-//! ratios.
+//! `--implementations ark,tokio,raw` every case also runs `peer-tokio-loopback <flags>` and
+//! `peer-raw-loopback <flags>` (built next to this binary), one after the other within each
+//! repetition, the order rotated from one repetition to the next, and the report gives the
+//! ratios ark/tokio and ark/raw.
 
 mod report;
 
@@ -88,8 +89,10 @@ struct RunArgs {
     /// Seconds before a case process is killed.
     #[arg(long, default_value_t = 60)]
     timeout: u64,
-    /// Implementations to run for every case, alternating within each repetition: `ark`
-    /// (`ark-bench loopback`) and `tokio` (`peer-tokio-loopback`, built next to ark-bench).
+    /// Implementations to run for every case, one after the other within each repetition
+    /// (the order rotated per repetition): `ark` (`ark-bench loopback`), `tokio`
+    /// (`peer-tokio-loopback`) and `raw` (`peer-raw-loopback`), the peers built next to
+    /// ark-bench.
     #[arg(long, value_delimiter = ',', default_value = "ark")]
     implementations: Vec<Implementation>,
 }
@@ -101,6 +104,8 @@ enum Implementation {
     Ark,
     /// The tokio peer, `peer-tokio-loopback <flags>`.
     Tokio,
+    /// The raw-syscall floor, `peer-raw-loopback <flags>`.
+    Raw,
 }
 
 impl Implementation {
@@ -108,6 +113,7 @@ impl Implementation {
         match self {
             Implementation::Ark => "ark",
             Implementation::Tokio => "tokio",
+            Implementation::Raw => "raw",
         }
     }
 
@@ -115,8 +121,8 @@ impl Implementation {
     fn program(self, ark_bench: &Path) -> Result<(PathBuf, Vec<String>), String> {
         match self {
             Implementation::Ark => Ok((ark_bench.to_path_buf(), vec!["loopback".to_string()])),
-            Implementation::Tokio => {
-                let peer = ark_bench.with_file_name("peer-tokio-loopback");
+            Implementation::Tokio | Implementation::Raw => {
+                let peer = ark_bench.with_file_name(format!("peer-{}-loopback", self.name()));
                 if peer.is_file() {
                     Ok((peer, Vec::new()))
                 } else {
@@ -210,8 +216,12 @@ fn run(args: &RunArgs) -> Result<(), String> {
         }
     };
     let binary = std::env::current_exe().map_err(|e| e.to_string())?;
-    let mut implementations = args.implementations.clone();
-    implementations.dedup();
+    let mut implementations: Vec<Implementation> = Vec::new();
+    for i in &args.implementations {
+        if !implementations.contains(i) {
+            implementations.push(*i);
+        }
+    }
     let programs = implementations
         .iter()
         .map(|i| i.program(&binary))
@@ -227,7 +237,7 @@ fn run(args: &RunArgs) -> Result<(), String> {
         "keep_going": args.keep_going,
         "implementations": implementations.iter().map(|i| i.name()).collect::<Vec<_>>(),
         "sources_sha256": sources_sha256(&root),
-        "order": "repetition-major; every case in a fresh process (`ark-bench loopback ...`, `peer-tokio-loopback ...`), implementations alternating within each repetition",
+        "order": "repetition-major; every case in a fresh process (`ark-bench loopback ...`, `peer-tokio-loopback ...`, `peer-raw-loopback ...`); within a repetition each case runs every implementation back to back, in the listed order rotated by (repetition - 1)",
     });
     let mut metadata = Metadata::collect("loopback", &root, settings);
     if metadata.git_dirty {
@@ -247,7 +257,8 @@ fn run(args: &RunArgs) -> Result<(), String> {
     let records = set
         .start_records(&format!("{name}.jsonl"))
         .map_err(|e| e.to_string())?;
-    // Case-major within a repetition, implementations alternating: ark, tokio, ark, tokio, ...
+    // Case-major within a repetition, a case's implementations back to back (the runner
+    // rotates their order from one repetition to the next).
     let mut specs: Vec<(&LoopbackCase, Implementation)> = Vec::new();
     let mut runner_cases: Vec<Case> = Vec::new();
     for c in &cases {
@@ -271,6 +282,7 @@ fn run(args: &RunArgs) -> Result<(), String> {
     run_repetition_major(
         &runner_cases,
         args.repetitions,
+        implementations.len(),
         Duration::from_secs(args.timeout),
         |case, outcome| {
             done += 1;
@@ -362,7 +374,7 @@ fn failed(case: &LoopbackCase, implementation: &str, error: String) -> serde_jso
         "clients": case.clients,
         "window": case.window,
         "io_model": case.io_model,
-        "io_threads": case.io_threads,
+        "io_threads": case.record_io_threads(),
         "ok": false,
         "error": error,
     })

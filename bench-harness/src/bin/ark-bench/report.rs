@@ -136,11 +136,35 @@ fn ratio_cell(s: Option<Summary>) -> String {
     })
 }
 
-/// Two implementations' values side by side: `a / b`.
-fn pair(a: Option<Summary>, b: Option<Summary>, digits: usize) -> String {
-    let one =
-        |s: Option<Summary>| s.map_or("–".to_string(), |s| format!("{:.*}", digits, s.median));
-    format!("{} / {}", one(a), one(b))
+/// Several implementations' medians side by side: `a / b / c`.
+fn joined(values: &[Option<Summary>], digits: usize) -> String {
+    values
+        .iter()
+        .map(|s| match s {
+            None => "–".to_string(),
+            Some(s) if digits == 0 => thousands(s.median),
+            Some(s) => format!("{:.*}", digits, s.median),
+        })
+        .collect::<Vec<_>>()
+        .join(" / ")
+}
+
+/// The implementations of `records` in report order: ark, tokio, raw, then any other by name.
+fn ordered(records: &[Value]) -> Vec<String> {
+    let rank = |n: &str| match n {
+        "ark" => 0,
+        "tokio" => 1,
+        "raw" => 2,
+        _ => 3,
+    };
+    let mut names: Vec<String> = records
+        .iter()
+        .map(|r| implementation(r).to_string())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    names.sort_by(|a, b| rank(a).cmp(&rank(b)).then(a.cmp(b)));
+    names
 }
 
 /// The IO profile (model, threads) with the highest median msg/s for `implementation` among
@@ -162,77 +186,141 @@ fn best_io(
         .map(|(k, _)| k)
 }
 
-/// The headline: ark against `peer` at 1024 B and 16 clients, for shared 1 and for each
-/// implementation's best IO profile, with the targets (ark/peer msg/s ≥ 1, p99 ≤ 1).
-fn headline(cases: &BTreeMap<Key, Runs<'_>>, peer: &str, out: &mut String) {
+/// ark's design targets at 1024 B, 16 clients, shared 1 (docs/design): ark/tokio msg/s at
+/// least the first, and for UDP ark/raw at least the second; p99 no worse than tokio's.
+fn design_target(protocol: &str, window: u64) -> Option<(f64, Option<f64>)> {
+    match (protocol, window) {
+        ("tcp", 16) => Some((1.15, None)),
+        ("udp", 1) => Some((1.1, Some(0.9))),
+        ("websocket", 16) => Some((1.3, None)),
+        _ => None,
+    }
+}
+
+/// Whether ark's runs against each peer's meet the design target of the case.
+fn target_cell(
+    target: Option<(f64, Option<f64>)>,
+    ratio_of: impl Fn(&str, &str) -> Option<Summary>,
+) -> String {
+    let Some((vs_tokio, vs_raw)) = target else {
+        return "–".to_string();
+    };
+    let (speed, p99) = (
+        ratio_of("tokio", "roundtrips_per_second"),
+        ratio_of("tokio", "rtt_p99_us"),
+    );
+    let (Some(speed), Some(p99)) = (speed, p99) else {
+        return "no data".to_string();
+    };
+    let mut wanted = format!("≥ {vs_tokio}× tokio, p99 ≤ tokio");
+    let mut short = Vec::new();
+    if speed.median < vs_tokio {
+        short.push(format!("msg/s {:.2}", speed.median));
+    }
+    if p99.median > 1.0 {
+        short.push(format!("p99 {:.2}", p99.median));
+    }
+    if let Some(vs_raw) = vs_raw {
+        wanted.push_str(&format!(", ≥ {vs_raw}× raw"));
+        match ratio_of("raw", "roundtrips_per_second") {
+            Some(r) if r.median < vs_raw => short.push(format!("raw {:.2}", r.median)),
+            Some(_) => {}
+            None => short.push("no raw data".to_string()),
+        }
+    }
+    if short.is_empty() {
+        format!("{wanted}: met")
+    } else {
+        format!("{wanted}: short ({})", short.join(", "))
+    }
+}
+
+/// The headline: ark against every peer at 1024 B and 16 clients, for shared 1 and for each
+/// implementation's best IO profile; the strongest peer of each row (highest median msg/s)
+/// is named, and the shared-1 rows are held to the design targets.
+fn headline(cases: &BTreeMap<Key, Runs<'_>>, names: &[String], out: &mut String) {
     let busy: BTreeSet<(String, u64)> = cases
         .keys()
         .filter(|k| k.1 == 1024 && k.2 == 16)
         .map(|k| (k.0.clone(), k.3))
         .collect();
-    if busy.is_empty() {
+    let peers = &names[1..];
+    if busy.is_empty() || peers.is_empty() {
         return;
     }
+    let all = names.join(" / ");
     let _ = writeln!(
         out,
-        "### ark vs {peer}: 1024 B, 16 clients
+        "### ark against the strongest peer: 1024 B, 16 clients
 
-Ratios are medians of per-repetition ratios (min–max); msg/s above 1 and p99 below 1 favour ark. \"best\" is each implementation's IO profile with the highest median msg/s.\n"
+Ratios are medians of per-repetition ratios (min–max); msg/s above 1 and p99 below 1 favour ark. The strongest peer is the one with the highest median msg/s in the row. \"best\" is each implementation's IO profile with the highest median msg/s.\n"
     );
-    let _ = writeln!(
-        out,
-        "| Protocol | Window | IO profile (ark / {peer}) | ark msg/s | {peer} msg/s | ark/{peer} msg/s | ark p99 / µs | {peer} p99 / µs | ark/{peer} p99 | Target |"
-    );
-    let _ = writeln!(
-        out,
-        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
-    );
+    let mut columns = vec![
+        "Protocol".to_string(),
+        "Window".to_string(),
+        format!("IO profile ({all})"),
+        format!("msg/s {all}"),
+        "strongest peer".to_string(),
+        "ark/strongest msg/s".to_string(),
+    ];
+    columns.extend(peers.iter().map(|p| format!("ark/{p} msg/s")));
+    columns.push(format!("p99 / µs {all}"));
+    columns.push("ark/strongest p99".to_string());
+    columns.push("Target".to_string());
+    table_header(out, &columns.iter().map(String::as_str).collect::<Vec<_>>());
     for (protocol, window) in &busy {
         let shared1 = (protocol.clone(), 1024, 16, *window, "shared".to_string(), 1);
-        let best = (
-            best_io(cases, protocol, *window, "ark"),
-            best_io(cases, protocol, *window, peer),
-        );
-        let mut rows = vec![("shared 1".to_string(), Some(shared1.clone()), Some(shared1))];
-        if let (Some(a), Some(b)) = best {
-            rows.push((
-                format!("best: {} {} / {} {}", a.4, a.5, b.4, b.5),
-                Some(a),
-                Some(b),
-            ));
+        let best: Vec<Option<Key>> = names
+            .iter()
+            .map(|n| best_io(cases, protocol, *window, n))
+            .collect();
+        let shared1_is_best = best.iter().all(|k| k.as_ref() == Some(&shared1));
+        let mut rows = vec![("shared 1".to_string(), vec![Some(shared1); names.len()])];
+        if !shared1_is_best {
+            let profiles = best
+                .iter()
+                .map(|k| {
+                    k.as_ref()
+                        .map_or("–".into(), |k| format!("{} {}", k.4, k.5))
+                })
+                .collect::<Vec<_>>();
+            rows.push((format!("best: {}", profiles.join(" / ")), best));
         }
-        for (io, ka, kb) in rows {
-            let a = runs(ka.as_ref().and_then(|k| cases.get(k)), "ark");
-            let b = runs(kb.as_ref().and_then(|k| cases.get(k)), peer);
-            let speed = ratio(a, b, "roundtrips_per_second");
-            let p99 = ratio(a, b, "rtt_p99_us");
-            let target = match (speed, p99) {
-                (Some(s), Some(p)) if s.median >= 1.0 && p.median <= 1.0 => "met".to_string(),
-                (Some(s), Some(p)) => {
-                    let mut short = Vec::new();
-                    if s.median < 1.0 {
-                        short.push("msg/s");
-                    }
-                    if p.median > 1.0 {
-                        short.push("p99");
-                    }
-                    format!("short: {}", short.join(", "))
-                }
-                _ => "no data".to_string(),
+        for (row, (io, keys)) in rows.iter().enumerate() {
+            let runs_of = |i: usize| runs(keys[i].as_ref().and_then(|k| cases.get(k)), &names[i]);
+            let medians = |name| {
+                (0..names.len())
+                    .map(|i| field(runs_of(i), name))
+                    .collect::<Vec<_>>()
             };
-            let median = |runs: &[&Value], name| {
-                field(runs, name).map_or("failed".to_string(), |s| thousands(s.median))
-            };
-            let _ = writeln!(
-                out,
-                "| {protocol} | {window} | {io} | {} | {} | {} | {} | {} | {} | {target} |",
-                median(a, "roundtrips_per_second"),
-                median(b, "roundtrips_per_second"),
-                ratio_cell(speed),
-                median(a, "rtt_p99_us"),
-                median(b, "rtt_p99_us"),
-                ratio_cell(p99),
-            );
+            let speed = medians("roundtrips_per_second");
+            let strongest = (1..names.len())
+                .filter_map(|i| speed[i].map(|s| (i, s.median)))
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+                .map(|(i, _)| i);
+            let ratio_to = |i: usize, name: &str| ratio(runs_of(0), runs_of(i), name);
+            let mut cells = vec![
+                protocol.clone(),
+                window.to_string(),
+                io.clone(),
+                joined(&speed, 0),
+                strongest.map_or("–".into(), |i| names[i].clone()),
+                ratio_cell(strongest.and_then(|i| ratio_to(i, "roundtrips_per_second"))),
+            ];
+            cells
+                .extend((1..names.len()).map(|i| ratio_cell(ratio_to(i, "roundtrips_per_second"))));
+            cells.push(joined(&medians("rtt_p99_us"), 0));
+            cells.push(ratio_cell(
+                strongest.and_then(|i| ratio_to(i, "rtt_p99_us")),
+            ));
+            let target = (row == 0)
+                .then(|| design_target(protocol, *window))
+                .flatten();
+            cells.push(target_cell(target, |peer, name| {
+                let i = names.iter().position(|n| n == peer)?;
+                ratio_to(i, name)
+            }));
+            let _ = writeln!(out, "| {} |", cells.join(" | "));
         }
     }
     let _ = writeln!(out);
@@ -292,16 +380,10 @@ pub(crate) fn render(dir: &Path) -> Result<(), String> {
             records.len()
         );
         let cases = group(records);
-        let implementations: BTreeSet<&str> = records.iter().map(implementation).collect();
-        let peers: Vec<&str> = implementations
-            .iter()
-            .copied()
-            .filter(|i| *i != "ark")
-            .collect();
-        if implementations.contains("ark") {
-            for peer in &peers {
-                headline(&cases, peer, &mut out);
-            }
+        let names = ordered(records);
+        let compared = names.len() > 1 && names[0] == "ark";
+        if compared {
+            headline(&cases, &names, &mut out);
         }
         for protocol in PROTOCOLS {
             let rows: Vec<(&Key, &Runs<'_>)> =
@@ -310,17 +392,14 @@ pub(crate) fn render(dir: &Path) -> Result<(), String> {
                 continue;
             }
             let _ = writeln!(out, "### {protocol}\n");
-            match (implementations.len(), peers.first()) {
-                (2, Some(peer)) if implementations.contains("ark") => {
-                    side_by_side(&rows, peer, &mut out);
-                }
-                _ => {
-                    for implementation in &implementations {
-                        if implementations.len() > 1 {
-                            let _ = writeln!(out, "{implementation}:\n");
-                        }
-                        single(&rows, implementation, &mut out);
+            if compared {
+                comparison(&rows, &names, &mut out);
+            } else {
+                for implementation in &names {
+                    if names.len() > 1 {
+                        let _ = writeln!(out, "{implementation}:\n");
                     }
+                    single(&rows, implementation, &mut out);
                 }
             }
         }
@@ -339,7 +418,7 @@ pub(crate) fn render(dir: &Path) -> Result<(), String> {
             }
             let _ = writeln!(out);
         }
-        charts(dir, matrix, &cases, &mut out)?;
+        charts(dir, matrix, &cases, &names, &mut out)?;
     }
     std::fs::write(dir.join("report.md"), out).map_err(|e| e.to_string())?;
     docs_index(dir)?;
@@ -395,33 +474,40 @@ fn single(rows: &[(&Key, &Runs<'_>)], implementation: &str, out: &mut String) {
     let _ = writeln!(out);
 }
 
-/// ark and `peer` side by side, with per-repetition ratios.
-fn side_by_side(rows: &[(&Key, &Runs<'_>)], peer: &str, out: &mut String) {
-    table_header(
-        out,
-        &[
-            "Case",
-            "ark msg/s",
-            &format!("{peer} msg/s"),
-            &format!("ark/{peer} msg/s"),
-            "ark p99 / µs",
-            &format!("{peer} p99 / µs"),
-            &format!("ark/{peer} p99"),
-            &format!("CPU % ark / {peer}"),
-            &format!("allocs/msg ark / {peer}"),
-            "ark syscalls/msg",
-            &format!("UDP loss ark / {peer}"),
-            &format!("ok runs ark / {peer}"),
-        ],
-    );
+/// ark and its peers (`names[0]` is ark): a table of speed (msg/s and p99 of each, the
+/// per-repetition ratios ark/peer) and one of costs.
+fn comparison(rows: &[(&Key, &Runs<'_>)], names: &[String], out: &mut String) {
+    let peers = &names[1..];
+    let all = names.join(" / ");
+    let mut columns = vec!["Case".to_string()];
+    columns.extend(names.iter().map(|n| format!("{n} msg/s")));
+    columns.extend(peers.iter().map(|p| format!("ark/{p} msg/s")));
+    columns.extend(names.iter().map(|n| format!("{n} p99 / µs")));
+    columns.extend(peers.iter().map(|p| format!("ark/{p} p99")));
+    table_header(out, &columns.iter().map(String::as_str).collect::<Vec<_>>());
     for (k, case) in rows {
-        let (a, b) = (runs(Some(case), "ark"), runs(Some(case), peer));
-        let ok = |runs: &[&Value]| {
-            format!(
-                "{}/{}",
-                runs.iter().filter(|r| r["ok"] == true).count(),
-                runs.len()
-            )
+        let of = |i: usize| runs(Some(case), &names[i]);
+        let mut cells = vec![label(k)];
+        for name in ["roundtrips_per_second", "rtt_p99_us"] {
+            cells.extend((0..names.len()).map(|i| cell(field(of(i), name), 0)));
+            cells.extend((1..names.len()).map(|i| ratio_cell(ratio(of(0), of(i), name))));
+        }
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
+    }
+    let _ = writeln!(out);
+    let columns = [
+        "Case".to_string(),
+        format!("CPU % {all}"),
+        format!("allocs/msg {all}"),
+        format!("syscalls/msg {all}"),
+        format!("UDP loss % {all}"),
+        format!("ok runs {all}"),
+    ];
+    table_header(out, &columns.iter().map(String::as_str).collect::<Vec<_>>());
+    for (k, case) in rows {
+        let of = |i: usize| runs(Some(case), &names[i]);
+        let each = |f: &dyn Fn(&[&Value]) -> Option<Summary>| {
+            (0..names.len()).map(|i| f(of(i))).collect::<Vec<_>>()
         };
         let loss = |runs: &[&Value]| {
             field(runs, "udp_loss_rate").map(|mut s| {
@@ -430,29 +516,25 @@ fn side_by_side(rows: &[(&Key, &Runs<'_>)], peer: &str, out: &mut String) {
             })
         };
         let loss_cell = if k.0 == "udp" {
-            format!("{} %", pair(loss(a), loss(b), 4))
+            joined(&each(&loss), 4)
         } else {
             "–".to_string()
         };
+        let ok = (0..names.len())
+            .map(|i| {
+                let runs = of(i);
+                let good = runs.iter().filter(|r| r["ok"] == true).count();
+                format!("{good}/{}", runs.len())
+            })
+            .collect::<Vec<_>>()
+            .join(" / ");
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {loss_cell} | {} / {} |",
+            "| {} | {} | {} | {} | {loss_cell} | {ok} |",
             label(k),
-            cell(field(a, "roundtrips_per_second"), 0),
-            cell(field(b, "roundtrips_per_second"), 0),
-            ratio_cell(ratio(a, b, "roundtrips_per_second")),
-            cell(field(a, "rtt_p99_us"), 0),
-            cell(field(b, "rtt_p99_us"), 0),
-            ratio_cell(ratio(a, b, "rtt_p99_us")),
-            pair(field(a, "cpu_percent"), field(b, "cpu_percent"), 1),
-            pair(
-                field(a, "allocations_per_message"),
-                field(b, "allocations_per_message"),
-                2
-            ),
-            cell(field(a, "syscalls_per_message"), 2),
-            ok(a),
-            ok(b),
+            joined(&each(&|r| field(r, "cpu_percent")), 1),
+            joined(&each(&|r| field(r, "allocations_per_message")), 2),
+            joined(&each(&|r| field(r, "syscalls_per_message")), 2),
         );
     }
     let _ = writeln!(out);
@@ -491,34 +573,51 @@ fn has_data(groups: &[BarGroup]) -> bool {
     groups.iter().any(|g| g.values.iter().any(Option::is_some))
 }
 
-/// Throughput and p99 by IO profile (1024 B, 16 clients), and throughput by window.
+/// Throughput and p99 by IO profile (1024 B, 16 clients), and throughput by window: one set
+/// of charts for every protocol when one implementation ran, a set per protocol (a bar per
+/// implementation) when several did.
 fn charts(
     dir: &Path,
     matrix: &str,
     cases: &BTreeMap<Key, Runs<'_>>,
+    names: &[String],
     out: &mut String,
 ) -> Result<(), String> {
-    let implementations: BTreeSet<&str> = cases
-        .values()
-        .flat_map(|c| c.keys().map(String::as_str))
-        .collect();
-    let series: Vec<(&str, &str)> = PROTOCOLS
-        .iter()
-        .flat_map(|p| implementations.iter().map(move |i| (*p, *i)))
-        .collect();
-    let names: Vec<String> = series
-        .iter()
-        .map(|(p, i)| {
-            if implementations.len() > 1 {
-                format!("{p} {i}")
-            } else {
-                p.to_string()
-            }
-        })
-        .collect();
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let labels: Vec<&str> = names.iter().map(String::as_str).collect();
+    if names.len() > 1 {
+        for protocol in PROTOCOLS {
+            let series: Vec<(&str, &str)> = labels.iter().map(|n| (protocol, *n)).collect();
+            let prefix = format!("{matrix}-{protocol}");
+            chart_set(
+                dir,
+                &prefix,
+                &format!("{protocol}, "),
+                cases,
+                &series,
+                &labels,
+                out,
+            )?;
+        }
+        return Ok(());
+    }
+    let series: Vec<(&str, &str)> = PROTOCOLS.iter().map(|p| (*p, labels[0])).collect();
+    chart_set(dir, matrix, "", cases, &series, &PROTOCOLS, out)
+}
+
+/// The charts of `series` (protocol, implementation) named `names`, in files starting with
+/// `prefix`, titles starting with `title`.
+fn chart_set(
+    dir: &Path,
+    prefix: &str,
+    title: &str,
+    cases: &BTreeMap<Key, Runs<'_>>,
+    series: &[(&str, &str)],
+    names: &[&str],
+    out: &mut String,
+) -> Result<(), String> {
     let ios: Vec<(String, u64)> = cases
         .keys()
+        .filter(|k| k.2 == 16)
         .map(|k| (k.4.clone(), k.5))
         .collect::<BTreeSet<_>>()
         .into_iter()
@@ -527,35 +626,28 @@ fn charts(
     let busy = |k: &Key, p: &str, io: &(String, u64)| {
         k.0 == p && k.1 == 1024 && k.2 == 16 && k.4 == io.0 && k.5 == io.1
     };
-    let throughput = bars(
-        cases,
-        &series,
-        &ios,
-        io_label,
-        busy,
-        "roundtrips_per_second",
-    );
+    let throughput = bars(cases, series, &ios, io_label, busy, "roundtrips_per_second");
     if has_data(&throughput) {
-        let file = format!("{matrix}-throughput-by-io.svg");
+        let file = format!("{prefix}-throughput-by-io.svg");
         grouped_bars_svg(
             &dir.join(&file),
-            "1024 B, 16 clients: round trips per second by IO profile",
+            &format!("{title}1024 B, 16 clients: round trips per second by IO profile"),
             "msg/s (log)",
-            &names,
+            names,
             &throughput,
         )?;
-        let p99 = bars(cases, &series, &ios, io_label, busy, "rtt_p99_us");
-        let p99_file = format!("{matrix}-p99-by-io.svg");
+        let p99 = bars(cases, series, &ios, io_label, busy, "rtt_p99_us");
+        let p99_file = format!("{prefix}-p99-by-io.svg");
         grouped_bars_svg(
             &dir.join(&p99_file),
-            "1024 B, 16 clients: p99 round trip by IO profile",
+            &format!("{title}1024 B, 16 clients: p99 round trip by IO profile"),
             "µs (log)",
-            &names,
+            names,
             &p99,
         )?;
         let _ = writeln!(
             out,
-            "![throughput by IO profile]({file})\n\n![p99 by IO profile]({p99_file})\n"
+            "![{title}throughput by IO profile]({file})\n\n![{title}p99 by IO profile]({p99_file})\n"
         );
     }
     let windows: Vec<u64> = cases
@@ -567,22 +659,22 @@ fn charts(
     if windows.len() > 2 {
         let by_window = bars(
             cases,
-            &series,
+            series,
             &windows,
             |w| format!("window {w}"),
             |k, p, w| k.0 == p && k.1 == 1024 && k.3 == *w && k.4 == "shared" && k.5 == 1,
             "roundtrips_per_second",
         );
         if has_data(&by_window) {
-            let file = format!("{matrix}-throughput-by-window.svg");
+            let file = format!("{prefix}-throughput-by-window.svg");
             grouped_bars_svg(
                 &dir.join(&file),
-                "1024 B, shared 1: round trips per second by window",
+                &format!("{title}1024 B, shared 1: round trips per second by window"),
                 "msg/s (log)",
-                &names,
+                names,
                 &by_window,
             )?;
-            let _ = writeln!(out, "![throughput by window]({file})\n");
+            let _ = writeln!(out, "![{title}throughput by window]({file})\n");
         }
     }
     Ok(())

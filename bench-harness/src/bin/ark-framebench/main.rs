@@ -282,6 +282,7 @@ fn run(args: &RunArgs) -> Result<(), String> {
     run_repetition_major(
         &runner_cases,
         args.repetitions,
+        1,
         std::time::Duration::from_secs(600),
         |case, outcome| {
             done += 1;
