@@ -732,8 +732,43 @@ fn docs_index(dir: &Path) -> Result<(), String> {
             "| `{matrix}` | [`{name}`](../../results/{name}/) | [{report}](../../results/{name}/{report}) |"
         );
     }
-    out.push_str("\nFraming benchmark details: [framing.md](framing.md). Loopback fields: [../loopback.md](../loopback.md).\n");
+    let superseded = earlier_tokio_sets(results);
+    if !superseded.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nSuperseded tokio ratios: {} compared ark with the first `peer-tokio-loopback` (tokio-util `Framed` with `forward`, tokio-tungstenite, a `recv_from` future per datagram), and ran no raw floor. The rewritten peer does 2.24× that peer's TCP window-16 rate in one run (bench-harness/README.md), so the ark/tokio ratios in those sets overstate ark; they stay as they were run, as the record of what that peer measured.",
+            superseded
+                .iter()
+                .map(|n| format!("[`{n}`](../../results/{n}/)"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    out.push_str("\nFraming benchmark details: [framing.md](framing.md). Loopback fields and what each implementation does per message: [../loopback.md](../loopback.md).\n");
     std::fs::write(docs.join("README.md"), out).map_err(|e| e.to_string())
+}
+
+/// Sets under `results` with tokio records but no raw ones: run with the first tokio peer,
+/// before the raw floor existed.
+fn earlier_tokio_sets(results: &Path) -> Vec<String> {
+    let mut sets: Vec<String> = std::fs::read_dir(results)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .filter(|e| {
+            let implementations: BTreeSet<String> = load(&e.path())
+                .unwrap_or_default()
+                .values()
+                .flatten()
+                .map(|r| implementation(r).to_string())
+                .collect();
+            implementations.contains("tokio") && !implementations.contains("raw")
+        })
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    sets.sort();
+    sets
 }
 
 /// A Markdown table of the matching cases of two sets: medians and change.
