@@ -367,7 +367,7 @@ pub(crate) fn render(dir: &Path) -> Result<(), String> {
     }
     let _ = writeln!(
         out,
-        "Every case ran in a fresh process, repetition-major; cells are the median over repetitions with min–max; p99 is the median of per-run p99s. Server and clients share the IO threads of one process, as in arknet's benchmark. CPU 100 % = one core.\n"
+        "Every case ran in a fresh process, repetition-major; cells are the median over repetitions with min–max; p99 is the median of per-run p99s. Server and clients run in one process and share its IO threads, as in arknet's benchmark, except in the owned model (a thread and a loop per endpoint: io_threads = clients + 1). CPU 100 % = one core.\n"
     );
     for (matrix, records) in &matrices {
         let settings = metadata
