@@ -73,11 +73,20 @@ pub fn epoll_wait(epoll: &OwnedFd, events: &mut [libc::epoll_event]) -> io::Resu
     }
 }
 
+/// Cache line: slots start on one. (On the AMD EPYC VM this was measured on, 16 KiB datagrams
+/// received into a buffer at page offset 16, where a large `Vec` lands, ran at 24–32 k round
+/// trips per second against 40–55 k at other offsets.)
+const LINE: usize = 64;
+
 /// Preallocated `recvmmsg`/`sendmmsg` headers over `slots` buffers of `slot` bytes, each with
-/// its peer address (or none, on a connected socket): datagrams are received into the slots
-/// and can be sent back from them.
+/// its peer address (or none, on a connected socket), each starting on a cache line:
+/// datagrams are received into the slots and can be sent back from them.
 pub struct Batch {
     data: Vec<u8>,
+    /// Where the first slot starts in `data` (its first cache line).
+    start: usize,
+    /// Bytes from one slot to the next: `slot` rounded up to a cache line.
+    stride: usize,
     slot: usize,
     with_addr: bool,
     addrs: Vec<libc::sockaddr_storage>,
@@ -93,8 +102,13 @@ impl Batch {
     /// `slots` buffers of `slot` bytes, each with a peer address if `with_addr` (a server's
     /// socket), without for a connected socket.
     pub fn new(slots: usize, slot: usize, with_addr: bool) -> Self {
+        let stride = slot.div_ceil(LINE) * LINE;
+        let data = vec![0; slots * stride + LINE];
+        let start = data.as_ptr().align_offset(LINE);
         let mut batch = Batch {
-            data: vec![0; slots * slot],
+            data,
+            start,
+            stride,
             slot,
             with_addr,
             // SAFETY: all-zero is a valid `sockaddr_storage`, `iovec` and `mmsghdr`.
@@ -102,10 +116,8 @@ impl Batch {
             iovecs: vec![unsafe { zeroed() }; slots],
             headers: vec![unsafe { zeroed() }; slots],
         };
-        let base = batch.data.as_mut_ptr();
         for i in 0..slots {
-            // SAFETY: `i * slot` is within `data`, which holds `slots * slot` bytes.
-            batch.iovecs[i].iov_base = unsafe { base.add(i * slot) }.cast();
+            batch.iovecs[i].iov_base = batch.slot_mut(i).as_mut_ptr().cast();
             batch.iovecs[i].iov_len = slot;
             let header = &mut batch.headers[i].msg_hdr;
             if with_addr {
@@ -124,7 +136,8 @@ impl Batch {
 
     /// The bytes of slot `i`.
     pub fn slot_mut(&mut self, i: usize) -> &mut [u8] {
-        &mut self.data[i * self.slot..(i + 1) * self.slot]
+        let from = self.start + i * self.stride;
+        &mut self.data[from..from + self.slot]
     }
 
     /// Receives up to `max` datagrams (with their senders if the batch keeps addresses);
