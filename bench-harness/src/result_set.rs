@@ -17,9 +17,19 @@ pub struct ResultSet {
 }
 
 impl ResultSet {
-    /// `root/<machine>-<YYYYMMDD>`, created if needed.
-    pub fn create(root: &Path, machine: &str) -> std::io::Result<ResultSet> {
-        let dir = root.join(format!("{machine}-{}", utc_date_compact()));
+    /// `root/<machine>-<YYYYMMDD>`, created if needed, for records in `records` (a file
+    /// name such as `baseline.jsonl`): several matrices of one day share the set, but a set
+    /// that already holds `records` is never overwritten — the next free
+    /// `<machine>-<YYYYMMDD>-2`, `-3`, ... is used instead.
+    pub fn create(root: &Path, machine: &str, records: &str) -> std::io::Result<ResultSet> {
+        let base = format!("{machine}-{}", utc_date_compact());
+        let dir = (1..)
+            .map(|n| match n {
+                1 => root.join(&base),
+                n => root.join(format!("{base}-{n}")),
+            })
+            .find(|dir| !dir.join(records).exists())
+            .expect("an unbounded range finds a free name");
         std::fs::create_dir_all(&dir)?;
         Ok(ResultSet { dir })
     }
@@ -96,5 +106,33 @@ impl RecordWriter {
     /// The file's path.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_run_of_a_matrix_gets_a_new_set_and_other_matrices_share_the_first() {
+        let root = std::env::temp_dir().join(format!("result-set-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let first = ResultSet::create(&root, "m", "baseline.jsonl").unwrap();
+        first.start_records("baseline.jsonl").unwrap();
+        let other = ResultSet::create(&root, "m", "udp-limits.jsonl").unwrap();
+        assert_eq!(
+            other.dir(),
+            first.dir(),
+            "another matrix joins the day's set"
+        );
+        let second = ResultSet::create(&root, "m", "baseline.jsonl").unwrap();
+        assert_eq!(
+            second.dir().file_name().unwrap().to_string_lossy(),
+            format!("{}-2", first.dir().file_name().unwrap().to_string_lossy())
+        );
+        second.start_records("baseline.jsonl").unwrap();
+        let third = ResultSet::create(&root, "m", "baseline.jsonl").unwrap();
+        assert!(third.dir().to_string_lossy().ends_with("-3"));
+        let _ = std::fs::remove_dir_all(&root);
     }
 }

@@ -251,8 +251,12 @@ fn run(args: &RunArgs) -> Result<(), String> {
             std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
             ResultSet::open(dir)
         }
-        None => ResultSet::create(&root.join("results"), &metadata.machine)
-            .map_err(|e| e.to_string())?,
+        None => ResultSet::create(
+            &root.join("results"),
+            &metadata.machine,
+            &format!("{name}.jsonl"),
+        )
+        .map_err(|e| e.to_string())?,
     };
     let records = set
         .start_records(&format!("{name}.jsonl"))

@@ -696,7 +696,8 @@ fn docs_index(dir: &Path) -> Result<(), String> {
         .map(|e| e.path())
         .filter(|p| p.is_dir())
         .collect();
-    dirs.sort();
+    // Oldest first, by the date in the set's name (machines sort apart alphabetically).
+    dirs.sort_by_key(|d| set_age(&d.file_name().unwrap_or_default().to_string_lossy()));
     for d in dirs {
         for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
             let path = entry.path();
@@ -746,6 +747,19 @@ fn docs_index(dir: &Path) -> Result<(), String> {
     }
     out.push_str("\nFraming benchmark details: [framing.md](framing.md). Loopback fields and what each implementation does per message: [../loopback.md](../loopback.md).\n");
     std::fs::write(docs.join("README.md"), out).map_err(|e| e.to_string())
+}
+
+/// When a set named `<machine>-<YYYYMMDD>[-N]` was made: its date, then N (1 without).
+fn set_age(name: &str) -> (String, u32, String) {
+    let parts: Vec<&str> = name.split('-').collect();
+    let is_date = |p: &&str| p.len() == 8 && p.bytes().all(|b| b.is_ascii_digit());
+    match parts.iter().rposition(is_date) {
+        Some(i) => {
+            let n = parts.get(i + 1).and_then(|p| p.parse().ok()).unwrap_or(1);
+            (parts[i].to_string(), n, name.to_string())
+        }
+        None => (String::new(), 0, name.to_string()),
+    }
 }
 
 /// Sets under `results` with tokio records but no raw ones: run with the first tokio peer,
@@ -831,4 +845,29 @@ pub(crate) fn compare(a: &Path, b: &Path) -> Result<String, String> {
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::set_age;
+
+    #[test]
+    fn sets_order_by_their_date_and_number_not_by_machine() {
+        let mut names = [
+            "xeon-2c-20261130-2",
+            "epyc-2c-20261201-2",
+            "xeon-2c-20261129",
+            "epyc-2c-20261201",
+        ];
+        names.sort_by_key(|n| set_age(n));
+        assert_eq!(
+            names,
+            [
+                "xeon-2c-20261129",
+                "xeon-2c-20261130-2",
+                "epyc-2c-20261201",
+                "epyc-2c-20261201-2"
+            ]
+        );
+    }
 }

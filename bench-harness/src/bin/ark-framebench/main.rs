@@ -235,7 +235,8 @@ fn run(args: &RunArgs) -> Result<(), String> {
             metadata.git_dirty_paths.len()
         );
     }
-    let set = ResultSet::create(&args.results_dir, &metadata.machine).map_err(|e| e.to_string())?;
+    let set = ResultSet::create(&args.results_dir, &metadata.machine, "framing.jsonl")
+        .map_err(|e| e.to_string())?;
     let records = set
         .start_records("framing.jsonl")
         .map_err(|e| e.to_string())?;
