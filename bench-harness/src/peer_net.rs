@@ -3,10 +3,10 @@
 //! socket2), `SO_REUSEPORT` for a sharded server, nonblocking.
 //!
 //! ```
-//! use bench_harness::peer_net::{buffers, loopback_like, udp_socket};
+//! use bench_harness::peer_net::{buffers, udp_socket, unspecified_like};
 //!
 //! let server: std::net::SocketAddr = "127.0.0.1:9".parse().unwrap();
-//! let socket = udp_socket(loopback_like(server), 65_536, 65_536, false).unwrap();
+//! let socket = udp_socket(unspecified_like(server), 65_536, 65_536, false).unwrap();
 //! let (send, receive) = buffers(&socket).unwrap();
 //! assert!(send > 0 && receive > 0);
 //! ```
@@ -47,11 +47,12 @@ pub fn buffers(socket: &UdpSocket) -> io::Result<(usize, usize)> {
     Ok((socket.send_buffer_size()?, socket.recv_buffer_size()?))
 }
 
-/// The loopback address of `server`'s family, any port: where a client binds.
-pub fn loopback_like(server: SocketAddr) -> SocketAddr {
+/// The unspecified address of `server`'s family, any port: where a client binds (the kernel
+/// picks the source address of the route to the server, loopback or not).
+pub fn unspecified_like(server: SocketAddr) -> SocketAddr {
     if server.is_ipv4() {
-        (Ipv4Addr::LOCALHOST, 0).into()
+        (Ipv4Addr::UNSPECIFIED, 0).into()
     } else {
-        (Ipv6Addr::LOCALHOST, 0).into()
+        (Ipv6Addr::UNSPECIFIED, 0).into()
     }
 }

@@ -56,6 +56,17 @@ pub enum Role {
     Client,
 }
 
+/// `ADDR:PORT` or `HOST:PORT`, resolved now; the first address the resolver gives.
+fn address(text: &str) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    let mut addrs = text
+        .to_socket_addrs()
+        .map_err(|e| format!("{text:?} is not an address or host:port that resolves: {e}"))?;
+    addrs
+        .next()
+        .ok_or_else(|| format!("{text:?} resolves to no address"))
+}
+
 fn seconds(range: (f64, f64), open_low: bool) -> impl Fn(&str) -> Result<f64, String> + Clone {
     move |s: &str| {
         let v: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
@@ -126,11 +137,12 @@ pub struct Args {
     /// Run both sides, or only the server or the clients.
     #[arg(long, value_enum, default_value_t = Role::Both)]
     pub role: Role,
-    /// Server address for `--role server` (default: the family's loopback, port 0).
-    #[arg(long)]
+    /// Server address for `--role server` (default: the family's loopback, port 0): any
+    /// address or `host:port`, e.g. `0.0.0.0:9000` to serve other hosts.
+    #[arg(long, value_parser = address)]
     pub bind: Option<SocketAddr>,
-    /// Server address for `--role client`.
-    #[arg(long)]
+    /// Server address for `--role client`: any address or `host:port`.
+    #[arg(long, value_parser = address)]
     pub connect: Option<SocketAddr>,
 }
 
@@ -151,13 +163,6 @@ impl Args {
         }
         if self.role == Role::Client && self.connect.is_none() {
             return Err("--role client needs --connect ADDR".to_string());
-        }
-        if let Some(addr) = self.connect.or(self.bind)
-            && !addr.ip().is_loopback()
-        {
-            return Err(format!(
-                "--bind/--connect {addr}: only loopback addresses are allowed"
-            ));
         }
         Ok(())
     }
@@ -186,5 +191,24 @@ impl Args {
             Family::Ipv4 => "127.0.0.1:0".parse().expect("valid"),
             Family::Ipv6 => "[::1]:0".parse().expect("valid"),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::address;
+
+    #[test]
+    fn addresses_and_host_names_resolve_and_anything_else_is_refused() {
+        assert_eq!(
+            address("198.18.0.1:9000").unwrap(),
+            "198.18.0.1:9000".parse().unwrap()
+        );
+        assert_eq!(
+            address("[fd00::1]:9000").unwrap(),
+            "[fd00::1]:9000".parse().unwrap()
+        );
+        assert!(address("localhost:9000").unwrap().ip().is_loopback());
+        assert!(address("no-port").unwrap_err().contains("no-port"));
     }
 }

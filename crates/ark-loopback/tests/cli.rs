@@ -147,6 +147,10 @@ fn bad_flags_exit_2_naming_the_flag() {
             "--window",
         ),
         (vec!["--role", "client"], "--connect"),
+        (
+            vec!["--role", "client", "--connect", "no-port"],
+            "--connect",
+        ),
     ] {
         let out = binary().args(&args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
@@ -176,7 +180,9 @@ fn server_and_client_in_two_processes() {
             let probe = TcpListener::bind("127.0.0.1:0").unwrap();
             probe.local_addr().unwrap().port()
         };
-        let addr = format!("127.0.0.1:{port}");
+        // The server listens on every address (any address is accepted); the client's
+        // traffic goes to loopback only.
+        let (bind, addr) = (format!("0.0.0.0:{port}"), format!("127.0.0.1:{port}"));
         let common = [
             "--protocol",
             protocol,
@@ -189,7 +195,7 @@ fn server_and_client_in_two_processes() {
         ];
         let server = binary()
             .args(common)
-            .args(["--role", "server", "--bind", &addr])
+            .args(["--role", "server", "--bind", &bind])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

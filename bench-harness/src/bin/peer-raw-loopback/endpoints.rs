@@ -11,7 +11,7 @@ use ark_loopback::clients::Core;
 use ark_loopback::endpoints::Endpoints;
 use ark_loopback::servers::Echo;
 use bench_harness::peer_io::RecvBuf;
-use bench_harness::peer_net::{buffers, loopback_like, udp_socket};
+use bench_harness::peer_net::{buffers, udp_socket, unspecified_like};
 use bench_harness::peer_ws::{check_response, client_key, client_request};
 
 use crate::listener::Listener;
@@ -119,7 +119,7 @@ impl Endpoints for RawEndpoints {
             }
             Protocol::Udp => {
                 let socket = udp_socket(
-                    loopback_like(server),
+                    unspecified_like(server),
                     args.udp_send_buffer,
                     args.udp_receive_buffer,
                     false,

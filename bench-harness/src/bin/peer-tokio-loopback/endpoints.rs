@@ -11,7 +11,7 @@ use ark_loopback::args::{Args, IoModelArg, Protocol};
 use ark_loopback::clients::Core;
 use ark_loopback::endpoints::Endpoints;
 use ark_loopback::servers::Echo;
-use bench_harness::peer_net::{buffers, loopback_like, udp_socket};
+use bench_harness::peer_net::{buffers, udp_socket, unspecified_like};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::runtime::{Builder, Handle, Runtime};
 
@@ -175,7 +175,7 @@ impl Endpoints for TokioEndpoints {
             }
             Protocol::Udp => {
                 let socket = udp_socket(
-                    loopback_like(server),
+                    unspecified_like(server),
                     args.udp_send_buffer,
                     args.udp_receive_buffer,
                     false,
