@@ -23,6 +23,7 @@ pub mod chart;
 pub mod framing;
 pub mod matrix;
 pub mod metadata;
+pub mod netns;
 pub mod peer_io;
 pub mod peer_net;
 pub mod peer_ws;

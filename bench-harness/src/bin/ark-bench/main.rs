@@ -14,6 +14,7 @@
 //! repetition, the order rotated from one repetition to the next, and the report gives the
 //! ratios ark/tokio and ark/raw.
 
+mod pair;
 mod report;
 
 use std::path::{Path, PathBuf};
@@ -24,6 +25,7 @@ use ark_loopback::endpoints::ArkEndpoints;
 use bench_harness::alloc_counter::{self, CountingAllocator};
 use bench_harness::matrix::{LoopbackCase, builtin, from_toml};
 use bench_harness::metadata::{Metadata, repo_root, sha256_file};
+use bench_harness::netns;
 use bench_harness::result_set::ResultSet;
 use bench_harness::runner::{Case, run_repetition_major, without_repetition};
 use clap::{Parser, Subcommand};
@@ -58,6 +60,8 @@ enum Command {
         /// Set B (after).
         b: PathBuf,
     },
+    /// Run one case across two network namespaces (used by `run --topology netns`).
+    Pair(pair::PairArgs),
     /// Run one ark-loopback case in this process (used by `run`; same flags as ark-loopback).
     Loopback {
         /// ark-loopback flags.
@@ -95,6 +99,23 @@ struct RunArgs {
     /// ark-bench.
     #[arg(long, value_delimiter = ',', default_value = "ark")]
     implementations: Vec<Implementation>,
+    /// Where the traffic goes: `loopback` (server and clients in one process), or `netns`
+    /// (two network namespaces joined by a veth pair, the server in one and the clients in
+    /// the other; needs root; removed on exit, failure and Ctrl-C).
+    #[arg(long, value_enum, default_value_t = Topology::Loopback)]
+    topology: Topology,
+    /// The veth's MTU with `--topology netns`.
+    #[arg(long, default_value_t = 1500, value_parser = clap::value_parser!(u32).range(68..=65535))]
+    mtu: u32,
+}
+
+/// Where a run's traffic goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Topology {
+    /// One process, loopback.
+    Loopback,
+    /// Two network namespaces and a veth pair.
+    Netns,
 }
 
 /// An implementation the harness can run.
@@ -143,6 +164,7 @@ fn main() -> ExitCode {
         Command::Report { dir } => report::render(&dir),
         Command::Compare { a, b } => report::compare(&a, &b).map(|table| println!("{table}")),
         Command::Loopback { flags } => return loopback(flags),
+        Command::Pair(args) => return pair::pair(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -227,7 +249,16 @@ fn run(args: &RunArgs) -> Result<(), String> {
         .map(|i| i.program(&binary))
         .collect::<Result<Vec<_>, _>>()?;
     let root = repo_root();
+    let topology = match args.topology {
+        Topology::Loopback => None,
+        Topology::Netns => {
+            let topology = netns::Topology::create(args.mtu).map_err(|e| e.to_string())?;
+            ark_loopback::signals::install().map_err(|e| e.to_string())?;
+            Some(topology)
+        }
+    };
     let settings = serde_json::json!({
+        "topology": topology.as_ref().map_or_else(|| "loopback".into(), netns::Topology::describe),
         "matrix": name,
         "cases": cases.len(),
         "repetitions": args.repetitions,
@@ -265,17 +296,19 @@ fn run(args: &RunArgs) -> Result<(), String> {
     // rotates their order from one repetition to the next).
     let mut specs: Vec<(&LoopbackCase, Implementation)> = Vec::new();
     let mut runner_cases: Vec<Case> = Vec::new();
-    for c in &cases {
+    for (index, c) in cases.iter().enumerate() {
         for (implementation, (program, prefix)) in implementations.iter().zip(&programs) {
             specs.push((c, *implementation));
+            let mut command: Vec<String> = prefix.clone();
+            command.extend(c.flags(args.seconds, args.warmup));
+            let (program, command) = match &topology {
+                None => (program.clone(), command),
+                Some(topology) => across(topology, &binary, index, program, command),
+            };
             runner_cases.push(Case {
                 label: format!("{} {}", implementation.name(), c.label()),
-                program: program.clone(),
-                args: prefix
-                    .iter()
-                    .cloned()
-                    .chain(c.flags(args.seconds, args.warmup))
-                    .collect(),
+                program,
+                args: command,
             });
         }
     }
@@ -338,7 +371,7 @@ fn run(args: &RunArgs) -> Result<(), String> {
                     format!("FAILED: {}", record["error"])
                 }
             );
-            ok || args.keep_going
+            (ok || args.keep_going) && !ark_loopback::signals::stop_requested()
         },
     );
     metadata.finished_utc = Some(bench_harness::metadata::utc_now());
@@ -360,12 +393,46 @@ fn run(args: &RunArgs) -> Result<(), String> {
         set.dir().display()
     );
     println!("{}", set.dir().display());
+    if ark_loopback::signals::stop_requested() {
+        return Err(format!(
+            "interrupted after {done} runs (records so far kept)"
+        ));
+    }
     if failures > 0 && !args.keep_going {
         return Err(format!(
             "stopped at a failed case ({failures} failed); --keep-going runs on"
         ));
     }
     Ok(())
+}
+
+/// The case `command` of `program` as an `ark-bench pair` run across `topology`: the server
+/// in one namespace, listening on a port of its own for case `index`, the clients in the other.
+fn across(
+    topology: &netns::Topology,
+    ark_bench: &Path,
+    index: usize,
+    program: &Path,
+    command: Vec<String>,
+) -> (PathBuf, Vec<String>) {
+    let port = 20_000 + (index % 40_000);
+    let address = std::net::SocketAddr::new(topology.server_ip(false), port as u16);
+    let mut args: Vec<String> = [
+        "pair",
+        "--server-ns",
+        topology.namespace(netns::Side::Server),
+        "--client-ns",
+        topology.namespace(netns::Side::Client),
+        "--address",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.push(address.to_string());
+    args.push("--".to_string());
+    args.push(program.display().to_string());
+    args.extend(command);
+    (ark_bench.to_path_buf(), args)
 }
 
 /// A record for a case whose process failed or printed no usable record.
