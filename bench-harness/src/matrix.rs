@@ -17,6 +17,13 @@ pub struct LoopbackCase {
     pub io_model: String,
     /// IO threads (`--io-threads`; 1 for owned, whose records say clients + 1).
     pub io_threads: u32,
+    /// ipv4 or ipv6 (default ipv4).
+    #[serde(default = "ipv4")]
+    pub address_family: String,
+}
+
+fn ipv4() -> String {
+    "ipv4".to_string()
 }
 
 impl LoopbackCase {
@@ -29,6 +36,7 @@ impl LoopbackCase {
             ("--window", self.window.to_string()),
             ("--io-model", self.io_model.clone()),
             ("--io-threads", self.io_threads.to_string()),
+            ("--address-family", self.address_family.clone()),
             ("--seconds", seconds.to_string()),
             ("--warmup", warmup.to_string()),
         ]
@@ -37,10 +45,15 @@ impl LoopbackCase {
         .collect()
     }
 
-    /// A short label: `tcp 1024B 16c w16 shared×1`.
+    /// A short label: `tcp 1024B 16c w16 shared×1` (` ipv6` appended for IPv6).
     pub fn label(&self) -> String {
+        let family = if self.address_family == "ipv4" {
+            String::new()
+        } else {
+            format!(" {}", self.address_family)
+        };
         format!(
-            "{} {}B {}c w{} {}×{}",
+            "{} {}B {}c w{} {}×{}{family}",
             self.protocol, self.payload, self.clients, self.window, self.io_model, self.io_threads
         )
     }
@@ -58,6 +71,7 @@ impl LoopbackCase {
             && record["window"] == self.window
             && record["io_model"] == self.io_model.as_str()
             && record["io_threads"] == self.record_io_threads()
+            && record["address_family"] == self.address_family.as_str()
     }
 
     /// The IO threads a record of this case reports: every endpoint's own thread (clients +
@@ -91,6 +105,7 @@ pub fn builtin(name: &str) -> Option<Vec<LoopbackCase>> {
             window,
             io_model: io_model.to_string(),
             io_threads,
+            address_family: ipv4(),
         }
     };
     let mut cases = Vec::new();
@@ -114,6 +129,22 @@ pub fn builtin(name: &str) -> Option<Vec<LoopbackCase>> {
                         for io in [("shared", 1), ("shared", 4), ("sharded", 4)] {
                             cases.push(case(protocol, payload, 16, window, io));
                         }
+                    }
+                }
+            }
+        }
+        "mtu" => {
+            // Around each no-fragmentation limit (MTU − 28 for IPv4, − 48 for IPv6) at MTU 1500
+            // and 9000, then larger datagrams up to the protocol's maximum.
+            for (family, payloads) in [
+                ("ipv4", [1472, 1473, 8192, 8972, 8973, 16384, 65507]),
+                ("ipv6", [1452, 1453, 8192, 8952, 8953, 16384, 65507]),
+            ] {
+                for payload in payloads {
+                    for window in [1, 16] {
+                        let mut c = case("udp", payload, 16, window, ("shared", 1));
+                        c.address_family = family.to_string();
+                        cases.push(c);
                     }
                 }
             }
@@ -155,6 +186,13 @@ mod tests {
         assert_eq!(builtin("baseline").unwrap().len(), 3 * 3 * 2 * 6);
         assert_eq!(builtin("dimensions").unwrap().len(), 3 * 4 * 3 * 3);
         assert_eq!(builtin("udp-limits").unwrap().len(), 15);
+        let mtu = builtin("mtu").unwrap();
+        assert_eq!(mtu.len(), 2 * 7 * 2);
+        assert!(
+            mtu.iter()
+                .any(|c| c.address_family == "ipv6" && c.payload == 1453)
+        );
+        assert!(mtu[0].flags(1.0, 0.0).contains(&"ipv4".to_string()));
         assert!(builtin("nope").is_none());
         let udp_busy = builtin("baseline")
             .unwrap()
@@ -184,7 +222,8 @@ mod tests {
             .unwrap();
         let record = |threads: u32| {
             serde_json::json!({"protocol": owned.protocol, "payload_bytes": owned.payload,
-                "clients": 16, "window": owned.window, "io_model": "owned", "io_threads": threads})
+                "clients": 16, "window": owned.window, "io_model": "owned", "io_threads": threads,
+                "address_family": "ipv4"})
         };
         assert!(owned.matches(&record(17)));
         assert!(!owned.matches(&record(1)));

@@ -101,11 +101,12 @@ fn every_protocol_and_implementation_runs_across_two_namespaces_and_leaves_nothi
         .unwrap();
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "{stderr}");
-    let records: Vec<serde_json::Value> = std::fs::read_to_string(out_dir.join("netns.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let records: Vec<serde_json::Value> =
+        std::fs::read_to_string(out_dir.join("netns-netns9000.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
     assert_eq!(records.len(), 9, "3 protocols × ark, tokio, raw");
     for r in &records {
         assert_eq!(r["ok"], true, "{r}");
@@ -117,7 +118,7 @@ fn every_protocol_and_implementation_runs_across_two_namespaces_and_leaves_nothi
         );
     }
     let metadata: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(out_dir.join("netns.metadata.json")).unwrap(),
+        &std::fs::read_to_string(out_dir.join("netns-netns9000.metadata.json")).unwrap(),
     )
     .unwrap();
     let topology = &metadata["settings"]["topology"];
@@ -165,5 +166,70 @@ fn ctrl_c_stops_the_run_and_removes_the_namespaces() {
     };
     assert!(!status.success(), "an interrupted run exits non-zero");
     assert!(namespaces(&own).is_empty(), "the namespaces are removed");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn fragmentation_starts_one_byte_past_the_links_limit_in_both_families() {
+    if !namespaces_available() {
+        return;
+    }
+    let root = std::env::temp_dir().join(format!("ark-netns-mtu-{}", std::process::id()));
+    std::fs::create_dir_all(&root).unwrap();
+    let mut matrix = String::new();
+    for (family, payload) in [
+        ("ipv4", 1472),
+        ("ipv4", 1473),
+        ("ipv6", 1452),
+        ("ipv6", 1453),
+    ] {
+        matrix.push_str(&format!(
+            "[[case]]\nprotocol = \"udp\"\npayload = {payload}\nclients = 2\nwindow = 1\nio_model = \"shared\"\nio_threads = 1\naddress_family = \"{family}\"\n\n"
+        ));
+    }
+    let path = root.join("edge.toml");
+    std::fs::write(&path, matrix).unwrap();
+    let out_dir = root.join("set");
+    let run = binary()
+        .args([
+            "run",
+            "--topology",
+            "netns",
+            "--mtu",
+            "1500",
+            "--repetitions",
+            "1",
+        ])
+        .args(["--seconds", "0.2", "--warmup", "0.05", "--matrix"])
+        .arg(&path)
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let records: Vec<serde_json::Value> =
+        std::fs::read_to_string(out_dir.join("edge-netns1500.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+    for r in &records {
+        assert_eq!(r["ok"], true, "{r}");
+        let fragments = r["udp_kernel"]["frag_creates"].as_u64().unwrap();
+        let limit = if r["address_family"] == "ipv6" {
+            1452
+        } else {
+            1472
+        };
+        if r["payload_bytes"] == limit {
+            assert_eq!(fragments, 0, "{r}");
+        } else {
+            assert!(fragments > 0, "one byte more is fragmented: {r}");
+        }
+    }
     let _ = std::fs::remove_dir_all(&root);
 }

@@ -192,7 +192,8 @@ fn measure_inner<E: Endpoints>(
         (Some(addr), _) | (None, Some(addr)) => addr,
         (None, None) => return Err(std::io::Error::other("--role client needs --connect")),
     };
-    let kernel_before = NetCounters::snapshot();
+    let ipv6 = target.is_ipv6();
+    let kernel_before = NetCounters::snapshot_for(ipv6);
     let totals = Totals::new();
     let exact_order = args.protocol != Protocol::Udp;
     let mut udp_buffers = Vec::new();
@@ -245,7 +246,7 @@ fn measure_inner<E: Endpoints>(
         std::thread::sleep(Duration::from_millis(1));
     }
     let drained = totals.in_flight.load(Ordering::SeqCst) <= 0;
-    let kernel = match (kernel_before, NetCounters::snapshot()) {
+    let kernel = match (kernel_before, NetCounters::snapshot_for(ipv6)) {
         (Some(before), Some(after)) if args.protocol == Protocol::Udp => {
             let d = after.since(&before);
             Some(UdpKernel {

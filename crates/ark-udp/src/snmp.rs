@@ -1,6 +1,8 @@
-//! Loss accounting from the kernel's UDP and IP counters (`/proc/net/snmp`, Linux).
+//! Loss accounting from the kernel's UDP and IP counters (`/proc/net/snmp` for IPv4,
+//! `/proc/net/snmp6` for IPv6; Linux).
 
-/// UDP and IP counters of the current network namespace.
+/// UDP and IP counters of the current network namespace, of one address family (the IPv6
+/// ones are `Udp6*` and `Ip6*`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct NetCounters {
     /// `Udp: InDatagrams`: datagrams delivered to sockets.
@@ -45,6 +47,39 @@ impl NetCounters {
             ip_reasm_reqds: field("Ip", "ReasmReqds")?,
             ip_reasm_fails: field("Ip", "ReasmFails")?,
             ip_frag_creates: field("Ip", "FragCreates")?,
+        })
+    }
+
+    /// Reads the IPv6 counters now (`/proc/net/snmp6`); `None` where it does not exist.
+    pub fn snapshot_v6() -> Option<NetCounters> {
+        Self::parse_v6(&std::fs::read_to_string("/proc/net/snmp6").ok()?)
+    }
+
+    /// The counters of `ipv6`'s family now.
+    pub fn snapshot_for(ipv6: bool) -> Option<NetCounters> {
+        if ipv6 {
+            Self::snapshot_v6()
+        } else {
+            Self::snapshot()
+        }
+    }
+
+    /// Parses the text of `/proc/net/snmp6` (one `Name value` per line).
+    pub fn parse_v6(text: &str) -> Option<NetCounters> {
+        let field = |name: &str| -> Option<u64> {
+            text.lines().find_map(|l| {
+                let mut parts = l.split_whitespace();
+                (parts.next()? == name).then(|| parts.next()?.parse().ok())?
+            })
+        };
+        Some(NetCounters {
+            udp_in_datagrams: field("Udp6InDatagrams")?,
+            udp_in_errors: field("Udp6InErrors")?,
+            udp_rcvbuf_errors: field("Udp6RcvbufErrors")?,
+            udp_sndbuf_errors: field("Udp6SndbufErrors")?,
+            ip_reasm_reqds: field("Ip6ReasmReqds")?,
+            ip_reasm_fails: field("Ip6ReasmFails")?,
+            ip_frag_creates: field("Ip6FragCreates")?,
         })
     }
 
@@ -94,6 +129,19 @@ Udp: 500 3 7 400 5 2 0 0 0
         };
         assert_eq!(later.since(&c).udp_rcvbuf_errors, 4);
         assert!(NetCounters::parse("garbage").is_none());
+    }
+
+    #[test]
+    fn parses_the_ipv6_counters() {
+        let text = "Ip6InReceives 10\nIp6ReasmReqds 4\nIp6ReasmFails 1\nIp6FragCreates 6\nUdp6InDatagrams 500\nUdp6NoPorts 3\nUdp6InErrors 7\nUdp6RcvbufErrors 5\nUdp6SndbufErrors 2\n";
+        let c = NetCounters::parse_v6(text).unwrap();
+        assert_eq!((c.udp_in_datagrams, c.udp_in_errors), (500, 7));
+        assert_eq!((c.udp_rcvbuf_errors, c.udp_sndbuf_errors), (5, 2));
+        assert_eq!(
+            (c.ip_reasm_reqds, c.ip_reasm_fails, c.ip_frag_creates),
+            (4, 1, 6)
+        );
+        assert!(NetCounters::parse_v6("Ip6InReceives 10\n").is_none());
     }
 
     #[test]

@@ -237,6 +237,12 @@ fn run(args: &RunArgs) -> Result<(), String> {
             (stem, from_toml(&text)?)
         }
     };
+    // Runs across namespaces are named for it (`baseline-netns1500`), so that a set can hold a
+    // matrix on loopback and over links of several MTUs side by side.
+    let name = match args.topology {
+        Topology::Loopback => name,
+        Topology::Netns => format!("{name}-netns{}", args.mtu),
+    };
     let binary = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut implementations: Vec<Implementation> = Vec::new();
     for i in &args.implementations {
@@ -303,7 +309,10 @@ fn run(args: &RunArgs) -> Result<(), String> {
             command.extend(c.flags(args.seconds, args.warmup));
             let (program, command) = match &topology {
                 None => (program.clone(), command),
-                Some(topology) => across(topology, &binary, index, program, command),
+                Some(topology) => {
+                    let ipv6 = c.address_family == "ipv6";
+                    across(topology, &binary, (index, ipv6), program, command)
+                }
             };
             runner_cases.push(Case {
                 label: format!("{} {}", implementation.name(), c.label()),
@@ -407,16 +416,17 @@ fn run(args: &RunArgs) -> Result<(), String> {
 }
 
 /// The case `command` of `program` as an `ark-bench pair` run across `topology`: the server
-/// in one namespace, listening on a port of its own for case `index`, the clients in the other.
+/// in one namespace, listening on a port of its own for case `index` (on the IPv6 address if
+/// `ipv6`), the clients in the other.
 fn across(
     topology: &netns::Topology,
     ark_bench: &Path,
-    index: usize,
+    (index, ipv6): (usize, bool),
     program: &Path,
     command: Vec<String>,
 ) -> (PathBuf, Vec<String>) {
     let port = 20_000 + (index % 40_000);
-    let address = std::net::SocketAddr::new(topology.server_ip(false), port as u16);
+    let address = std::net::SocketAddr::new(topology.server_ip(ipv6), port as u16);
     let mut args: Vec<String> = [
         "pair",
         "--server-ns",
@@ -446,6 +456,7 @@ fn failed(case: &LoopbackCase, implementation: &str, error: String) -> serde_jso
         "window": case.window,
         "io_model": case.io_model,
         "io_threads": case.record_io_threads(),
+        "address_family": case.address_family,
         "ok": false,
         "error": error,
     })

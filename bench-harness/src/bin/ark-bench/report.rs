@@ -10,8 +10,8 @@ use bench_harness::result_set::ResultSet;
 use bench_harness::stats::{Summary, percent_change, thousands};
 use serde_json::Value;
 
-/// Case key: protocol, payload, clients, window, io model, io threads.
-type Key = (String, u64, u64, u64, String, u64);
+/// Case key: protocol, payload, clients, window, io model, io threads, address family.
+type Key = (String, u64, u64, u64, String, u64, String);
 
 fn key(r: &Value) -> Key {
     (
@@ -21,12 +21,14 @@ fn key(r: &Value) -> Key {
         r["window"].as_u64().unwrap_or(0),
         r["io_model"].as_str().unwrap_or("?").to_string(),
         r["io_threads"].as_u64().unwrap_or(0),
+        r["address_family"].as_str().unwrap_or("ipv4").to_string(),
     )
 }
 
 fn label(k: &Key) -> String {
+    let family = if k.6 == "ipv4" { "" } else { ", IPv6" };
     format!(
-        "{} B, {} clients, window {}, {} {}",
+        "{} B, {} clients, window {}, {} {}{family}",
         k.1, k.2, k.3, k.4, k.5
     )
 }
@@ -269,7 +271,15 @@ Ratios are medians of per-repetition ratios (min–max); msg/s above 1 and p99 b
     columns.push("Target".to_string());
     table_header(out, &columns.iter().map(String::as_str).collect::<Vec<_>>());
     for (protocol, window) in &busy {
-        let shared1 = (protocol.clone(), 1024, 16, *window, "shared".to_string(), 1);
+        let shared1 = (
+            protocol.clone(),
+            1024,
+            16,
+            *window,
+            "shared".to_string(),
+            1,
+            "ipv4".to_string(),
+        );
         let best: Vec<Option<Key>> = names
             .iter()
             .map(|n| best_io(cases, protocol, *window, n))
@@ -403,6 +413,12 @@ pub(crate) fn render(dir: &Path) -> Result<(), String> {
                 }
             }
         }
+        if matrix.starts_with("mtu") {
+            let mtu = metadata
+                .get(matrix)
+                .and_then(|m| m.settings["topology"]["mtu"].as_u64());
+            mtu_table(&cases, mtu, &names, &mut out);
+        }
         let failed: Vec<&Value> = records.iter().filter(|r| r["ok"] != true).collect();
         if !failed.is_empty() {
             let _ = writeln!(out, "### Failed runs\n");
@@ -424,6 +440,74 @@ pub(crate) fn render(dir: &Path) -> Result<(), String> {
     docs_index(dir)?;
     eprintln!("wrote {}/report.md", dir.display());
     Ok(())
+}
+
+/// The median of `records`' `udp_kernel.<name>` (namespace-wide counter deltas of a run).
+fn kernel_counter(records: &[&Value], name: &str) -> Option<Summary> {
+    let values: Vec<f64> = records
+        .iter()
+        .filter_map(|r| r["udp_kernel"][name].as_f64())
+        .collect();
+    Summary::of(&values)
+}
+
+/// The MTU table (arknet's UDP page shape, measured): per family, payload and window, the
+/// no-fragmentation limit of the link (MTU − 28 for IPv4, − 48 for IPv6), msg/s of each
+/// implementation, and the first implementation's loss and the kernel's fragmentation
+/// counters in the clients' namespace over its runs (medians).
+fn mtu_table(
+    cases: &BTreeMap<Key, Runs<'_>>,
+    mtu: Option<u64>,
+    names: &[String],
+    out: &mut String,
+) {
+    let link = mtu.map_or("loopback".to_string(), |m| format!("a veth with MTU {m}"));
+    let all = names.join(" / ");
+    let first = &names[0];
+    let _ = writeln!(
+        out,
+        "### Datagram size and MTU over {link}\n\nFragmentation counters are `/proc/net/snmp` deltas in the clients' namespace over a whole {first} run (requests fragmented on the way out, echoes reassembled on the way in), medians over repetitions.\n"
+    );
+    let columns = [
+        "Family".to_string(),
+        "Payload / B".to_string(),
+        "No-fragmentation limit / B".to_string(),
+        "Window".to_string(),
+        format!("msg/s {all}"),
+        format!("{first} UDP loss %"),
+        format!("{first} frag_creates"),
+        format!("{first} reasm_reqds"),
+        format!("{first} reasm_fails"),
+    ];
+    table_header(out, &columns.iter().map(String::as_str).collect::<Vec<_>>());
+    let mut rows: Vec<(&Key, &Runs<'_>)> = cases.iter().filter(|(k, _)| k.0 == "udp").collect();
+    rows.sort_by_key(|(k, _)| (k.6.clone(), k.1, k.3));
+    for (k, case) in rows {
+        let header = if k.6 == "ipv6" { 48 } else { 28 };
+        let limit = mtu.map_or("–".to_string(), |m| thousands((m - header) as f64));
+        let of = |i: usize| runs(Some(case), &names[i]);
+        let speed: Vec<Option<Summary>> = (0..names.len())
+            .map(|i| field(of(i), "roundtrips_per_second"))
+            .collect();
+        let loss = field(of(0), "udp_loss_rate").map(|mut s| {
+            s.median *= 100.0;
+            s
+        });
+        let counter = |name| cell(kernel_counter(of(0), name), 0);
+        let _ = writeln!(
+            out,
+            "| {} | {} | {limit} | {} | {} | {} | {} | {} | {} |",
+            if k.6 == "ipv6" { "IPv6" } else { "IPv4" },
+            thousands(k.1 as f64),
+            k.3,
+            joined(&speed, 0),
+            joined(&[loss], 4),
+            counter("frag_creates"),
+            counter("reasm_reqds"),
+            counter("reasm_fails"),
+        );
+    }
+    let _ = writeln!(out);
 }
 
 /// A Markdown table header: the first column left-aligned, the others (figures) right-aligned.
