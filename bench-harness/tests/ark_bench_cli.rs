@@ -257,3 +257,68 @@ fn three_implementations_rotate_and_the_report_names_the_strongest_peer() {
     assert!(table.contains("| pair raw | tcp |"), "{table}");
     let _ = std::fs::remove_dir_all(&root);
 }
+
+#[test]
+fn a_run_against_another_host_starts_each_server_by_the_command_template() {
+    // "Another host" is this one: the template starts the servers here, the traffic stays on
+    // loopback. On two hosts the template would be `ssh -tt hostA .../{program} {flags}`.
+    let root = std::env::temp_dir().join(format!("ark-bench-hosts-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    let matrix = root.join("hosts.toml");
+    std::fs::write(&matrix, TINY.replace("payload = 8", "payload = 64")).unwrap();
+    let dir = std::path::Path::new(env!("CARGO_BIN_EXE_ark-bench"))
+        .parent()
+        .unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let connect = format!("127.0.0.1:{port}");
+    let out_dir = root.join("set");
+    let run = binary()
+        .args([
+            "run",
+            "--repetitions",
+            "1",
+            "--seconds",
+            "0.2",
+            "--warmup",
+            "0.05",
+        ])
+        .args(["--implementations", "ark,tokio,raw", "--connect", &connect])
+        .arg("--server-command")
+        .arg(format!("{}/{{program}} {{flags}}", dir.display()))
+        .arg("--matrix")
+        .arg(&matrix)
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(out_dir.join("hosts.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 9, "3 cases × 3 implementations");
+    for r in &records {
+        assert_eq!(r["ok"], true, "{r}");
+        assert_eq!(r["server_and_clients_share_io_threads"], false, "{r}");
+        assert_eq!(r["placement_topology"], "hosts", "{r}");
+        assert_eq!(r["placement_server_address"], connect.as_str(), "{r}");
+        assert!(
+            r["placement_client_host"]
+                .as_str()
+                .is_some_and(|h| !h.is_empty())
+        );
+    }
+    let metadata = std::fs::read_to_string(out_dir.join("hosts.metadata.json")).unwrap();
+    assert!(metadata.contains("server_started_by") && metadata.contains("{program}"));
+    let _ = std::fs::remove_dir_all(&root);
+}

@@ -104,6 +104,16 @@ struct RunArgs {
     /// the other; needs root; removed on exit, failure and Ctrl-C).
     #[arg(long, value_enum, default_value_t = Topology::Loopback)]
     topology: Topology,
+    /// Run only the clients of each case, here, against a server at HOST:PORT on another
+    /// host (started by the user for one protocol, or per case by `--server-command`).
+    #[arg(long, conflicts_with = "topology")]
+    connect: Option<String>,
+    /// With `--connect`: a shell command that starts each case's server, e.g. `ssh -tt hostA
+    /// /opt/ark/target/release/{program} {flags}`. `{program}` becomes `ark-bench loopback`,
+    /// `peer-tokio-loopback` or `peer-raw-loopback`; `{flags}` the case's flags with
+    /// `--role server --bind` the unspecified address and the port of `--connect`.
+    #[arg(long, requires = "connect")]
+    server_command: Option<String>,
     /// The veth's MTU with `--topology netns`.
     #[arg(long, default_value_t = 1500, value_parser = clap::value_parser!(u32).range(68..=65535))]
     mtu: u32,
@@ -263,8 +273,9 @@ fn run(args: &RunArgs) -> Result<(), String> {
             Some(topology)
         }
     };
+    let placement = placement(args, topology.as_ref());
     let settings = serde_json::json!({
-        "topology": topology.as_ref().map_or_else(|| "loopback".into(), netns::Topology::describe),
+        "topology": placement.clone().map_or_else(|| "loopback".into(), serde_json::Value::Object),
         "matrix": name,
         "cases": cases.len(),
         "repetitions": args.repetitions,
@@ -307,12 +318,22 @@ fn run(args: &RunArgs) -> Result<(), String> {
             specs.push((c, *implementation));
             let mut command: Vec<String> = prefix.clone();
             command.extend(c.flags(args.seconds, args.warmup));
-            let (program, command) = match &topology {
-                None => (program.clone(), command),
-                Some(topology) => {
-                    let ipv6 = c.address_family == "ipv6";
-                    across(topology, &binary, (index, ipv6), program, command)
+            let ipv6 = c.address_family == "ipv6";
+            let (program, command) = match (&topology, &args.connect) {
+                (Some(topology), _) => across(topology, &binary, (index, ipv6), program, command),
+                (None, Some(connect)) => {
+                    let server = args.server_command.as_deref().map(|template| {
+                        server_command(
+                            template,
+                            *implementation,
+                            connect,
+                            ipv6,
+                            &c.flags(args.seconds, args.warmup),
+                        )
+                    });
+                    to_host(&binary, connect, server, program, command)
                 }
+                (None, None) => (program.clone(), command),
             };
             runner_cases.push(Case {
                 label: format!("{} {}", implementation.name(), c.label()),
@@ -357,6 +378,9 @@ fn run(args: &RunArgs) -> Result<(), String> {
             if let Some(object) = record.as_object_mut() {
                 object.insert("repetition".into(), outcome.repetition.into());
                 object.insert("command_line".into(), outcome.command_line.clone().into());
+                for (field, value) in placement.iter().flatten() {
+                    object.insert(format!("placement_{field}"), value.clone());
+                }
             }
             if let Err(e) = records.append(&record) {
                 write_error.get_or_insert(e);
@@ -439,6 +463,79 @@ fn across(
     .map(|s| s.to_string())
     .collect();
     args.push(address.to_string());
+    args.push("--".to_string());
+    args.push(program.display().to_string());
+    args.extend(command);
+    (ark_bench.to_path_buf(), args)
+}
+
+/// Where the server and the clients of a run are, for the metadata and every record (`None`:
+/// both in one process on loopback).
+fn placement(
+    args: &RunArgs,
+    topology: Option<&netns::Topology>,
+) -> Option<serde_json::Map<String, serde_json::Value>> {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map_or_else(|_| "unknown".to_string(), |h| h.trim().to_string());
+    let value = match (topology, &args.connect) {
+        (Some(topology), _) => {
+            let mut value = topology.describe();
+            value["host"] = host.into();
+            value
+        }
+        (None, Some(connect)) => serde_json::json!({
+            "topology": "hosts",
+            "client_host": host,
+            "server_address": connect,
+            "server_started_by": args.server_command.clone().unwrap_or_else(|| "the user".into()),
+        }),
+        (None, None) => return None,
+    };
+    value.as_object().cloned()
+}
+
+/// `template` with `{program}` and `{flags}` filled for one case of `implementation`: its
+/// server listens on the unspecified address of the case's family and `connect`'s port.
+fn server_command(
+    template: &str,
+    implementation: Implementation,
+    connect: &str,
+    ipv6: bool,
+    flags: &[String],
+) -> String {
+    let program = match implementation {
+        Implementation::Ark => "ark-bench loopback".to_string(),
+        other => format!("peer-{}-loopback", other.name()),
+    };
+    let port = connect.rsplit(':').next().unwrap_or("0");
+    let bind = if ipv6 {
+        format!("[::]:{port}")
+    } else {
+        format!("0.0.0.0:{port}")
+    };
+    let flags = format!("{} --role server --bind {bind}", flags.join(" "));
+    template
+        .replace("{program}", &program)
+        .replace("{flags}", &flags)
+}
+
+/// The case `command` of `program` as an `ark-bench pair` run: the clients here against
+/// `connect`, the server started by `server` (a shell command) or already running.
+fn to_host(
+    ark_bench: &Path,
+    connect: &str,
+    server: Option<String>,
+    program: &Path,
+    command: Vec<String>,
+) -> (PathBuf, Vec<String>) {
+    let mut args = vec![
+        "pair".to_string(),
+        "--address".to_string(),
+        connect.to_string(),
+    ];
+    if let Some(server) = server {
+        args.extend(["--server-command".to_string(), server]);
+    }
     args.push("--".to_string());
     args.push(program.display().to_string());
     args.extend(command);

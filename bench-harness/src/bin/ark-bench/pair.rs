@@ -1,6 +1,9 @@
-//! `ark-bench pair`: one case across two network namespaces — the program's server in one
-//! (`--role server --bind ADDR`), its clients in the other (`--role client --connect ADDR`);
-//! prints the clients' record, so the runner treats it like any other case.
+//! `ark-bench pair`: one case with its server and its clients apart — the server in one
+//! network namespace and the clients in another (`--server-ns`, `--client-ns`), or the server
+//! started by a shell command (`--server-command`, e.g. through ssh on another host), or by
+//! the user beforehand (neither). The server gets `--role server --bind ADDR`, the clients
+//! `--role client --connect ADDR`; the clients' record is printed, so the runner treats the
+//! pair like any other case.
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, ExitCode, Stdio};
@@ -14,12 +17,16 @@ const SERVER_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(clap::Args, Debug)]
 pub(crate) struct PairArgs {
     /// The server's namespace.
+    #[arg(long, conflicts_with = "server_command")]
+    server_ns: Option<String>,
+    /// A shell command that starts the server (its flags included) and keeps it in the
+    /// foreground; stopped with SIGTERM when the clients are done.
     #[arg(long)]
-    server_ns: String,
-    /// The clients' namespace.
+    server_command: Option<String>,
+    /// The clients' namespace (default: run them here).
     #[arg(long)]
-    client_ns: String,
-    /// Where the server listens (an address of the server's namespace) and the clients connect.
+    client_ns: Option<String>,
+    /// Where the clients connect (and, in a namespace, where the server listens).
     #[arg(long)]
     address: String,
     /// The program and its flags (`--role`, `--bind` and `--connect` are added).
@@ -27,11 +34,37 @@ pub(crate) struct PairArgs {
     command: Vec<String>,
 }
 
-/// `ip netns exec NS command... extra...`.
-fn in_namespace(ns: &str, command: &[String], extra: &[&str]) -> Command {
-    let mut c = Command::new("ip");
-    c.args(["netns", "exec", ns]).args(command).args(extra);
+/// `command... extra...`, inside namespace `ns` if given (`ip netns exec`).
+fn in_namespace(ns: Option<&str>, command: &[String], extra: &[&str]) -> Command {
+    let mut c = match ns {
+        Some(ns) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns]).args(command);
+            c
+        }
+        None => {
+            let mut c = Command::new(&command[0]);
+            c.args(&command[1..]);
+            c
+        }
+    };
+    c.args(extra);
     c
+}
+
+/// The server's process, if this pair starts one.
+fn server_command(args: &PairArgs) -> Option<Command> {
+    if let Some(shell) = &args.server_command {
+        let mut c = Command::new("sh");
+        c.args(["-c", &format!("exec {shell}")]);
+        return Some(c);
+    }
+    let ns = args.server_ns.as_deref()?;
+    Some(in_namespace(
+        Some(ns),
+        &args.command,
+        &["--role", "server", "--bind", &args.address],
+    ))
 }
 
 /// Waits until the server says it listens (a stderr line with " server on "); passes its
@@ -66,39 +99,45 @@ fn stop(server: &mut Child) {
     let _ = server.wait();
 }
 
+/// Starts the server (if this pair starts one) and waits until it listens.
+fn start_server(args: &PairArgs) -> Result<Option<Child>, String> {
+    let Some(mut command) = server_command(args) else {
+        return Ok(None);
+    };
+    let mut server = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start the server: {e}"))?;
+    if let Err(e) = wait_listening(&mut server) {
+        let _ = server.kill();
+        let _ = server.wait();
+        return Err(e);
+    }
+    Ok(Some(server))
+}
+
 pub(crate) fn pair(args: &PairArgs) -> ExitCode {
-    let mut server = match in_namespace(
-        &args.server_ns,
-        &args.command,
-        &["--role", "server", "--bind", &args.address],
-    )
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    {
+    let server = match start_server(args) {
         Ok(server) => server,
         Err(e) => {
-            eprintln!("ark-bench pair: cannot start the server: {e}");
+            eprintln!("ark-bench pair: {e}");
             return ExitCode::FAILURE;
         }
     };
-    if let Err(e) = wait_listening(&mut server) {
-        eprintln!("ark-bench pair: {e}");
-        let _ = server.kill();
-        let _ = server.wait();
-        return ExitCode::FAILURE;
-    }
     let client = in_namespace(
-        &args.client_ns,
+        args.client_ns.as_deref(),
         &args.command,
         &["--role", "client", "--connect", &args.address],
     )
     .output();
-    stop(&mut server);
-    if let Some(mut out) = server.stdout.take() {
-        let mut report = String::new();
-        let _ = out.read_to_string(&mut report);
-        eprint!("server: {report}");
+    if let Some(mut server) = server {
+        stop(&mut server);
+        if let Some(mut out) = server.stdout.take() {
+            let mut report = String::new();
+            let _ = out.read_to_string(&mut report);
+            eprint!("server: {report}");
+        }
     }
     match client {
         Ok(out) => {
