@@ -167,7 +167,7 @@ impl Core {
                 counter.fetch_add(1, Ordering::Relaxed);
                 // Keep the loop going: the oldest message is answered, badly.
                 if self.in_flight.pop_front().is_some() {
-                    self.totals.in_flight.fetch_sub(1, Ordering::Relaxed);
+                    self.totals.in_flight.fetch_sub(1, Ordering::Release);
                 }
             }
             Some(parsed) => {
@@ -192,7 +192,6 @@ impl Core {
                     .in_flight
                     .remove(position)
                     .expect("position is in range");
-                self.totals.in_flight.fetch_sub(1, Ordering::Relaxed);
                 if sent_phase != parsed.phase {
                     self.totals.content_errors.fetch_add(1, Ordering::Relaxed);
                 } else if parsed.phase == MEASURED {
@@ -212,6 +211,10 @@ impl Core {
                 } else {
                     self.totals.warmup_received.fetch_add(1, Ordering::Relaxed);
                 }
+                // Last, and with Release: the run ends its drain when it sees no message in
+                // flight, and must then see this echo counted (decremented first, a drain
+                // could end between the two and report a measured message as unfinished).
+                self.totals.in_flight.fetch_sub(1, Ordering::Release);
             }
         }
         self.pump(send);
