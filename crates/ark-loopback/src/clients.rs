@@ -155,6 +155,19 @@ impl Core {
 
     /// Checks one echo, records its round trip, and refills the window.
     pub fn on_echo(&mut self, echo: &[u8], send: impl FnMut(&[u8]) -> bool) {
+        let answered = self.count_echo(echo);
+        self.pump(send);
+        // Only now, after the refill, and with Release: the run ends its drain when it sees
+        // nothing in flight. Taken off before the refill, the total could touch 0 while this
+        // client was about to send one more measured message (its phase read just before the
+        // drain began), and the drain would end with that message unanswered.
+        if answered {
+            self.totals.in_flight.fetch_sub(1, Ordering::Release);
+        }
+    }
+
+    /// Checks and counts one echo; returns whether it answered a message in flight.
+    fn count_echo(&mut self, echo: &[u8]) -> bool {
         let now = Instant::now();
         let phase = self.totals.phase.load(Ordering::Relaxed);
         match message::check(echo, self.id, self.buf.len()) {
@@ -166,9 +179,7 @@ impl Core {
                 };
                 counter.fetch_add(1, Ordering::Relaxed);
                 // Keep the loop going: the oldest message is answered, badly.
-                if self.in_flight.pop_front().is_some() {
-                    self.totals.in_flight.fetch_sub(1, Ordering::Release);
-                }
+                self.in_flight.pop_front().is_some()
             }
             Some(parsed) => {
                 let position = self
@@ -177,7 +188,7 @@ impl Core {
                     .position(|&(seq, _, _)| seq == parsed.seq);
                 let Some(position) = position else {
                     self.totals.unexpected.fetch_add(1, Ordering::Relaxed);
-                    return self.pump(send);
+                    return false;
                 };
                 let in_order = if self.exact_order {
                     position == 0
@@ -211,13 +222,9 @@ impl Core {
                 } else {
                     self.totals.warmup_received.fetch_add(1, Ordering::Relaxed);
                 }
-                // Last, and with Release: the run ends its drain when it sees no message in
-                // flight, and must then see this echo counted (decremented first, a drain
-                // could end between the two and report a measured message as unfinished).
-                self.totals.in_flight.fetch_sub(1, Ordering::Release);
+                true
             }
         }
-        self.pump(send);
     }
 
     /// Messages sent and not yet answered: the echoes that can still arrive.
