@@ -14,6 +14,26 @@ pub fn without_repetition(mut flags: Vec<String>) -> Vec<String> {
     flags
 }
 
+/// The whole `main` of a loopback peer program: ark-loopback's flags under the program's
+/// `name` and `about` (with the runner's `--repetition N` dropped; a bad flag exits with 2),
+/// then the run with `E`'s endpoints and the counting allocator's totals.
+pub fn peer_main<E: ark_loopback::endpoints::Endpoints>(
+    name: &'static str,
+    about: &'static str,
+) -> std::process::ExitCode {
+    use clap::{CommandFactory, FromArgMatches};
+    let command = ark_loopback::args::Args::command().name(name).about(about);
+    let flags = without_repetition(std::env::args().collect());
+    let args = match command
+        .try_get_matches_from(flags)
+        .and_then(|m| ark_loopback::args::Args::from_arg_matches(&m))
+    {
+        Ok(args) => args,
+        Err(e) => e.exit(),
+    };
+    ark_loopback::run::main_for::<E>(&args, Some(crate::alloc_counter::allocations))
+}
+
 /// One case: a label for progress output, the program and its arguments.
 #[derive(Debug, Clone)]
 pub struct Case {

@@ -37,25 +37,14 @@ mod udp;
 
 use std::process::ExitCode;
 
-use ark_loopback::args::Args;
-use bench_harness::alloc_counter::{self, CountingAllocator};
-use bench_harness::runner::without_repetition;
-use clap::{CommandFactory, FromArgMatches};
+use bench_harness::alloc_counter::CountingAllocator;
 
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 fn main() -> ExitCode {
-    let command = Args::command()
-        .name("peer-raw-loopback")
-        .about("Loopback echo benchmark on raw syscalls (ark-loopback's flags and record)");
-    let flags = without_repetition(std::env::args().collect());
-    let args = match command
-        .try_get_matches_from(flags)
-        .and_then(|m| Args::from_arg_matches(&m))
-    {
-        Ok(args) => args,
-        Err(e) => e.exit(),
-    };
-    ark_loopback::run::main_for::<endpoints::RawEndpoints>(&args, Some(alloc_counter::allocations))
+    bench_harness::runner::peer_main::<endpoints::RawEndpoints>(
+        "peer-raw-loopback",
+        "Loopback echo benchmark on raw syscalls (ark-loopback's flags and record)",
+    )
 }
