@@ -21,6 +21,7 @@ use crate::owner::Owner;
 use crate::server::session_options;
 use crate::session::{CloseReason, SendError, SessionInfo, TcpHandler};
 use crate::stats::{TcpCounters, TcpStats};
+use crate::tls::TlsLayer;
 
 /// Reconnection with exponential backoff.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,6 +57,8 @@ pub(crate) struct ClientShared<C> {
     session: Mutex<Option<SessionHandle>>,
     /// Connections attempted (the first one included).
     attempts: AtomicU64,
+    /// TLS for every connection, and the server's name (verified and sent by SNI).
+    tls: Option<(ark_tls::ClientTls, ark_tls::ServerName<'static>)>,
 }
 
 impl<C> std::fmt::Debug for ClientShared<C> {
@@ -134,6 +137,7 @@ impl TcpClient {
             reactor_config: ReactorConfig::default(),
             connect_timeout: Duration::from_secs(30),
             reconnect: None,
+            tls: None,
         }
     }
 }
@@ -147,6 +151,7 @@ pub struct TcpClientBuilder<C> {
     reactor_config: ReactorConfig,
     connect_timeout: Duration,
     reconnect: Option<Reconnect>,
+    tls: Option<(ark_tls::ClientTls, String)>,
 }
 
 impl TcpClientBuilder<LengthPrefix> {
@@ -167,7 +172,18 @@ impl<C: Framing> TcpClientBuilder<C> {
             reactor_config: self.reactor_config,
             connect_timeout: self.connect_timeout,
             reconnect: self.reconnect,
+            tls: self.tls,
         }
+    }
+
+    /// Speaks TLS (`tcps`) to the server `server_name` (a DNS name or an IP address: the
+    /// name its certificate must be valid for, sent by SNI). Every connection (reconnects
+    /// too) does a handshake first; the session opens when it completes, with
+    /// [`Session::tls`](crate::Session::tls) set. A failed handshake ends the connection with
+    /// [`CloseReason::Tls`] saying which check failed.
+    pub fn tls(mut self, tls: ark_tls::ClientTls, server_name: impl Into<String>) -> Self {
+        self.tls = Some((tls, server_name.into()));
+        self
     }
 
     /// How long a connection attempt may take. Default 30 s.
@@ -198,6 +214,14 @@ impl<C: Framing> TcpClientBuilder<C> {
         handler: H,
     ) -> io::Result<TcpClientHandle> {
         let addr = ark_reactor::resolve(addr)?;
+        let tls = match self.tls {
+            Some((config, name)) => {
+                let name = ark_tls::server_name(&name)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+                Some((config, name))
+            }
+            None => None,
+        };
         let (pool, own_pool) = self.runtime.pool(self.reactor_config)?;
         let close_timeout = self.config.close_timeout;
         let shared = Arc::new(ClientShared {
@@ -213,6 +237,7 @@ impl<C: Framing> TcpClientBuilder<C> {
             codec: self.codec,
             session: Mutex::new(None),
             attempts: AtomicU64::new(0),
+            tls,
         });
         let s = shared.clone();
         pool.next().post(move |r| connect_on(r, s, handler));
@@ -258,6 +283,7 @@ fn connect_on<C: Framing, H: TcpHandler>(
         peer: addr,
         local: stream.local_addr().unwrap_or(addr),
         socket_buffers: (0, 0),
+        tls: None,
     };
     let id = match reactor.reserve_id() {
         Ok(id) => id,
@@ -266,20 +292,31 @@ fn connect_on<C: Framing, H: TcpHandler>(
             return;
         }
     };
+    let now = reactor.now();
+    let tls = match &shared.tls {
+        None => None,
+        Some((config, name)) => match ark_tls::TlsSession::client(config, name.clone(), now) {
+            Ok(session) => Some(TlsLayer::new(session)),
+            Err(e) => {
+                handler.on_close(&CloseReason::Tls(e));
+                return;
+            }
+        },
+    };
     let source = SourceRef::new(reactor.handle(), id);
     let core = SessionCore::new(
         handler,
         shared.codec.clone(),
         shared.config.clone(),
         info,
-        reactor.now(),
+        now,
         Some(shared.connect_timeout),
         Some(source.clone()),
     );
     *shared.session() = Some(core.session_handle());
     let owner: Arc<dyn Owner<H>> = shared.clone();
     let member = shared.life.join(Some(source));
-    let conn = Conn::new(stream, core, owner, reactor.handle(), true, member);
+    let conn = Conn::new(stream, core, owner, reactor.handle(), (true, tls), member);
     let interest = mio::Interest::READABLE | mio::Interest::WRITABLE;
     if reactor.install(id, Box::new(conn), interest).is_ok() {
         // A first turn arms the connect timeout even if the socket never becomes ready.

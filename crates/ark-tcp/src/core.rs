@@ -422,13 +422,24 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
     /// The peer ended its stream. Whole frames already arrived have been delivered; what is
     /// queued for the peer is still written, then writing is shut down and the session closes.
     pub(crate) fn handle_eof(&mut self, now: Instant) {
+        self.end_of_stream(now, CloseReason::PeerClosed);
+    }
+
+    /// As [`handle_eof`](Self::handle_eof), for a TLS stream that ended without the peer's
+    /// `close_notify`: what arrived may be truncated, and the session says so.
+    pub(crate) fn handle_truncated(&mut self, now: Instant) {
+        self.end_of_stream(now, CloseReason::Tls(ark_tls::TlsError::Truncated));
+    }
+
+    /// The peer's stream ended; at a frame boundary the session closes for `at_boundary`.
+    fn end_of_stream(&mut self, now: Instant, at_boundary: CloseReason) {
         self.link.now = now;
         let buffered = self.reader.buffered_len();
         let deadline = now + self.link.config.close_timeout;
         match &mut self.link.state {
             State::Connecting { .. } | State::Open => {
                 let reason = if buffered == 0 {
-                    CloseReason::PeerClosed
+                    at_boundary
                 } else {
                     CloseReason::EofMidFrame { buffered }
                 };

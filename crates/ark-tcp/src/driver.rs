@@ -1,5 +1,6 @@
 //! The thin driver: one TCP socket on the reactor, moving bytes between it and a
-//! [`SessionCore`]. Read → feed → deliver → write; the core decides everything else.
+//! [`SessionCore`]. Read → feed → deliver → write; the core decides everything else. With TLS
+//! (`tls.rs`) the bytes pass through an `ark_tls::TlsSession` on the way.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr};
@@ -13,6 +14,7 @@ use mio::net::TcpStream;
 use crate::core::{Framing, SessionCore, State};
 use crate::owner::Owner;
 use crate::session::{CloseReason, SessionInfo, TcpHandler};
+use crate::tls::{self, TlsLayer};
 
 /// A session's socket on the reactor.
 pub(crate) struct Conn<C: Framing, H: TcpHandler> {
@@ -21,8 +23,12 @@ pub(crate) struct Conn<C: Framing, H: TcpHandler> {
     core: Option<SessionCore<C, H>>,
     owner: Arc<dyn Owner<H>>,
     reactor: ReactorHandle,
+    /// TLS between the socket and the core (`tcps`), or `None` for plain TCP.
+    tls: Option<TlsLayer>,
     /// An outgoing connect (check it completes) rather than an accepted connection.
     outgoing: bool,
+    /// The TCP connection is established (the session opens now, or after the handshake).
+    connected: bool,
     /// The reactor timer kept at the core's next deadline.
     timer: TimerSlot,
     /// The last read filled its buffer or reading resumed: read without a new edge.
@@ -36,13 +42,13 @@ pub(crate) struct Conn<C: Framing, H: TcpHandler> {
 
 impl<C: Framing, H: TcpHandler> Conn<C, H> {
     /// A session over `stream`: accepted, or `outgoing` with its connect under way (bounded by
-    /// `connect_timeout`).
+    /// `connect_timeout`); with `tls`, it opens once the handshake completes.
     pub(crate) fn new(
         stream: TcpStream,
         core: SessionCore<C, H>,
         owner: Arc<dyn Owner<H>>,
         reactor: ReactorHandle,
-        outgoing: bool,
+        (outgoing, tls): (bool, Option<TlsLayer>),
         member: Member,
     ) -> Self {
         Conn {
@@ -50,7 +56,9 @@ impl<C: Framing, H: TcpHandler> Conn<C, H> {
             core: Some(core),
             owner,
             reactor,
+            tls,
             outgoing,
+            connected: false,
             timer: TimerSlot::default(),
             read_more: true,
             opened: false,
@@ -72,6 +80,7 @@ impl<C: Framing, H: TcpHandler> Conn<C, H> {
         };
         match connected {
             Ok(true) => {
+                self.connected = true;
                 let socket = socket2::SockRef::from(&self.stream);
                 let info = SessionInfo {
                     local: self.stream.local_addr().unwrap_or(core.info().local),
@@ -79,18 +88,32 @@ impl<C: Framing, H: TcpHandler> Conn<C, H> {
                         socket.send_buffer_size().unwrap_or(0),
                         socket.recv_buffer_size().unwrap_or(0),
                     ),
-                    ..*core.info()
+                    ..core.info().clone()
                 };
-                self.opened = true;
-                let counters = self.owner.counters();
-                counters.sessions_open.fetch_add(1, Ordering::Relaxed);
-                counters.sessions_total.fetch_add(1, Ordering::Relaxed);
-                self.owner.opened(info.id);
-                core.handle_connected(now, info);
+                match self.tls.as_mut() {
+                    // The handshake opens the session.
+                    Some(tls) => tls.connected(info),
+                    None => {
+                        core.handle_connected(now, info);
+                        self.count_open();
+                    }
+                }
             }
             Ok(false) => {}
             Err(reason) => core.handle_error(reason),
         }
+    }
+
+    /// The session opened: the owner's counters and its `opened` hook.
+    fn count_open(&mut self) {
+        let Some(core) = self.core.as_ref() else {
+            return;
+        };
+        self.opened = true;
+        let counters = self.owner.counters();
+        counters.sessions_open.fetch_add(1, Ordering::Relaxed);
+        counters.sessions_total.fetch_add(1, Ordering::Relaxed);
+        self.owner.opened(core.info().id);
     }
 
     /// Everything a turn does after its input: write, shut down, close, arm the timer.
@@ -99,13 +122,24 @@ impl<C: Framing, H: TcpHandler> Conn<C, H> {
             return Turn::Done;
         };
         let now = cx.now();
-        let (blocked, resumed) = write_once(&mut self.stream, core, cx, now);
+        let (blocked, resumed) = match self.tls.as_mut() {
+            Some(tls) => tls::write_once(&mut self.stream, tls, core, cx, now),
+            None => write_once(&mut self.stream, core, cx, now),
+        };
         if resumed {
             self.read_more = true;
             turn = Turn::Again;
         }
-        if core.poll_shutdown() {
-            let _ = self.stream.shutdown(Shutdown::Write);
+        match self.tls.as_mut() {
+            // With TLS, shut down only once its ciphertext is written too.
+            Some(tls) if !tls.wants_write() && core.poll_shutdown() => {
+                tls::shutdown(&mut self.stream, tls);
+            }
+            Some(_) => {}
+            None if core.poll_shutdown() => {
+                let _ = self.stream.shutdown(Shutdown::Write);
+            }
+            None => {}
         }
         self.publish();
         let Some(core) = self.core.as_mut() else {
@@ -119,8 +153,14 @@ impl<C: Framing, H: TcpHandler> Conn<C, H> {
             cx.close();
             return Turn::Done;
         }
-        self.timer.arm(core.poll_timeout(), cx);
-        if !blocked && !core.transmit().is_empty() {
+        let handshake = self.tls.as_ref().and_then(TlsLayer::poll_timeout);
+        let deadline = match (core.poll_timeout(), handshake) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.timer.arm(deadline, cx);
+        let tls_pending = self.tls.as_ref().is_some_and(TlsLayer::wants_write);
+        if !blocked && (!core.transmit().is_empty() || tls_pending) {
             // Queued by callbacks after this turn's write, with room in the socket.
             turn = Turn::Again;
         }
@@ -261,10 +301,11 @@ impl<C: Framing, H: TcpHandler> Handler for Conn<C, H> {
 
     fn on_ready(&mut self, cx: &mut Context<'_>, ready: Ready) -> Turn {
         let now = cx.now();
-        if self
-            .core
-            .as_ref()
-            .is_some_and(|c| matches!(c.state(), State::Connecting { .. }))
+        if !self.connected
+            && self
+                .core
+                .as_ref()
+                .is_some_and(|c| matches!(c.state(), State::Connecting { .. }))
         {
             self.connect(now);
         }
@@ -276,11 +317,21 @@ impl<C: Framing, H: TcpHandler> Handler for Conn<C, H> {
             core.stop(now);
         }
         let mut turn = Turn::Done;
-        if core.wants_read() && (ready.is_readable() || self.read_more) {
-            self.read_more = read(&mut self.stream, core, cx, ready);
+        let wants_read = match &self.tls {
+            Some(tls) => tls.wants_read(core),
+            None => core.wants_read(),
+        };
+        if wants_read && (ready.is_readable() || self.read_more) {
+            self.read_more = match self.tls.as_mut() {
+                Some(tls) => tls::read(&mut self.stream, tls, core, cx, ready),
+                None => read(&mut self.stream, core, cx, ready),
+            };
             if self.read_more {
                 turn = Turn::Again;
             }
+        }
+        if self.tls.as_mut().is_some_and(TlsLayer::take_opened) {
+            self.count_open();
         }
         self.finish_turn(cx, turn)
     }
@@ -290,6 +341,9 @@ impl<C: Framing, H: TcpHandler> Handler for Conn<C, H> {
             && let Some(core) = self.core.as_mut()
         {
             core.handle_timeout(cx.now());
+            if let Some(tls) = self.tls.as_mut() {
+                tls.handle_timeout(core, cx.now());
+            }
         }
         self.finish_turn(cx, Turn::Done)
     }

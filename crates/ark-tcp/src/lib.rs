@@ -71,6 +71,7 @@ mod server;
 mod session;
 mod sim;
 mod stats;
+mod tls;
 
 pub use ark_reactor::{IoModel, ReactorConfig, ReactorPool, Runtime, Stopping, TimerId};
 pub use client::{Reconnect, TcpClient, TcpClientBuilder, TcpClientHandle};

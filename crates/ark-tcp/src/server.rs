@@ -21,6 +21,7 @@ use crate::handle::SessionHandle;
 use crate::owner::Owner;
 use crate::session::{CloseReason, SessionInfo, TcpHandler};
 use crate::stats::{TcpCounters, TcpStats};
+use crate::tls::TlsLayer;
 
 /// Entry point: [`TcpServer::builder`].
 #[derive(Debug)]
@@ -37,6 +38,7 @@ impl TcpServer {
             runtime: Runtime::default(),
             reactor_config: ReactorConfig::default(),
             backlog: 1024,
+            tls: None,
         }
     }
 }
@@ -50,6 +52,7 @@ pub struct TcpServerBuilder<C> {
     runtime: Runtime,
     reactor_config: ReactorConfig,
     backlog: i32,
+    tls: Option<ark_tls::ServerTls>,
 }
 
 macro_rules! session_options {
@@ -210,7 +213,18 @@ impl<C: Framing> TcpServerBuilder<C> {
             runtime: self.runtime,
             reactor_config: self.reactor_config,
             backlog: self.backlog,
+            tls: self.tls,
         }
+    }
+
+    /// Serves TLS (`tcps`): every accepted connection does a handshake with `tls` first, and
+    /// its session opens (`on_open`, with [`Session::tls`](crate::Session::tls) set) when the
+    /// handshake completes. A bad handshake ends only that connection, with
+    /// [`CloseReason::Tls`] saying which check failed (the handler's `on_close` sees it,
+    /// without an `on_open` before).
+    pub fn tls(mut self, tls: ark_tls::ServerTls) -> Self {
+        self.tls = Some(tls);
+        self
     }
 
     /// The listen backlog. Default 1024.
@@ -258,6 +272,7 @@ impl<C: Framing> TcpServerBuilder<C> {
             factory,
             config: Arc::new(self.config.normalized()),
             shared: shared.clone(),
+            tls: self.tls,
             handles: pool.handles().to_vec(),
             next: 0,
             retry: None,
@@ -285,6 +300,7 @@ struct Listener<C, H, F> {
     factory: F,
     config: Arc<SessionConfig>,
     shared: Arc<ServerShared>,
+    tls: Option<ark_tls::ServerTls>,
     handles: Vec<ReactorHandle>,
     next: usize,
     retry: Option<TimerId>,
@@ -304,6 +320,18 @@ where
             peer,
             local: stream.local_addr().unwrap_or(peer),
             socket_buffers: (0, 0),
+            tls: None,
+        };
+        let session_id = info.id;
+        let tls = match self
+            .tls
+            .as_ref()
+            .map(|t| ark_tls::TlsSession::server(t, now))
+        {
+            None => None,
+            Some(Ok(session)) => Some(TlsLayer::new(session)),
+            // rustls could not start a connection with this config: refuse this one.
+            Some(Err(_)) => return,
         };
         let target = self.handles[self.next % self.handles.len()].clone();
         self.next = self.next.wrapping_add(1);
@@ -323,7 +351,7 @@ where
                 None,
                 Some(source.clone()),
             );
-            sessions.insert(info.id, core.session_handle());
+            sessions.insert(session_id, core.session_handle());
             let owner: Arc<dyn Owner<H>> = shared.clone();
             let member = shared.life.join(Some(source));
             Box::new(Conn::new(
@@ -331,13 +359,13 @@ where
                 core,
                 owner,
                 target.clone(),
-                false,
+                (false, tls),
                 member,
             ))
         };
         let interest = mio::Interest::READABLE | mio::Interest::WRITABLE;
         if target.insert_with(make, interest).is_none() {
-            sessions.remove(&info.id);
+            sessions.remove(&session_id);
         }
     }
 }

@@ -100,6 +100,11 @@ pub enum CloseReason {
     /// go on.
     #[error("the handler panicked")]
     Panicked,
+    /// The TLS layer failed: a bad handshake (which check failed is in the error), a bad
+    /// record, an alert from the peer, a handshake timeout, or a stream truncated without
+    /// `close_notify`. The alert for the peer, if any, was sent before the connection closed.
+    #[error("TLS: {0}")]
+    Tls(#[from] ark_tls::TlsError),
 }
 
 impl CloseReason {
@@ -156,12 +161,14 @@ pub enum SendError {
 }
 
 /// What a session is, apart from its state: fixed when it opens.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct SessionInfo {
     pub(crate) id: u64,
     pub(crate) peer: SocketAddr,
     pub(crate) local: SocketAddr,
     pub(crate) socket_buffers: (usize, usize),
+    /// What TLS negotiated (`tcps` sessions).
+    pub(crate) tls: Option<std::sync::Arc<ark_tls::TlsInfo>>,
 }
 
 /// A handler's view of its session during a callback: send, close, and what the session is.
@@ -228,6 +235,12 @@ impl Session<'_> {
     /// kernel may have doubled or capped the requested sizes).
     pub fn socket_buffers(&self) -> (usize, usize) {
         self.info.socket_buffers
+    }
+
+    /// What TLS negotiated — version, cipher suite, ALPN protocol, SNI name, the peer's
+    /// certificates — for a TLS session (`None` for plain TCP). Set before `on_open`.
+    pub fn tls(&self) -> Option<&ark_tls::TlsInfo> {
+        self.info.tls.as_deref()
     }
 
     /// Bytes queued and not yet written.

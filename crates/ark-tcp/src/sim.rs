@@ -103,9 +103,10 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
             peer: addr,
             local: addr,
             socket_buffers: (0, 0),
+            tls: None,
         };
         let config = Arc::new(config.normalized());
-        let core = SessionCore::new(handler, codec, config, info, now, None, None);
+        let core = SessionCore::new(handler, codec, config, info.clone(), now, None, None);
         let mut sim = Simulator {
             core,
             now,

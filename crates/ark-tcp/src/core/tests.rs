@@ -296,6 +296,7 @@ fn a_connect_that_never_completes_times_out() {
         peer: addr,
         local: addr,
         socket_buffers: (0, 0),
+        tls: None,
     };
     let mut core = SessionCore::new(
         handler,

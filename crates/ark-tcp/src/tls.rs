@@ -1,0 +1,234 @@
+//! The TLS layer of a session's driver: an [`ark_tls::TlsSession`] between the socket and the
+//! [`SessionCore`]. Reads go socket → scratch → TLS → core (plaintext straight from rustls's
+//! buffer); writes go core → TLS → socket (vectored). Kept apart from the plain driver so the
+//! plain path stays as it was.
+
+use std::io::{self, Read};
+use std::net::Shutdown;
+use std::sync::Arc;
+use std::time::Instant;
+
+use ark_reactor::{Context, Ready};
+use ark_tls::{PlaintextSink, TlsInfo, TlsSession};
+use mio::net::TcpStream;
+
+use crate::core::{Framing, SessionCore};
+use crate::session::{CloseReason, SessionInfo, TcpHandler};
+
+/// A TLS session in a driver, with the session's facts kept until the handshake opens it.
+pub(crate) struct TlsLayer {
+    session: TlsSession,
+    /// The TCP connection is up and the handshake under way: what `on_open` will see.
+    waiting: Option<SessionInfo>,
+    /// The handshake completed during the last input: the driver counts the session open.
+    opened: bool,
+}
+
+impl TlsLayer {
+    pub(crate) fn new(session: TlsSession) -> Self {
+        TlsLayer {
+            session,
+            waiting: None,
+            opened: false,
+        }
+    }
+
+    /// The TCP connection is established; the session opens when the handshake completes.
+    pub(crate) fn connected(&mut self, info: SessionInfo) {
+        self.waiting = Some(info);
+    }
+
+    /// Whether the handshake opened the session since the last call.
+    pub(crate) fn take_opened(&mut self) -> bool {
+        std::mem::take(&mut self.opened)
+    }
+
+    /// Whether to read the socket: during the handshake, or while the core takes input.
+    pub(crate) fn wants_read<C: Framing, H: TcpHandler>(&self, core: &SessionCore<C, H>) -> bool {
+        if self.session.is_established() {
+            core.wants_read()
+        } else {
+            self.waiting.is_some()
+        }
+    }
+
+    /// The handshake deadline, while it runs.
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        self.session.poll_timeout()
+    }
+
+    /// Ends the session if the handshake is past its deadline.
+    pub(crate) fn handle_timeout<C: Framing, H: TcpHandler>(
+        &mut self,
+        core: &mut SessionCore<C, H>,
+        now: Instant,
+    ) {
+        if let Err(e) = self.session.handle_timeout(now) {
+            core.handle_error(CloseReason::Tls(e));
+        }
+    }
+
+    /// Whether ciphertext waits for the socket.
+    pub(crate) fn wants_write(&self) -> bool {
+        self.session.wants_write()
+    }
+
+    /// Feeds ciphertext to the TLS session and its plaintext to the core.
+    fn input<C: Framing, H: TcpHandler>(
+        &mut self,
+        core: &mut SessionCore<C, H>,
+        now: Instant,
+        input: Option<&[u8]>,
+    ) {
+        let mut sink = CoreSink {
+            core: &mut *core,
+            now,
+            waiting: &mut self.waiting,
+            opened: &mut self.opened,
+        };
+        let result = match input {
+            Some(bytes) => self.session.handle_input(bytes, &mut sink),
+            None => self.session.resume(&mut sink),
+        };
+        match result {
+            Err(e) => core.handle_error(CloseReason::Tls(e)),
+            Ok(()) if self.session.peer_closed() && !self.session.holds_input() => {
+                core.handle_eof(now);
+            }
+            Ok(()) => {}
+        }
+    }
+
+    /// The socket's stream ended.
+    fn eof<C: Framing, H: TcpHandler>(&mut self, core: &mut SessionCore<C, H>, now: Instant) {
+        match self.session.handle_eof() {
+            Ok(()) => core.handle_eof(now),
+            Err(_) if self.session.is_established() => core.handle_truncated(now),
+            Err(e) => core.handle_error(CloseReason::Tls(e)),
+        }
+    }
+}
+
+/// The core as the TLS session's plaintext sink.
+struct CoreSink<'a, C: Framing, H: TcpHandler> {
+    core: &'a mut SessionCore<C, H>,
+    now: Instant,
+    waiting: &'a mut Option<SessionInfo>,
+    opened: &'a mut bool,
+}
+
+impl<C: Framing, H: TcpHandler> PlaintextSink for CoreSink<'_, C, H> {
+    fn established(&mut self, info: &Arc<TlsInfo>) {
+        if let Some(mut session) = self.waiting.take() {
+            session.tls = Some(info.clone());
+            *self.opened = true;
+            self.core.handle_connected(self.now, session);
+        }
+    }
+
+    fn plaintext(&mut self, bytes: &[u8]) -> bool {
+        self.core.handle_read(self.now, bytes);
+        self.core.wants_read()
+    }
+}
+
+/// Reads and feeds the TLS session within the turn's budget, input held back first. Returns
+/// whether input may still be waiting (the budget ran out, or held input awaits a resume).
+pub(crate) fn read<C: Framing, H: TcpHandler>(
+    stream: &mut TcpStream,
+    tls: &mut TlsLayer,
+    core: &mut SessionCore<C, H>,
+    cx: &mut Context<'_>,
+    ready: Ready,
+) -> bool {
+    let now = cx.now();
+    if tls.session.holds_input() {
+        tls.input(core, now, None);
+        if tls.session.holds_input() {
+            return false;
+        }
+    }
+    let budget = cx.budget();
+    let (mut reads, mut bytes) = (0u32, 0usize);
+    while tls.wants_read(core) {
+        if reads == budget.operations || bytes >= budget.bytes {
+            return true;
+        }
+        let scratch = cx.scratch();
+        let asked = scratch.len();
+        let result = stream.read(scratch);
+        reads += 1;
+        cx.counters().add_reads(1);
+        core.count_read();
+        match result {
+            Ok(0) => {
+                tls.eof(core, now);
+                return false;
+            }
+            Ok(n) => {
+                bytes += n;
+                tls.input(core, now, Some(&cx.scratch()[..n]));
+                if tls.session.holds_input() {
+                    return false;
+                }
+                if n < asked && !ready.contains(Ready::READ_CLOSED) {
+                    core.release_idle_buffers();
+                    return false;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                core.release_idle_buffers();
+                return false;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                core.handle_error(CloseReason::io(&e));
+                return false;
+            }
+        }
+    }
+    false
+}
+
+/// Moves what the core offers into the TLS session, then one (vectored) write of the
+/// ciphertext. Returns (the socket is full, reading resumed).
+pub(crate) fn write_once<C: Framing, H: TcpHandler>(
+    stream: &mut TcpStream,
+    tls: &mut TlsLayer,
+    core: &mut SessionCore<C, H>,
+    cx: &mut Context<'_>,
+    now: Instant,
+) -> (bool, bool) {
+    let mut resumed = false;
+    let plaintext = core.transmit();
+    if !plaintext.is_empty() {
+        let taken = tls.session.write_plaintext(plaintext);
+        if taken > 0 {
+            resumed = core.handle_written(now, taken);
+        }
+    }
+    if !tls.session.wants_write() {
+        return (false, resumed);
+    }
+    let result = tls.session.write_to(stream);
+    cx.counters().add_writes(1);
+    core.count_write();
+    match result {
+        // A partial write filled the socket: its next writable edge will come.
+        Ok(_) => (tls.session.wants_write(), resumed),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => (true, resumed),
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => (false, resumed),
+        Err(e) => {
+            core.handle_error(CloseReason::io(&e));
+            (true, resumed)
+        }
+    }
+}
+
+/// A graceful close has written everything: `close_notify`, then the socket's FIN.
+pub(crate) fn shutdown(stream: &mut TcpStream, tls: &mut TlsLayer) {
+    tls.session.send_close_notify();
+    // The socket took everything before this, so the alert's few bytes fit.
+    let _ = tls.session.write_to(stream);
+    let _ = stream.shutdown(Shutdown::Write);
+}
