@@ -107,6 +107,23 @@ impl TrustRoots {
         }
     }
 
+    /// The operating system's trusted CAs (on Linux the distribution's bundle, such as
+    /// `/etc/ssl/certs/ca-certificates.crt`; `SSL_CERT_FILE` / `SSL_CERT_DIR` override),
+    /// loaded by `rustls-native-certs`. Certificates webpki cannot use are skipped.
+    ///
+    /// # Errors
+    /// [`ConfigError::Missing`] when no usable CA certificate was found.
+    pub fn system() -> Result<Self, ConfigError> {
+        let mut roots = TrustRoots::empty();
+        for cert in rustls_native_certs::load_native_certs().certs {
+            let _ = roots.add_der(cert);
+        }
+        if roots.is_empty() {
+            return Err(ConfigError::Missing("system CA certificate"));
+        }
+        Ok(roots)
+    }
+
     /// The CA certificates in a PEM buffer (arknet's `ca.pem`).
     ///
     /// # Errors

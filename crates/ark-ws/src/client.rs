@@ -28,6 +28,7 @@ impl WsClient {
             io_model: None,
             pool: None,
             connect_timeout: Duration::from_secs(30),
+            tls: None,
         }
     }
 }
@@ -39,6 +40,7 @@ pub struct WsClientBuilder {
     io_model: Option<IoModel>,
     pool: Option<Arc<ReactorPool>>,
     connect_timeout: Duration,
+    tls: Option<ark_tls::ClientTls>,
 }
 
 impl WsClientBuilder {
@@ -50,30 +52,53 @@ impl WsClientBuilder {
         self
     }
 
-    /// Connects to `url` (`ws://HOST:PORT/path`; the host may be a name such as `localhost`,
-    /// resolved here) and runs `handler`. Returns at once; the connection and handshake
-    /// happen on the client's reactor.
+    /// The TLS config for `wss://` URLs: the roots that verify the server (chain and host
+    /// name, always), a client certificate for mTLS, ALPN, ... Without one, a `wss://` URL
+    /// verifies against the system's CAs ([`ark_tls::TrustRoots::system`]).
+    pub fn tls(mut self, tls: ark_tls::ClientTls) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// Connects to `url` (`ws://HOST:PORT/path`, or `wss://` for TLS with the host verified
+    /// against the server's certificate; the host may be a name such as `localhost`, resolved
+    /// here) and runs `handler`. Returns at once; the connection and the handshakes happen on
+    /// the client's reactor.
     ///
     /// # Errors
-    /// A malformed URL; a `wss://` URL (TLS is not supported yet); a host that does not
-    /// resolve; the pool could not start. Connection and handshake failures reach the handler
-    /// as `on_close(WsClose::Failed(..))`.
+    /// A malformed URL or another scheme; for `wss://` without [`tls`](Self::tls), no
+    /// usable system CA; a host that does not resolve; the pool could not start. Connection
+    /// and handshake failures (TLS ones too) reach the handler as
+    /// `on_close(WsClose::Failed(..))`.
     pub fn connect<H: WsHandler>(self, url: &str, handler: H) -> io::Result<WsClientHandle> {
         let invalid = |message: String| io::Error::new(io::ErrorKind::InvalidInput, message);
         let mut request = url
             .into_client_request()
             .map_err(|e| invalid(format!("WsClient: {e}")))?;
         let uri = request.uri();
-        if uri.scheme_str() != Some("ws") {
-            return Err(invalid(format!(
-                "WsClient: {url}: only ws:// URLs are supported (wss:// needs TLS, which ark-ws does not offer yet)"
-            )));
-        }
+        let secure = match uri.scheme_str() {
+            Some("ws") => false,
+            Some("wss") => true,
+            _ => {
+                return Err(invalid(format!(
+                    "WsClient: {url}: not a ws:// or wss:// URL"
+                )));
+            }
+        };
         let host = uri
             .host()
             .unwrap_or_default()
-            .trim_matches(|c| c == '[' || c == ']');
-        let addr = ark_reactor::resolve((host, uri.port_u16().unwrap_or(80)))?;
+            .trim_matches(|c| c == '[' || c == ']')
+            .to_string();
+        let port = uri.port_u16().unwrap_or(if secure { 443 } else { 80 });
+        let addr = ark_reactor::resolve((host.as_str(), port))?;
+        let tls = match (secure, self.tls) {
+            (false, _) => None,
+            (true, Some(tls)) => Some(tls),
+            (true, None) => {
+                Some(system_tls().map_err(|e| invalid(format!("WsClient: {url}: {e}")))?)
+            }
+        };
         if !self.config.subprotocols.is_empty()
             && let Ok(value) = self.config.subprotocols.join(", ").parse()
         {
@@ -92,11 +117,19 @@ impl WsClientBuilder {
         if let Some(pool) = self.pool {
             tcp = tcp.pool(pool);
         }
+        if let Some(tls) = tls {
+            tcp = tcp.tls(tls, host);
+        }
         let shared = WsShared::new(config.write_buffer_limit);
         let conn = WsConn::client(request, config, handler, shared.clone());
         let inner = tcp.connect(addr, conn)?;
         Ok(WsClientHandle { inner, shared })
     }
+}
+
+/// A client TLS config trusting the system's CAs.
+fn system_tls() -> Result<ark_tls::ClientTls, ark_tls::ConfigError> {
+    ark_tls::ClientTls::builder(ark_tls::TrustRoots::system()?).build()
 }
 
 /// A running WebSocket client: send to its session, wait for it, stop it.

@@ -26,6 +26,7 @@ impl WsServer {
             config: WsConfig::default(),
             io_model: None,
             pool: None,
+            tls: None,
         }
     }
 }
@@ -37,6 +38,7 @@ pub struct WsServerBuilder {
     config: WsConfig,
     io_model: Option<IoModel>,
     pool: Option<Arc<ReactorPool>>,
+    tls: Option<ark_tls::ServerTls>,
 }
 
 macro_rules! ws_options {
@@ -137,6 +139,14 @@ impl WsServerBuilder {
 
     ws_options!();
 
+    /// Serves `wss`: a TLS handshake with `tls` before the WebSocket upgrade on every
+    /// connection. A bad TLS handshake ends only that connection
+    /// (`WsClose::Failed(OpenError::Connection(CloseReason::Tls(..)))` says which check failed).
+    pub fn tls(mut self, tls: ark_tls::ServerTls) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
     /// Starts listening; `factory(peer)` makes each session's handler.
     ///
     /// # Errors
@@ -162,6 +172,9 @@ impl WsServerBuilder {
         }
         if let Some(pool) = self.pool {
             tcp = tcp.pool(pool);
+        }
+        if let Some(tls) = self.tls {
+            tcp = tcp.tls(tls);
         }
         let c = config.clone();
         let registry = Registry::default();

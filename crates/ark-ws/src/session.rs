@@ -82,6 +82,12 @@ impl WsSession<'_> {
         self.tcp.peer_addr()
     }
 
+    /// What TLS negotiated for a `wss` session (version, cipher suite, ALPN, SNI name, the
+    /// peer's certificates); `None` for `ws`.
+    pub fn tls(&self) -> Option<&ark_tls::TlsInfo> {
+        self.tcp.tls()
+    }
+
     /// A handle to this session, to send to it or close it from anywhere.
     pub fn handle(&self) -> WsSessionHandle {
         WsSessionHandle::new(self.shared.clone())

@@ -1,18 +1,29 @@
 """Drives an ark-ws echo server with Python's `websockets` library (an independent client).
 
 Usage: python3 interop_client.py ws://127.0.0.1:PORT/ [wait-close]
+       ARK_TEST_CA=ca.pem python3 interop_client.py wss://localhost:PORT/
+For wss:// URLs the server is verified (chain and host name) against the CA in ARK_TEST_CA.
 Exits 0 when every check passes; prints the failing check and exits 1 otherwise.
 With `wait-close`, it only connects and waits for the server to close the connection, then
 prints the close code it received.
 """
 import asyncio
+import os
+import ssl
 import sys
 
 import websockets
 
 
+def tls_context(url: str):
+    """A verifying TLS context for wss:// URLs (None for ws://)."""
+    if not url.startswith("wss://"):
+        return None
+    return ssl.create_default_context(cafile=os.environ["ARK_TEST_CA"])
+
+
 async def main(url: str) -> None:
-    async with websockets.connect(url, max_size=2**24) as ws:
+    async with websockets.connect(url, max_size=2**24, ssl=tls_context(url)) as ws:
         await ws.send("hello from python")
         assert await ws.recv() == "hello from python", "text echo"
         await ws.send(b"\x00\x01\xfe\xff")
@@ -30,7 +41,7 @@ async def main(url: str) -> None:
 
 
 async def wait_close(url: str) -> None:
-    async with websockets.connect(url) as ws:
+    async with websockets.connect(url, ssl=tls_context(url)) as ws:
         print("connected", flush=True)
         try:
             await ws.recv()
