@@ -1,6 +1,7 @@
 //! The command line, arknet-compatible.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
 
@@ -13,6 +14,28 @@ pub enum Protocol {
     Udp,
     /// WebSocket binary messages.
     Websocket,
+    /// TCP with a 4-byte big-endian length prefix, over TLS (rustls).
+    Tcps,
+    /// WebSocket binary messages over TLS (rustls).
+    Wss,
+}
+
+impl Protocol {
+    /// Whether the protocol runs over TLS.
+    pub fn is_tls(self) -> bool {
+        matches!(self, Protocol::Tcps | Protocol::Wss)
+    }
+
+    /// The record's name of the protocol.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Tcp => "tcp",
+            Protocol::Udp => "udp",
+            Protocol::Websocket => "websocket",
+            Protocol::Tcps => "tcps",
+            Protocol::Wss => "wss",
+        }
+    }
 }
 
 /// IO model: one shared loop, or sharded loops.
@@ -144,6 +167,15 @@ pub struct Args {
     /// Server address for `--role client`: any address or `host:port`.
     #[arg(long, value_parser = address)]
     pub connect: Option<SocketAddr>,
+    /// For tcps and wss: a directory with arknet's layout — `server.pem`, `server-key.pem`
+    /// and `ca.pem` (the server presents the first two, clients verify against the third).
+    /// Without it, a throwaway CA and server certificate are generated in memory for the run.
+    #[arg(long, value_name = "DIR")]
+    pub certs: Option<PathBuf>,
+    /// For tcps and wss: the name clients verify the server's certificate against (and send
+    /// by SNI).
+    #[arg(long = "server-name", default_value = "localhost")]
+    pub server_name: String,
 }
 
 impl Args {
@@ -163,6 +195,12 @@ impl Args {
         }
         if self.role == Role::Client && self.connect.is_none() {
             return Err("--role client needs --connect ADDR".to_string());
+        }
+        if self.protocol.is_tls() && self.role != Role::Both && self.certs.is_none() {
+            return Err(format!(
+                "--protocol {} with --role server or client needs --certs DIR: both sides must share the CA",
+                self.protocol.name()
+            ));
         }
         Ok(())
     }

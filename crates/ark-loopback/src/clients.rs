@@ -49,6 +49,8 @@ pub struct Totals {
     pub per_client: Mutex<Vec<u64>>,
     /// Round-trip times of measured echoes, microseconds.
     pub rtt: Mutex<Histogram<u64>>,
+    /// The TLS version and cipher suite the first TLS client negotiated.
+    pub tls: Mutex<Option<(String, String)>>,
 }
 
 impl Totals {
@@ -72,6 +74,7 @@ impl Totals {
             rtt: Mutex::new(
                 Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid histogram bounds"),
             ),
+            tls: Mutex::new(None),
         })
     }
 }
@@ -255,6 +258,20 @@ impl Core {
     }
 }
 
+impl Core {
+    /// Notes what TLS negotiated (the first client's is kept for the record).
+    pub fn note_tls(&self, version: &str, cipher_suite: &str) {
+        let mut slot = self
+            .totals
+            .tls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if slot.is_none() {
+            *slot = Some((version.to_string(), cipher_suite.to_string()));
+        }
+    }
+}
+
 impl Drop for Core {
     /// A client stopped without a close event (its task was dropped) still counts its round
     /// trips.
@@ -274,6 +291,9 @@ pub struct TcpClient(pub Core);
 
 impl ark_tcp::TcpHandler for TcpClient {
     fn on_open(&mut self, session: &mut ark_tcp::Session<'_>) {
+        if let Some(tls) = session.tls() {
+            self.0.note_tls(&tls.version, &tls.cipher_suite);
+        }
         self.0.pump(|m| session.send(m).is_ok());
     }
     fn on_message(&mut self, session: &mut ark_tcp::Session<'_>, message: &[u8]) {
@@ -309,6 +329,9 @@ pub struct WsClient(pub Core);
 
 impl ark_ws::WsHandler for WsClient {
     fn on_open(&mut self, session: &mut ark_ws::WsSession<'_>, _: &ark_ws::Request) {
+        if let Some(tls) = session.tls() {
+            self.0.note_tls(&tls.version, &tls.cipher_suite);
+        }
         self.0.pump(|m| session.send_binary(m).is_ok());
     }
     fn on_message(&mut self, session: &mut ark_ws::WsSession<'_>, message: ark_ws::Message) {

@@ -13,6 +13,7 @@ use ark_reactor::{IoModel, ReactorConfig, ReactorPool};
 use crate::args::{Args, IoModelArg, Protocol, Switch};
 use crate::clients::{self, Core};
 use crate::servers::Echo;
+use crate::tls::TlsMaterial;
 
 /// Servers and clients of one implementation, on the IO threads `--io-model` and
 /// `--io-threads` describe.
@@ -79,6 +80,8 @@ enum Client {
 /// its own (owned).
 pub struct ArkEndpoints {
     model: IoModelArg,
+    /// The certificates of a tcps or wss run.
+    tls: Option<TlsMaterial>,
     /// The one pool, or (owned) one per endpoint started so far.
     pools: Vec<Arc<ReactorPool>>,
     server: Option<Server>,
@@ -125,6 +128,7 @@ impl Endpoints for ArkEndpoints {
             None => Vec::new(),
         };
         Ok(ArkEndpoints {
+            tls: TlsMaterial::for_args(args)?,
             model: args.io_model,
             pools,
             server: None,
@@ -135,14 +139,18 @@ impl Endpoints for ArkEndpoints {
     fn start_server(&mut self, args: &Args, echo: Echo) -> std::io::Result<SocketAddr> {
         let addr = args.server_addr();
         let pool = self.endpoint_pool()?;
+        let tls = self.tls.as_ref().map(TlsMaterial::server_tls).transpose()?;
         let server = match args.protocol {
-            Protocol::Tcp => Server::Tcp(
-                ark_tcp::TcpServer::builder()
+            Protocol::Tcp | Protocol::Tcps => {
+                let mut builder = ark_tcp::TcpServer::builder()
                     .bind(addr)
                     .framing(LengthPrefix::default())
-                    .pool(pool)
-                    .start(move |_| echo.clone())?,
-            ),
+                    .pool(pool);
+                if let Some(tls) = tls {
+                    builder = builder.tls(tls);
+                }
+                Server::Tcp(builder.start(move |_| echo.clone())?)
+            }
             Protocol::Udp => Server::Udp(
                 ark_udp::UdpServer::builder()
                     .bind(addr)
@@ -155,12 +163,13 @@ impl Endpoints for ArkEndpoints {
                     .pool(pool)
                     .start(move |_| echo.clone())?,
             ),
-            Protocol::Websocket => Server::Ws(
-                ark_ws::WsServer::builder()
-                    .bind(addr)
-                    .pool(pool)
-                    .start(move |_| echo.clone())?,
-            ),
+            Protocol::Websocket | Protocol::Wss => {
+                let mut builder = ark_ws::WsServer::builder().bind(addr).pool(pool);
+                if let Some(tls) = tls {
+                    builder = builder.tls(tls);
+                }
+                Server::Ws(builder.start(move |_| echo.clone())?)
+            }
         };
         let local = match &server {
             Server::Tcp(s) => s.local_addr(),
@@ -178,16 +187,21 @@ impl Endpoints for ArkEndpoints {
         core: Core,
     ) -> std::io::Result<Option<(usize, usize)>> {
         let pool = self.endpoint_pool()?;
+        let tls = match &self.tls {
+            Some(material) => Some((material.client_tls()?, material.server_name.clone())),
+            None => None,
+        };
         let (client, buffers) = match args.protocol {
-            Protocol::Tcp => (
-                Client::Tcp(
-                    ark_tcp::TcpClient::builder()
-                        .pool(pool)
-                        .connect_timeout(Duration::from_secs(10))
-                        .connect(server, clients::TcpClient(core))?,
-                ),
-                None,
-            ),
+            Protocol::Tcp | Protocol::Tcps => {
+                let mut builder = ark_tcp::TcpClient::builder()
+                    .pool(pool)
+                    .connect_timeout(Duration::from_secs(10));
+                if let Some((tls, name)) = tls {
+                    builder = builder.tls(tls, name);
+                }
+                let client = builder.connect(server, clients::TcpClient(core))?;
+                (Client::Tcp(client), None)
+            }
             Protocol::Udp => {
                 let client = ark_udp::UdpClient::builder()
                     .socket_buffers(Some(args.udp_send_buffer), Some(args.udp_receive_buffer))
@@ -198,15 +212,20 @@ impl Endpoints for ArkEndpoints {
                 let buffers = client.socket_buffers();
                 (Client::Udp(client), Some(buffers))
             }
-            Protocol::Websocket => (
-                Client::Ws(
-                    ark_ws::WsClient::builder()
-                        .pool(pool)
-                        .connect_timeout(Duration::from_secs(10))
-                        .connect(&format!("ws://{server}/"), clients::WsClient(core))?,
-                ),
-                None,
-            ),
+            Protocol::Websocket | Protocol::Wss => {
+                let mut builder = ark_ws::WsClient::builder()
+                    .pool(pool)
+                    .connect_timeout(Duration::from_secs(10));
+                let scheme = if let Some((tls, name)) = tls {
+                    builder = builder.tls(tls).tls_server_name(name);
+                    "wss"
+                } else {
+                    "ws"
+                };
+                let url = format!("{scheme}://{server}/");
+                let client = builder.connect(&url, clients::WsClient(core))?;
+                (Client::Ws(client), None)
+            }
         };
         self.clients.push(client);
         Ok(buffers)

@@ -4,8 +4,8 @@
 //! stays small and tests can reach its parts: [`args`] (arknet's flags), [`message`] (arknet's
 //! message layout and the server's optional work), [`clients`] (closed-loop clients that check
 //! and time every echo), [`servers`] (the echo servers), [`record`] (the JSON record),
-//! [`endpoints`] (the implementation under test: ark's, or a peer's) and [`run`] (one run of
-//! any implementation).
+//! [`endpoints`] (the implementation under test: ark's, or a peer's), [`tls`] (the certificates
+//! and configs of tcps and wss runs) and [`run`] (one run of any implementation).
 //!
 //! ```
 //! use ark_loopback::message::{check, fill, MEASURED};
@@ -25,3 +25,4 @@ pub mod record;
 pub mod run;
 pub mod servers;
 pub mod signals;
+pub mod tls;

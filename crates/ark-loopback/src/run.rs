@@ -146,7 +146,7 @@ pub fn serve<E: Endpoints>(args: &Args) -> std::io::Result<serde_json::Value> {
         "role": "server",
         "implementation": E::NAME,
         "address": addr.to_string(),
-        "protocol": protocol_name(args.protocol),
+        "protocol": args.protocol.name(),
         "server_send_rejections": counters.send_rejections.load(Ordering::Relaxed),
         "syscalls": syscalls,
         "interrupted": interrupted,
@@ -307,6 +307,11 @@ fn measure_inner<E: Endpoints>(
     } else if !warmup_ok {
         error = Some("no echo during the warm-up".to_string());
     }
+    let negotiated = totals
+        .tls
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
     let (csend_min, csend_max) = min_max(udp_buffers.iter().map(|b| b.0));
     let (crecv_min, crecv_max) = min_max(udp_buffers.iter().map(|b| b.1));
     Ok(Record {
@@ -352,6 +357,8 @@ fn measure_inner<E: Endpoints>(
         udp_client_receive_buffer_min_bytes: crecv_min,
         udp_client_receive_buffer_max_bytes: crecv_max,
         udp_kernel: kernel,
+        tls_version: negotiated.as_ref().map(|n| n.0.clone()),
+        tls_cipher_suite: negotiated.map(|n| n.1),
         allocations_per_message: match (allocs0, allocs1) {
             (Some(a), Some(b)) if messages > 0 => Some((b - a) as f64 / messages as f64),
             _ => None,
@@ -371,14 +378,6 @@ fn measure_inner<E: Endpoints>(
     })
 }
 
-fn protocol_name(p: Protocol) -> &'static str {
-    match p {
-        Protocol::Tcp => "tcp",
-        Protocol::Udp => "udp",
-        Protocol::Websocket => "websocket",
-    }
-}
-
 /// A record of this run's parameters with no measurement yet (`ok: false`).
 fn base_record(args: &Args, implementation: &'static str) -> Record {
     Record {
@@ -386,7 +385,7 @@ fn base_record(args: &Args, implementation: &'static str) -> Record {
         implementation,
         version: env!("CARGO_PKG_VERSION"),
         git_commit: git_commit(),
-        protocol: protocol_name(args.protocol),
+        protocol: args.protocol.name(),
         address_family: match args.address_family {
             Family::Ipv4 => "ipv4",
             Family::Ipv6 => "ipv6",
@@ -442,6 +441,13 @@ fn base_record(args: &Args, implementation: &'static str) -> Record {
         udp_client_receive_buffer_min_bytes: None,
         udp_client_receive_buffer_max_bytes: None,
         udp_kernel: None,
+        tls_version: None,
+        tls_cipher_suite: None,
+        tls_certificates: args.protocol.is_tls().then_some(if args.certs.is_some() {
+            "dir"
+        } else {
+            "generated"
+        }),
         allocations_per_message: None,
         syscalls_per_message: None,
         cpu_seconds: 0.0,

@@ -284,3 +284,85 @@ fn sigint_and_sigterm_stop_gracefully_with_a_record_of_what_was_measured() {
     assert_eq!(record["role"], "server");
     assert_eq!(record["interrupted"], true, "{record}");
 }
+
+#[test]
+fn tcps_and_wss_with_the_issue_flags_complete_and_name_their_tls() {
+    for protocol in ["tcps", "wss"] {
+        // Exactly the acceptance command: no flags beyond these.
+        let args = [
+            "--protocol",
+            protocol,
+            "--payload",
+            "1024",
+            "--clients",
+            "16",
+            "--window",
+            "16",
+        ];
+        let (code, record, stderr) = run(&args);
+        assert_eq!(code, Some(0), "{protocol}: {stderr}");
+        assert_clean(&record, protocol);
+        assert_eq!(record["protocol"], protocol);
+        assert_eq!(record["tls_certificates"], "generated");
+        let version = record["tls_version"].as_str().unwrap_or_default();
+        assert!(version.starts_with("TLSv1."), "{record}");
+        let suite = record["tls_cipher_suite"].as_str().unwrap_or_default();
+        assert!(suite.starts_with("TLS"), "{record}");
+    }
+}
+
+#[test]
+fn tls_server_and_client_in_two_processes_share_certs_from_a_directory() {
+    let dir = std::env::temp_dir().join(format!("ark-loopback-certs-{}", std::process::id()));
+    ark_tls::Pki::generate(&["localhost"])
+        .unwrap()
+        .write_dir(&dir)
+        .unwrap();
+    let certs = dir.to_str().unwrap().to_string();
+    for protocol in ["tcps", "wss"] {
+        let port = {
+            let probe = TcpListener::bind("127.0.0.1:0").unwrap();
+            probe.local_addr().unwrap().port()
+        };
+        let addr = format!("127.0.0.1:{port}");
+        let common = [
+            "--protocol",
+            protocol,
+            "--seconds",
+            "0.2",
+            "--warmup",
+            "0.05",
+            "--drain",
+            "1",
+            "--certs",
+            &certs,
+        ];
+        let server = binary()
+            .args(common)
+            .args(["--role", "server", "--bind", &addr])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let mut args = common.to_vec();
+        args.extend(["--role", "client", "--connect", &addr, "--clients", "2"]);
+        let (code, record, stderr) = run(&args);
+        assert_eq!(code, Some(0), "{protocol}: {stderr}");
+        assert_clean(&record, protocol);
+        assert_eq!(record["tls_certificates"], "dir");
+        assert!(server.wait_with_output().unwrap().status.success());
+    }
+    // Without the shared CA the client cannot verify the server: refused up front.
+    let (code, _, stderr) = run(&[
+        "--protocol",
+        "tcps",
+        "--role",
+        "client",
+        "--connect",
+        "127.0.0.1:1",
+    ]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--certs"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

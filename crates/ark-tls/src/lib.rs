@@ -78,4 +78,4 @@ pub use error::{ConfigError, TlsError};
 pub use pki::{GenerateError, Pki, Validity};
 pub use rustls;
 pub use rustls::pki_types::{CertificateDer, ServerName};
-pub use session::{OUTGOING_LIMIT, PlaintextSink, TlsInfo, TlsSession};
+pub use session::{OUTGOING_LIMIT, PlaintextSink, TlsInfo, TlsSession, describe};

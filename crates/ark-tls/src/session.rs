@@ -32,6 +32,26 @@ pub struct TlsInfo {
     pub resumed: bool,
 }
 
+/// The negotiated protocol version (`"TLSv1.3"`, `"TLSv1.2"`) and cipher suite (IANA name) of
+/// any rustls connection, as [`TlsInfo`] names them: for programs that drive rustls
+/// themselves (a tokio-rustls peer, say) and report the same way.
+pub fn describe(state: &rustls::CommonState) -> (String, String) {
+    let version = match state.protocol_version() {
+        Some(rustls::ProtocolVersion::TLSv1_3) => "TLSv1.3".to_string(),
+        Some(rustls::ProtocolVersion::TLSv1_2) => "TLSv1.2".to_string(),
+        other => format!("{other:?}"),
+    };
+    let cipher_suite = state
+        .negotiated_cipher_suite()
+        .map(|s| {
+            let id = s.suite();
+            id.as_str()
+                .map_or_else(|| format!("{id:?}"), str::to_string)
+        })
+        .unwrap_or_default();
+    (version, cipher_suite)
+}
+
 /// Where a session's plaintext goes: the session core of the transport above.
 pub trait PlaintextSink {
     /// The handshake completed; called once, before any plaintext.
@@ -209,20 +229,7 @@ impl TlsSession {
     }
 
     fn negotiated(&self) -> TlsInfo {
-        let version = match self.conn.protocol_version() {
-            Some(rustls::ProtocolVersion::TLSv1_3) => "TLSv1.3".to_string(),
-            Some(rustls::ProtocolVersion::TLSv1_2) => "TLSv1.2".to_string(),
-            other => format!("{other:?}"),
-        };
-        let cipher_suite = self
-            .conn
-            .negotiated_cipher_suite()
-            .map(|s| {
-                let id = s.suite();
-                id.as_str()
-                    .map_or_else(|| format!("{id:?}"), str::to_string)
-            })
-            .unwrap_or_default();
+        let (version, cipher_suite) = describe(&self.conn);
         let server_name = match &self.conn {
             rustls::Connection::Server(server) => server.server_name().map(str::to_string),
             rustls::Connection::Client(_) => None,

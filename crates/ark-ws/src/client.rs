@@ -29,6 +29,7 @@ impl WsClient {
             pool: None,
             connect_timeout: Duration::from_secs(30),
             tls: None,
+            tls_server_name: None,
         }
     }
 }
@@ -41,6 +42,7 @@ pub struct WsClientBuilder {
     pool: Option<Arc<ReactorPool>>,
     connect_timeout: Duration,
     tls: Option<ark_tls::ClientTls>,
+    tls_server_name: Option<String>,
 }
 
 impl WsClientBuilder {
@@ -57,6 +59,14 @@ impl WsClientBuilder {
     /// verifies against the system's CAs ([`ark_tls::TrustRoots::system`]).
     pub fn tls(mut self, tls: ark_tls::ClientTls) -> Self {
         self.tls = Some(tls);
+        self
+    }
+
+    /// For `wss://`: the name the server's certificate must be valid for (and sent by SNI)
+    /// instead of the URL's host — to reach a server by its address while verifying its
+    /// name, say.
+    pub fn tls_server_name(mut self, name: impl Into<String>) -> Self {
+        self.tls_server_name = Some(name.into());
         self
     }
 
@@ -118,7 +128,7 @@ impl WsClientBuilder {
             tcp = tcp.pool(pool);
         }
         if let Some(tls) = tls {
-            tcp = tcp.tls(tls, host);
+            tcp = tcp.tls(tls, self.tls_server_name.unwrap_or(host));
         }
         let shared = WsShared::new(config.write_buffer_limit);
         let conn = WsConn::client(request, config, handler, shared.clone());

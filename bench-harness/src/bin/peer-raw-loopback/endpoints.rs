@@ -41,6 +41,15 @@ impl Endpoints for RawEndpoints {
     const NAME: &'static str = "raw";
 
     fn start(args: &Args) -> io::Result<Self> {
+        if args.protocol.is_tls() {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!(
+                    "peer-raw-loopback leaves TLS out: the raw floor measures plain syscalls, and --protocol {} would only add rustls on top (compare with ark and tokio instead)",
+                    args.protocol.name()
+                ),
+            ));
+        }
         let threads = args.io_threads as usize;
         let mut endpoints = RawEndpoints {
             model: args.io_model,
@@ -111,6 +120,7 @@ impl Endpoints for RawEndpoints {
                 poller.add(Box::new(conn))?;
                 Ok(None)
             }
+            Protocol::Tcps | Protocol::Wss => Err(io::ErrorKind::Unsupported.into()),
             Protocol::Websocket => {
                 let (stream, buf) = ws_handshake(connect(server)?, server)?;
                 let conn = StreamConn::new(stream, buf, Codec::Ws, End::Client(core));

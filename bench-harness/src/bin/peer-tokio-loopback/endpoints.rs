@@ -6,11 +6,12 @@ use std::net::SocketAddr;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::{tcp, udp, ws};
+use crate::{tcp, tls, udp, ws};
 use ark_loopback::args::{Args, IoModelArg, Protocol};
 use ark_loopback::clients::Core;
 use ark_loopback::endpoints::Endpoints;
 use ark_loopback::servers::Echo;
+use ark_loopback::tls::TlsMaterial;
 use bench_harness::peer_net::{buffers, udp_socket, unspecified_like};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::runtime::{Builder, Handle, Runtime};
@@ -33,6 +34,8 @@ pub struct TokioEndpoints {
     handles: Vec<Handle>,
     next_client: usize,
     udp_server_buffers: Option<(usize, usize)>,
+    /// The certificates of a tcps or wss run.
+    tls: Option<TlsMaterial>,
 }
 
 /// A current-thread runtime on a thread of its own.
@@ -81,6 +84,7 @@ impl Endpoints for TokioEndpoints {
             handles: Vec::new(),
             next_client: 0,
             udp_server_buffers: None,
+            tls: TlsMaterial::for_args(args)?,
         };
         match (args.io_model, threads) {
             (IoModelArg::Owned, _) => {}
@@ -137,8 +141,19 @@ impl Endpoints for TokioEndpoints {
                 let home = &handles[0];
                 let listener = run_on(home, async move { TcpListener::bind(addr).await })?;
                 let local = listener.local_addr()?;
-                let websocket = protocol == Protocol::Websocket;
-                home.spawn(accept(listener, handles.clone(), echo, websocket));
+                let kind = match (&self.tls, protocol) {
+                    (Some(material), protocol) => {
+                        let config = material.server_tls()?.rustls_config().clone();
+                        let inner = match protocol {
+                            Protocol::Wss => tls::Inner::WebSocket,
+                            _ => tls::Inner::Frames,
+                        };
+                        Kind::Tls(tokio_rustls::TlsAcceptor::from(config), inner)
+                    }
+                    (None, Protocol::Websocket) => Kind::WebSocket,
+                    (None, _) => Kind::Frames,
+                };
+                home.spawn(accept(listener, handles.clone(), echo, kind));
                 Ok(local)
             }
         }
@@ -170,6 +185,25 @@ impl Endpoints for TokioEndpoints {
             Protocol::Websocket => {
                 let variant = ws::Variant::from_env();
                 let task = run_on(handle, ws::connect(server, core, payload, variant))?;
+                handle.spawn(task);
+                Ok(None)
+            }
+            Protocol::Tcps | Protocol::Wss => {
+                let material = self
+                    .tls
+                    .as_ref()
+                    .ok_or_else(|| io::Error::other("no TLS material"))?;
+                let config = material.client_tls()?.rustls_config().clone();
+                let connector = tokio_rustls::TlsConnector::from(config);
+                let name = tokio_rustls::rustls::pki_types::ServerName::try_from(
+                    material.server_name.clone(),
+                )
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+                let inner = match args.protocol {
+                    Protocol::Wss => tls::Inner::WebSocket,
+                    _ => tls::Inner::Frames,
+                };
+                let task = run_on(handle, tls::connect(server, connector, name, core, inner))?;
                 handle.spawn(task);
                 Ok(None)
             }
@@ -228,8 +262,19 @@ impl TokioEndpoints {
     }
 }
 
+/// What a server connection speaks.
+#[derive(Clone)]
+enum Kind {
+    /// Length-prefixed frames.
+    Frames,
+    /// WebSocket.
+    WebSocket,
+    /// TLS, then what is inside.
+    Tls(tokio_rustls::TlsAcceptor, tls::Inner),
+}
+
 /// Accepts connections and serves each on the next runtime, round-robin.
-async fn accept(listener: TcpListener, handles: Vec<Handle>, echo: Echo, websocket: bool) {
+async fn accept(listener: TcpListener, handles: Vec<Handle>, echo: Echo, kind: Kind) {
     let mut next = 0usize;
     loop {
         let stream = match listener.accept().await {
@@ -243,8 +288,9 @@ async fn accept(listener: TcpListener, handles: Vec<Handle>, echo: Echo, websock
         let echo = echo.clone();
         let handle = &handles[next % handles.len()];
         next += 1;
+        let kind = kind.clone();
         if handles.len() == 1 {
-            tokio::spawn(session(stream, echo, websocket));
+            tokio::spawn(session(stream, echo, kind));
         } else {
             // A tokio socket belongs to the runtime that registered it: move it over.
             let Ok(stream) = stream.into_std() else {
@@ -252,21 +298,22 @@ async fn accept(listener: TcpListener, handles: Vec<Handle>, echo: Echo, websock
             };
             handle.spawn(async move {
                 if let Ok(stream) = TcpStream::from_std(stream) {
-                    session(stream, echo, websocket).await;
+                    session(stream, echo, kind).await;
                 }
             });
         }
     }
 }
 
-/// One server connection: echo every frame (TCP) or binary message (WebSocket).
-async fn session(stream: TcpStream, echo: Echo, websocket: bool) {
+/// One server connection: echo every frame (TCP) or binary message (WebSocket), over TLS or
+/// not.
+async fn session(stream: TcpStream, echo: Echo, kind: Kind) {
     if stream.set_nodelay(true).is_err() {
         return;
     }
-    if websocket {
-        ws::session(stream, echo, ws::Variant::from_env()).await;
-    } else {
-        tcp::session(stream, echo).await;
+    match kind {
+        Kind::WebSocket => ws::session(stream, echo, ws::Variant::from_env()).await,
+        Kind::Frames => tcp::session(stream, echo).await,
+        Kind::Tls(acceptor, inner) => tls::session(stream, acceptor, echo, inner).await,
     }
 }

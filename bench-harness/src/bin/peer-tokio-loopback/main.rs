@@ -1,4 +1,4 @@
-//! `peer-tokio-loopback`: the loopback echo benchmark written as a plain tokio program, the
+//! `peer-tokio-loopback`: the loopback echo benchmark written as the fastest tokio program we could, the
 //! peer ark's figures are compared with in the same run.
 //!
 //! ```text
@@ -21,6 +21,10 @@
 //!   frames straight from the receive buffer. WebSocket framing is hand-written
 //!   (`bench_harness::peer_ws`: unmasking in place, a fresh random mask per client frame);
 //!   `PEER_TOKIO_WS=tungstenite` or `tokio-websockets` runs that library instead ([`ws_lib`]).
+//! * tcps and wss ([`tls`]): tokio-rustls with the same rustls configs as ark (`ring`
+//!   provider, TLS 1.2/1.3, resumption on), one task per connection polling the `TlsStream`
+//!   for reads and writes (no split halves), every reply to a read handed to rustls at once
+//!   and flushed; WebSocket framing hand-written as above.
 //! * UDP ([`udp`]): `try_recv_from`/`try_send_to` loops that drain the socket on every wake,
 //!   one `SO_REUSEPORT` socket per runtime when sharded, a connected socket per client;
 //!   tokio has no batched datagram calls, so the record says `udp_batch: false`.
@@ -32,6 +36,7 @@
 mod endpoints;
 mod stream;
 mod tcp;
+mod tls;
 mod udp;
 mod ws;
 mod ws_lib;

@@ -1,0 +1,256 @@
+//! tcps and wss on tokio-rustls, with the same rustls configs (and `ring` provider) as ark.
+//! Written for speed as the plain peer is: one task per connection drives reads and writes
+//! by polling the `TlsStream` directly (no read or write future per message, no split
+//! halves and their lock); every reply to a read is encoded into one buffer, handed to rustls
+//! in one `poll_write` and flushed; a pending write never keeps the connection from reading.
+//! WebSocket framing is the hand-written one of the plain peer (the fastest measured; see
+//! bench-harness/README.md).
+
+use std::future::poll_fn;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use ark_loopback::clients::Core;
+use ark_loopback::servers::Echo;
+use bench_harness::peer_io::{self, RecvBuf};
+use bench_harness::peer_ws::{self, Frame, Opcode};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::TcpStream;
+use tokio_rustls::{TlsAcceptor, TlsConnector};
+
+use crate::stream::RECV_BUF;
+
+/// Largest frame accepted.
+const MAX_FRAME: usize = 1 << 20;
+
+/// Replies waiting for rustls, and how far they were taken.
+struct Pending {
+    bytes: Vec<u8>,
+    taken: usize,
+}
+
+impl Pending {
+    fn new() -> Self {
+        Pending {
+            bytes: Vec::with_capacity(RECV_BUF),
+            taken: 0,
+        }
+    }
+
+    fn waiting(&self) -> bool {
+        self.taken < self.bytes.len()
+    }
+}
+
+/// Hands queued replies to the stream and flushes; `Err` ends the connection.
+fn poll_send<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    out: &mut Pending,
+    cx: &mut Context<'_>,
+) -> io::Result<()> {
+    while out.waiting() {
+        match Pin::new(&mut *stream).poll_write(cx, &out.bytes[out.taken..]) {
+            Poll::Ready(Ok(0)) => return Err(io::ErrorKind::WriteZero.into()),
+            Poll::Ready(Ok(n)) => out.taken += n,
+            Poll::Ready(Err(e)) => return Err(e),
+            Poll::Pending => return Ok(()),
+        }
+    }
+    out.bytes.clear();
+    out.taken = 0;
+    match Pin::new(&mut *stream).poll_flush(cx) {
+        Poll::Ready(Err(e)) => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Runs one connection until it ends: reads whatever is there into `buf`, lets `on_data`
+/// decode it (appending replies to the outgoing bytes), sends. `Ok` at end of stream.
+async fn drive<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    mut buf: RecvBuf,
+    mut out: Vec<u8>,
+    mut on_data: impl FnMut(&mut RecvBuf, &mut Vec<u8>) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut pending = Pending::new();
+    std::mem::swap(&mut pending.bytes, &mut out);
+    poll_fn(|cx| {
+        loop {
+            poll_send(stream, &mut pending, cx)?;
+            let mut read = ReadBuf::new(buf.spare());
+            match Pin::new(&mut *stream).poll_read(cx, &mut read) {
+                Poll::Ready(Ok(())) => {
+                    let n = read.filled().len();
+                    if n == 0 {
+                        return Poll::Ready(Ok(()));
+                    }
+                    buf.filled(n);
+                    on_data(&mut buf, &mut pending.bytes)?;
+                }
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    })
+    .await
+}
+
+/// What a server connection speaks inside TLS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Inner {
+    /// Length-prefixed frames (tcps).
+    Frames,
+    /// WebSocket (wss).
+    WebSocket,
+}
+
+/// One server connection: the TLS handshake, then the echo.
+pub async fn session(stream: TcpStream, acceptor: TlsAcceptor, echo: Echo, inner: Inner) {
+    if stream.set_nodelay(true).is_err() {
+        return;
+    }
+    let Ok(mut tls) = acceptor.accept(stream).await else {
+        return;
+    };
+    let _ = match inner {
+        Inner::Frames => serve_frames(&mut tls, echo).await,
+        Inner::WebSocket => serve_ws(&mut tls, echo).await,
+    };
+}
+
+async fn serve_frames<S: AsyncRead + AsyncWrite + Unpin>(
+    tls: &mut S,
+    echo: Echo,
+) -> io::Result<()> {
+    drive(
+        tls,
+        RecvBuf::with_capacity(RECV_BUF),
+        Vec::new(),
+        |buf, out| {
+            let used = peer_io::split_frames(buf.data(), MAX_FRAME, |frame| {
+                echo.before_echo(frame);
+                out.extend_from_slice(&(frame.len() as u32).to_be_bytes());
+                out.extend_from_slice(frame);
+            })
+            .map_err(io::Error::other)?;
+            buf.consume(used);
+            Ok(())
+        },
+    )
+    .await
+}
+
+async fn serve_ws<S: AsyncRead + AsyncWrite + Unpin>(tls: &mut S, echo: Echo) -> io::Result<()> {
+    let mut buf = RecvBuf::with_capacity(RECV_BUF);
+    let (len, response) = read_until(tls, &mut buf, peer_ws::accept_request).await?;
+    buf.consume(len);
+    tls.write_all(response.as_bytes()).await?;
+    tls.flush().await?;
+    drive(tls, buf, Vec::new(), |buf, out| {
+        let used = peer_ws::split_frames(buf.data_mut(), MAX_FRAME, |frame| match frame {
+            Frame::Binary(payload) => {
+                echo.before_echo(payload);
+                peer_ws::push_frame(out, Opcode::Binary, payload, None);
+            }
+            Frame::Ping(payload) => peer_ws::push_frame(out, Opcode::Pong, payload, None),
+            Frame::Pong => {}
+            Frame::Close => peer_ws::push_frame(out, Opcode::Close, &[], None),
+        })
+        .map_err(io::Error::other)?;
+        buf.consume(used);
+        Ok(())
+    })
+    .await
+}
+
+/// Reads until `parse` finds a whole message at the front of `buf` (the WebSocket handshake).
+async fn read_until<S: AsyncRead + Unpin, T, E: std::error::Error + Send + Sync + 'static>(
+    stream: &mut S,
+    buf: &mut RecvBuf,
+    mut parse: impl FnMut(&[u8]) -> Result<Option<T>, E>,
+) -> io::Result<T> {
+    loop {
+        if let Some(found) = parse(buf.data()).map_err(io::Error::other)? {
+            return Ok(found);
+        }
+        let n = stream.read(buf.spare()).await?;
+        if n == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        buf.filled(n);
+    }
+}
+
+/// Connects a client to `server` (TCP, TLS and, for wss, WebSocket handshakes) and returns
+/// its task.
+pub async fn connect(
+    server: SocketAddr,
+    connector: TlsConnector,
+    name: tokio_rustls::rustls::pki_types::ServerName<'static>,
+    core: Core,
+    inner: Inner,
+) -> io::Result<impl Future<Output = ()> + Send + 'static> {
+    let stream = TcpStream::connect(server).await?;
+    stream.set_nodelay(true)?;
+    let mut tls = connector.connect(name, stream).await?;
+    let (version, suite) = ark_tls::describe(tls.get_ref().1);
+    core.note_tls(&version, &suite);
+    let mut buf = RecvBuf::with_capacity(RECV_BUF);
+    if inner == Inner::WebSocket {
+        let key = peer_ws::client_key();
+        let request = peer_ws::client_request(&server.to_string(), &key);
+        tls.write_all(request.as_bytes()).await?;
+        tls.flush().await?;
+        let len = read_until(&mut tls, &mut buf, |d| peer_ws::check_response(d, &key)).await?;
+        buf.consume(len);
+    }
+    Ok(client(tls, buf, core, inner))
+}
+
+/// A closed-loop client: its window goes out in one write; every echo of a read is checked,
+/// and the messages that refill the window are written together.
+async fn client<S: AsyncRead + AsyncWrite + Unpin>(
+    mut tls: S,
+    buf: RecvBuf,
+    mut core: Core,
+    inner: Inner,
+) {
+    let mask = || Some(rand::random::<[u8; 4]>());
+    let push = |out: &mut Vec<u8>, m: &[u8]| match inner {
+        Inner::Frames => peer_io::push_frame(out, m),
+        Inner::WebSocket => peer_ws::push_frame(out, Opcode::Binary, m, mask()),
+    };
+    let mut first = Vec::with_capacity(RECV_BUF);
+    core.pump(|m| {
+        push(&mut first, m);
+        true
+    });
+    let _ = drive(&mut tls, buf, first, |buf, out| {
+        let used = match inner {
+            Inner::Frames => peer_io::split_frames(buf.data(), MAX_FRAME, |frame| {
+                core.on_echo(frame, |m| {
+                    push(out, m);
+                    true
+                })
+            })
+            .map_err(io::Error::other)?,
+            Inner::WebSocket => {
+                peer_ws::split_frames(buf.data_mut(), MAX_FRAME, |frame| match frame {
+                    Frame::Binary(echo) => core.on_echo(echo, |m| {
+                        push(out, m);
+                        true
+                    }),
+                    Frame::Ping(payload) => peer_ws::push_frame(out, Opcode::Pong, payload, mask()),
+                    Frame::Pong | Frame::Close => {}
+                })
+                .map_err(io::Error::other)?
+            }
+        };
+        buf.consume(used);
+        Ok(())
+    })
+    .await;
+    core.on_disconnect();
+}
