@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 /// One loopback configuration (a case of a matrix).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct LoopbackCase {
-    /// tcp, udp or websocket.
+    /// tcp, udp, websocket, tcps or wss.
     pub protocol: String,
     /// Payload bytes.
     pub payload: u32,
@@ -20,6 +20,17 @@ pub struct LoopbackCase {
     /// ipv4 or ipv6 (default ipv4).
     #[serde(default = "ipv4")]
     pub address_family: String,
+    /// `--reconnect-every` (tcp, tcps): a new connection per this many round trips; 0 (the
+    /// default) keeps one connection per client.
+    #[serde(default)]
+    pub reconnect_every: u64,
+    /// `--tls-resumption` (tcps, wss): TLS session resumption (default on).
+    #[serde(default = "on")]
+    pub tls_resumption: bool,
+}
+
+fn on() -> bool {
+    true
 }
 
 fn ipv4() -> String {
@@ -41,8 +52,26 @@ impl LoopbackCase {
             ("--warmup", warmup.to_string()),
         ]
         .into_iter()
+        .chain(
+            (self.reconnect_every > 0)
+                .then(|| ("--reconnect-every", self.reconnect_every.to_string())),
+        )
+        .chain((!self.tls_resumption).then(|| ("--tls-resumption", "off".to_string())))
         .flat_map(|(flag, value)| [flag.to_string(), value])
         .collect()
+    }
+
+    /// The connection variant: `""`, or ` reconnect N` with ` resumption off` when TLS
+    /// resumption is off.
+    pub fn variant(&self) -> String {
+        let mut variant = String::new();
+        if self.reconnect_every > 0 {
+            variant += &format!(" reconnect {}", self.reconnect_every);
+        }
+        if !self.tls_resumption {
+            variant += " resumption off";
+        }
+        variant
     }
 
     /// A short label: `tcp 1024B 16c w16 shared×1` (` ipv6` appended for IPv6).
@@ -53,8 +82,14 @@ impl LoopbackCase {
             format!(" {}", self.address_family)
         };
         format!(
-            "{} {}B {}c w{} {}×{}{family}",
-            self.protocol, self.payload, self.clients, self.window, self.io_model, self.io_threads
+            "{} {}B {}c w{} {}×{}{family}{}",
+            self.protocol,
+            self.payload,
+            self.clients,
+            self.window,
+            self.io_model,
+            self.io_threads,
+            self.variant()
         )
     }
 
@@ -72,6 +107,8 @@ impl LoopbackCase {
             && record["io_model"] == self.io_model.as_str()
             && record["io_threads"] == self.record_io_threads()
             && record["address_family"] == self.address_family.as_str()
+            && record["reconnect_every"].as_u64().unwrap_or(0) == self.reconnect_every
+            && record["tls_resumption"].as_bool().unwrap_or(true) == self.tls_resumption
     }
 
     /// The IO threads a record of this case reports: every endpoint's own thread (clients +
@@ -106,6 +143,8 @@ pub fn builtin(name: &str) -> Option<Vec<LoopbackCase>> {
             io_model: io_model.to_string(),
             io_threads,
             address_family: ipv4(),
+            reconnect_every: 0,
+            tls_resumption: true,
         }
     };
     let mut cases = Vec::new();
@@ -149,6 +188,27 @@ pub fn builtin(name: &str) -> Option<Vec<LoopbackCase>> {
                 }
             }
         }
+        "tls" => {
+            // tcps and wss (ark-tls / tokio-rustls; the raw floor leaves TLS out).
+            for protocol in ["tcps", "wss"] {
+                for payload in [64, 1024, 16384] {
+                    for window in [1, 16] {
+                        for io in [("shared", 1), ("sharded", 2)] {
+                            cases.push(case(protocol, payload, 16, window, io));
+                        }
+                    }
+                }
+            }
+            // Handshakes per second: a new connection per round trip, resumption off and on.
+            for resumption in [false, true] {
+                for io in [("shared", 1), ("sharded", 2)] {
+                    let mut c = case("tcps", 1024, 16, 1, io);
+                    c.reconnect_every = 1;
+                    c.tls_resumption = resumption;
+                    cases.push(c);
+                }
+            }
+        }
         "udp-limits" => {
             for payload in [1472, 8192, 16356, 16384, 65507] {
                 for window in [1, 16, 64] {
@@ -186,6 +246,16 @@ mod tests {
         assert_eq!(builtin("baseline").unwrap().len(), 3 * 3 * 2 * 6);
         assert_eq!(builtin("dimensions").unwrap().len(), 3 * 4 * 3 * 3);
         assert_eq!(builtin("udp-limits").unwrap().len(), 15);
+        let tls = builtin("tls").unwrap();
+        assert_eq!(tls.len(), 2 * 3 * 2 * 2 + 4);
+        let handshakes = tls.last().unwrap().flags(1.0, 0.0).join(" ");
+        assert!(handshakes.ends_with("--reconnect-every 1"), "{handshakes}");
+        assert!(
+            tls[tls.len() - 3]
+                .flags(1.0, 0.0)
+                .join(" ")
+                .ends_with("--tls-resumption off")
+        );
         let mtu = builtin("mtu").unwrap();
         assert_eq!(mtu.len(), 2 * 7 * 2);
         assert!(

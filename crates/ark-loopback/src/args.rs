@@ -176,6 +176,14 @@ pub struct Args {
     /// by SNI).
     #[arg(long = "server-name", default_value = "localhost")]
     pub server_name: String,
+    /// TLS session resumption (tickets / session ids) on both sides.
+    #[arg(long = "tls-resumption", value_enum, default_value_t = Switch::On)]
+    pub tls_resumption: Switch,
+    /// tcp and tcps: the server closes each connection after echoing this many messages and
+    /// the client connects again (a handshake per N round trips; 1 measures handshakes per
+    /// second); 0 keeps one connection per client.
+    #[arg(long = "reconnect-every", default_value_t = 0)]
+    pub reconnect_every: u64,
 }
 
 impl Args {
@@ -195,6 +203,12 @@ impl Args {
         }
         if self.role == Role::Client && self.connect.is_none() {
             return Err("--role client needs --connect ADDR".to_string());
+        }
+        if self.reconnect_every > 0 && !matches!(self.protocol, Protocol::Tcp | Protocol::Tcps) {
+            return Err(format!(
+                "--reconnect-every is for tcp and tcps, not --protocol {}",
+                self.protocol.name()
+            ));
         }
         if self.protocol.is_tls() && self.role != Role::Both && self.certs.is_none() {
             return Err(format!(

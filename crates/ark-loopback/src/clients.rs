@@ -51,6 +51,10 @@ pub struct Totals {
     pub rtt: Mutex<Histogram<u64>>,
     /// The TLS version and cipher suite the first TLS client negotiated.
     pub tls: Mutex<Option<(String, String)>>,
+    /// Connections opened during the measured phase (`--reconnect-every`).
+    pub connections: AtomicU64,
+    /// Of those, TLS sessions resumed (no full handshake).
+    pub resumed: AtomicU64,
 }
 
 impl Totals {
@@ -75,6 +79,8 @@ impl Totals {
                 Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid histogram bounds"),
             ),
             tls: Mutex::new(None),
+            connections: AtomicU64::new(0),
+            resumed: AtomicU64::new(0),
         })
     }
 }
@@ -97,6 +103,11 @@ pub struct Core {
     started: bool,
     /// Round trips completed in the measured phase.
     measured: u64,
+    /// `--reconnect-every`: messages per connection, after which the server closes it and
+    /// the client connects again.
+    per_connection: Option<u64>,
+    /// Messages sent on the current connection.
+    sent_on_connection: u64,
 }
 
 impl Core {
@@ -121,7 +132,35 @@ impl Core {
             unflushed: 0,
             started: false,
             measured: 0,
+            per_connection: None,
+            sent_on_connection: 0,
         }
+    }
+
+    /// Sends at most `messages` per connection (the server closes it after answering them,
+    /// and the client connects again); 0 keeps one connection.
+    pub fn with_reconnect_every(mut self, messages: u64) -> Self {
+        self.per_connection = (messages > 0).then_some(messages);
+        self
+    }
+
+    /// A connection (re)opened: `resumed` says whether its TLS session was resumed. Counted
+    /// during the measured phase.
+    pub fn on_connected(&mut self, resumed: bool) {
+        self.sent_on_connection = 0;
+        if self.totals.phase.load(Ordering::Relaxed) == PHASE_MEASURED {
+            self.totals.connections.fetch_add(1, Ordering::Relaxed);
+            if resumed {
+                self.totals.resumed.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Whether the connection has carried all it may (`--reconnect-every`) and every
+    /// message on it was answered: its end is expected.
+    pub fn connection_done(&self) -> bool {
+        self.per_connection
+            .is_some_and(|n| self.sent_on_connection >= n && self.in_flight.is_empty())
     }
 
     /// Sends until `window` messages are in flight (none once draining). `send` returns
@@ -140,7 +179,11 @@ impl Core {
         } else {
             WARMUP
         };
-        while self.in_flight.len() < self.window {
+        while self.in_flight.len() < self.window
+            && self
+                .per_connection
+                .is_none_or(|n| self.sent_on_connection < n)
+        {
             message::fill(&mut self.buf, byte, self.id, self.next_seq);
             if !send(&self.buf) {
                 self.totals.send_rejections.fetch_add(1, Ordering::Relaxed);
@@ -149,6 +192,7 @@ impl Core {
             self.in_flight
                 .push_back((self.next_seq, Instant::now(), byte));
             self.totals.in_flight.fetch_add(1, Ordering::Relaxed);
+            self.sent_on_connection += 1;
             if byte == MEASURED {
                 self.totals.sent_measured.fetch_add(1, Ordering::Relaxed);
             }
@@ -249,8 +293,14 @@ impl Core {
         }
     }
 
-    /// The connection ended; counts it as an error unless the run is draining.
+    /// The connection ended; counts it as an error unless the run is draining or the end was
+    /// expected ([`connection_done`](Self::connection_done)).
     pub fn on_disconnect(&mut self) {
+        if self.connection_done() {
+            // Round trips are merged every 1,024 and when the client ends, not per connection:
+            // merging a histogram costs far more than a round trip.
+            return;
+        }
         self.flush_rtt();
         if self.totals.phase.load(Ordering::Relaxed) != PHASE_DRAIN {
             self.totals.disconnects.fetch_add(1, Ordering::Relaxed);
@@ -294,6 +344,8 @@ impl ark_tcp::TcpHandler for TcpClient {
         if let Some(tls) = session.tls() {
             self.0.note_tls(&tls.version, &tls.cipher_suite);
         }
+        self.0
+            .on_connected(session.tls().is_some_and(|t| t.resumed));
         self.0.pump(|m| session.send(m).is_ok());
     }
     fn on_message(&mut self, session: &mut ark_tcp::Session<'_>, message: &[u8]) {

@@ -196,6 +196,13 @@ impl Endpoints for ArkEndpoints {
                 let mut builder = ark_tcp::TcpClient::builder()
                     .pool(pool)
                     .connect_timeout(Duration::from_secs(10));
+                if args.reconnect_every > 0 {
+                    // The server closes after N echoes; connect again at once.
+                    builder = builder.reconnect(Some(ark_tcp::Reconnect {
+                        initial: Duration::ZERO,
+                        max: Duration::ZERO,
+                    }));
+                }
                 if let Some((tls, name)) = tls {
                     builder = builder.tls(tls, name);
                 }

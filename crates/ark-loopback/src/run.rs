@@ -131,10 +131,7 @@ pub fn run_server(args: &Args) -> std::io::Result<serde_json::Value> {
 pub fn serve<E: Endpoints>(args: &Args) -> std::io::Result<serde_json::Value> {
     let mut endpoints = E::start(args)?;
     let counters = Arc::new(ServerCounters::default());
-    let echo = Echo {
-        work: args.work,
-        counters: counters.clone(),
-    };
+    let echo = Echo::new(args, counters.clone());
     let addr = endpoints.start_server(args, echo)?;
     eprintln!("{} loopback server on {addr}", E::NAME);
     let interrupted = signals::sleep_unless_stopped(Duration::from_secs_f64(
@@ -181,10 +178,7 @@ fn measure_inner<E: Endpoints>(
     let server = match args.role {
         Role::Client => None,
         _ => {
-            let echo = Echo {
-                work: args.work,
-                counters: server_counters.clone(),
-            };
+            let echo = Echo::new(args, server_counters.clone());
             Some(endpoints.start_server(args, echo)?)
         }
     };
@@ -204,7 +198,8 @@ fn measure_inner<E: Endpoints>(
             args.window as usize,
             exact_order,
             totals.clone(),
-        );
+        )
+        .with_reconnect_every(args.reconnect_every);
         udp_buffers.extend(endpoints.start_client(args, target, core)?);
         // One client at a time, each started (connected, first window sent) before the next:
         // the server then sees the clients in order, and every implementation's placement of
@@ -307,6 +302,8 @@ fn measure_inner<E: Endpoints>(
     } else if !warmup_ok {
         error = Some("no echo during the warm-up".to_string());
     }
+    let reconnecting = args.reconnect_every > 0;
+    let connections = get(&totals.connections);
     let negotiated = totals
         .tls
         .lock()
@@ -357,6 +354,10 @@ fn measure_inner<E: Endpoints>(
         udp_client_receive_buffer_min_bytes: crecv_min,
         udp_client_receive_buffer_max_bytes: crecv_max,
         udp_kernel: kernel,
+        connections: reconnecting.then_some(connections),
+        connections_per_second: reconnecting.then(|| connections as f64 / elapsed),
+        tls_resumed_connections: (reconnecting && args.protocol.is_tls())
+            .then(|| get(&totals.resumed)),
         tls_version: negotiated.as_ref().map(|n| n.0.clone()),
         tls_cipher_suite: negotiated.map(|n| n.1),
         allocations_per_message: match (allocs0, allocs1) {
@@ -448,6 +449,14 @@ fn base_record(args: &Args, implementation: &'static str) -> Record {
         } else {
             "generated"
         }),
+        tls_resumption: args
+            .protocol
+            .is_tls()
+            .then_some(args.tls_resumption == crate::args::Switch::On),
+        reconnect_every: args.reconnect_every,
+        connections: None,
+        connections_per_second: None,
+        tls_resumed_connections: None,
         allocations_per_message: None,
         syscalls_per_message: None,
         cpu_seconds: 0.0,

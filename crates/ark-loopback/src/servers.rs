@@ -19,14 +19,34 @@ pub struct Echo {
     pub work: u64,
     /// Shared counters.
     pub counters: Arc<ServerCounters>,
+    /// `--reconnect-every`: close a connection after echoing this many messages (0: never).
+    pub close_after: u64,
+    /// Messages this session echoed (each session has its own clone of the handler).
+    pub echoed: u64,
 }
 
 impl Echo {
+    /// The echo handler of a run (`--work`, `--reconnect-every`).
+    pub fn new(args: &crate::args::Args, counters: Arc<ServerCounters>) -> Echo {
+        Echo {
+            work: args.work,
+            counters,
+            close_after: args.reconnect_every,
+            echoed: 0,
+        }
+    }
+
     /// The optional work before echoing `message` (`--work` xorshift rounds).
     pub fn before_echo(&self, message: &[u8]) {
         if self.work > 0 {
             work(message.last().copied().unwrap_or(0), self.work);
         }
+    }
+
+    /// Counts an echo; whether the session should now close (`--reconnect-every`).
+    pub fn echoed_one(&mut self) -> bool {
+        self.echoed += 1;
+        self.close_after > 0 && self.echoed >= self.close_after
     }
 
     /// Counts an echo the transport refused.
@@ -42,6 +62,10 @@ impl ark_tcp::TcpHandler for Echo {
         self.before_echo(message);
         if session.send(message).is_err() {
             self.rejected();
+        }
+        if self.echoed_one() {
+            // Graceful: the echo (and TLS close_notify) go out before the FIN.
+            session.close();
         }
     }
 }

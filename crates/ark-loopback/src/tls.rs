@@ -22,6 +22,8 @@ pub struct TlsMaterial {
     pub server_name: String,
     /// Where the certificates came from: `"generated"` or `"dir"`.
     pub source: &'static str,
+    /// Session resumption on both sides (`--tls-resumption`).
+    pub resumption: bool,
 }
 
 fn read(dir: &Path, name: &str) -> io::Result<Vec<u8>> {
@@ -44,6 +46,7 @@ impl TlsMaterial {
             return Ok(None);
         }
         let server_name = args.server_name.clone();
+        let resumption = args.tls_resumption == crate::args::Switch::On;
         let material = match &args.certs {
             Some(dir) => TlsMaterial {
                 ca_pem: read(dir, "ca.pem")?,
@@ -51,6 +54,7 @@ impl TlsMaterial {
                 key_pem: read(dir, "server-key.pem")?,
                 server_name,
                 source: "dir",
+                resumption,
             },
             None => {
                 let names = [server_name.as_str(), "localhost", "127.0.0.1", "::1"];
@@ -61,27 +65,35 @@ impl TlsMaterial {
                     key_pem: pki.server_key_pem.into_bytes(),
                     server_name,
                     source: "generated",
+                    resumption,
                 }
             }
         };
         Ok(Some(material))
     }
 
-    /// The server's config (defaults: TLS 1.2 and 1.3, resumption on).
+    /// The server's config (TLS 1.2 and 1.3, resumption per `--tls-resumption`).
     ///
     /// # Errors
     /// The PEM input is not a usable certificate and key.
     pub fn server_tls(&self) -> io::Result<ServerTls> {
         let identity = Identity::from_pem(&self.cert_pem, &self.key_pem).map_err(invalid)?;
-        ServerTls::builder(identity).build().map_err(invalid)
+        ServerTls::builder(identity)
+            .resumption(self.resumption)
+            .build()
+            .map_err(invalid)
     }
 
-    /// The clients' config (verifying against the CA; defaults otherwise).
+    /// A client's config (verifying against the CA; resumption per `--tls-resumption`; its
+    /// own session cache).
     ///
     /// # Errors
     /// The CA is not a usable certificate.
     pub fn client_tls(&self) -> io::Result<ClientTls> {
         let roots = TrustRoots::from_pem(&self.ca_pem).map_err(invalid)?;
-        ClientTls::builder(roots).build().map_err(invalid)
+        ClientTls::builder(roots)
+            .resumption(self.resumption)
+            .build()
+            .map_err(invalid)
     }
 }

@@ -14,8 +14,17 @@ use serde_json::Value;
 type Key = (String, u64, u64, u64, String, u64, String);
 
 fn key(r: &Value) -> Key {
+    // A connection variant (a new connection per N round trips, TLS resumption off) is a
+    // protocol of its own in the tables: `tcps reconnect 1 resumption off`.
+    let mut protocol = r["protocol"].as_str().unwrap_or("?").to_string();
+    if let Some(n) = r["reconnect_every"].as_u64().filter(|n| *n > 0) {
+        protocol += &format!(" reconnect {n}");
+    }
+    if r["tls_resumption"] == false {
+        protocol += " resumption off";
+    }
     (
-        r["protocol"].as_str().unwrap_or("?").to_string(),
+        protocol,
         r["payload_bytes"].as_u64().unwrap_or(0),
         r["clients"].as_u64().unwrap_or(0),
         r["window"].as_u64().unwrap_or(0),
@@ -188,13 +197,16 @@ fn best_io(
         .map(|(k, _)| k)
 }
 
-/// ark's design targets at 1024 B, 16 clients, shared 1 (docs/design): ark/tokio msg/s at
+/// ark's design targets at 1024 B, 16 clients, shared 1 (docs/design, and for tcps issue 17):
+/// ark/tokio msg/s at
 /// least the first, and for UDP ark/raw at least the second; p99 no worse than tokio's.
 fn design_target(protocol: &str, window: u64) -> Option<(f64, Option<f64>)> {
     match (protocol, window) {
         ("tcp", 16) => Some((1.15, None)),
         ("udp", 1) => Some((1.1, Some(0.9))),
         ("websocket", 16) => Some((1.3, None)),
+        // Issue 17's target for TLS.
+        ("tcps", 16) => Some((1.1, None)),
         _ => None,
     }
 }
@@ -395,13 +407,23 @@ pub(crate) fn render(dir: &Path) -> Result<(), String> {
         if compared {
             headline(&cases, &names, &mut out);
         }
-        for protocol in PROTOCOLS {
+        // The known protocols first, then connection variants (`tcps reconnect 1`, ...).
+        let mut protocols: Vec<String> = PROTOCOLS.iter().map(|p| p.to_string()).collect();
+        for k in cases.keys() {
+            if !protocols.contains(&k.0) {
+                protocols.push(k.0.clone());
+            }
+        }
+        for protocol in &protocols {
             let rows: Vec<(&Key, &Runs<'_>)> =
-                cases.iter().filter(|(k, _)| k.0 == protocol).collect();
+                cases.iter().filter(|(k, _)| &k.0 == protocol).collect();
             if rows.is_empty() {
                 continue;
             }
             let _ = writeln!(out, "### {protocol}\n");
+            if protocol.contains(" reconnect ") {
+                connections(&rows, &names, &mut out);
+            }
             if compared {
                 comparison(&rows, &names, &mut out);
             } else {
@@ -560,6 +582,42 @@ fn single(rows: &[(&Key, &Runs<'_>)], implementation: &str, out: &mut String) {
 
 /// ark and its peers (`names[0]` is ark): a table of speed (msg/s and p99 of each, the
 /// per-repetition ratios ark/peer) and one of costs.
+/// New connections per second (a TLS handshake each for tcps) and how many were resumed,
+/// for cases run with `--reconnect-every`.
+fn connections(rows: &[(&Key, &Runs<'_>)], names: &[String], out: &mut String) {
+    let all = names.join(" / ");
+    let mut columns = vec!["Case".to_string(), format!("connections/s {all}")];
+    columns.extend(names[1..].iter().map(|p| format!("ark/{p} connections/s")));
+    columns.push(format!("resumed % {all}"));
+    table_header(out, &columns.iter().map(String::as_str).collect::<Vec<_>>());
+    for (k, case) in rows {
+        let of = |i: usize| runs(Some(case), &names[i]);
+        let rate = (0..names.len())
+            .map(|i| field(of(i), "connections_per_second"))
+            .collect::<Vec<_>>();
+        let mut cells = vec![label(k), joined(&rate, 0)];
+        cells.extend(
+            (1..names.len()).map(|i| ratio_cell(ratio(of(0), of(i), "connections_per_second"))),
+        );
+        let resumed = (0..names.len())
+            .map(|i| {
+                let shares: Vec<f64> = of(i)
+                    .iter()
+                    .filter(|r| r["ok"] == true)
+                    .filter_map(|r| {
+                        let total = r["connections"].as_f64().filter(|t| *t > 0.0)?;
+                        Some(100.0 * r["tls_resumed_connections"].as_f64()? / total)
+                    })
+                    .collect();
+                Summary::of(&shares)
+            })
+            .collect::<Vec<_>>();
+        cells.push(joined(&resumed, 1));
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
+    }
+    let _ = writeln!(out);
+}
+
 fn comparison(rows: &[(&Key, &Runs<'_>)], names: &[String], out: &mut String) {
     let peers = &names[1..];
     let all = names.join(" / ");
@@ -651,7 +709,7 @@ fn bars<G>(
         .collect()
 }
 
-const PROTOCOLS: [&str; 3] = ["tcp", "udp", "websocket"];
+const PROTOCOLS: [&str; 5] = ["tcp", "udp", "websocket", "tcps", "wss"];
 
 fn has_data(groups: &[BarGroup]) -> bool {
     groups.iter().any(|g| g.values.iter().any(Option::is_some))

@@ -76,6 +76,12 @@ impl Endpoints for TokioEndpoints {
     const NAME: &'static str = "tokio";
 
     fn start(args: &Args) -> io::Result<Self> {
+        if args.reconnect_every > 0 && args.protocol != Protocol::Tcps {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "peer-tokio-loopback runs --reconnect-every with --protocol tcps only",
+            ));
+        }
         let threads = args.io_threads as usize;
         let mut endpoints = TokioEndpoints {
             model: args.io_model,
@@ -203,7 +209,13 @@ impl Endpoints for TokioEndpoints {
                     Protocol::Wss => tls::Inner::WebSocket,
                     _ => tls::Inner::Frames,
                 };
-                let task = run_on(handle, tls::connect(server, connector, name, core, inner))?;
+                let target = tls::Target {
+                    server,
+                    connector,
+                    name,
+                    inner,
+                };
+                let task = run_on(handle, tls::connect(target, core))?;
                 handle.spawn(task);
                 Ok(None)
             }

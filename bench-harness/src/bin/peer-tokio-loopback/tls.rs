@@ -67,18 +67,27 @@ fn poll_send<S: AsyncWrite + Unpin>(
 }
 
 /// Runs one connection until it ends: reads whatever is there into `buf`, lets `on_data`
-/// decode it (appending replies to the outgoing bytes), sends. `Ok` at end of stream.
+/// decode it (appending replies to the outgoing bytes; `true` ends the connection once they
+/// are sent), sends. `Ok` at end of stream, or after a close `on_data` asked for
+/// (`close_notify` and FIN sent).
 async fn drive<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     mut buf: RecvBuf,
     mut out: Vec<u8>,
-    mut on_data: impl FnMut(&mut RecvBuf, &mut Vec<u8>) -> io::Result<()>,
+    mut on_data: impl FnMut(&mut RecvBuf, &mut Vec<u8>) -> io::Result<bool>,
 ) -> io::Result<()> {
     let mut pending = Pending::new();
     std::mem::swap(&mut pending.bytes, &mut out);
+    let mut closing = false;
     poll_fn(|cx| {
         loop {
             poll_send(stream, &mut pending, cx)?;
+            if closing {
+                if pending.waiting() {
+                    return Poll::Pending;
+                }
+                return Pin::new(&mut *stream).poll_shutdown(cx);
+            }
             let mut read = ReadBuf::new(buf.spare());
             match Pin::new(&mut *stream).poll_read(cx, &mut read) {
                 Poll::Ready(Ok(())) => {
@@ -87,7 +96,7 @@ async fn drive<S: AsyncRead + AsyncWrite + Unpin>(
                         return Poll::Ready(Ok(()));
                     }
                     buf.filled(n);
-                    on_data(&mut buf, &mut pending.bytes)?;
+                    closing = on_data(&mut buf, &mut pending.bytes)?;
                 }
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                 Poll::Pending => return Poll::Pending,
@@ -120,23 +129,29 @@ pub async fn session(stream: TcpStream, acceptor: TlsAcceptor, echo: Echo, inner
     };
 }
 
+/// Echoes frames; with `--reconnect-every N`, closes (after the echo) once N were echoed.
 async fn serve_frames<S: AsyncRead + AsyncWrite + Unpin>(
     tls: &mut S,
-    echo: Echo,
+    mut echo: Echo,
 ) -> io::Result<()> {
     drive(
         tls,
         RecvBuf::with_capacity(RECV_BUF),
         Vec::new(),
         |buf, out| {
+            let mut close = false;
             let used = peer_io::split_frames(buf.data(), MAX_FRAME, |frame| {
+                if close {
+                    return;
+                }
                 echo.before_echo(frame);
                 out.extend_from_slice(&(frame.len() as u32).to_be_bytes());
                 out.extend_from_slice(frame);
+                close = echo.echoed_one();
             })
             .map_err(io::Error::other)?;
             buf.consume(used);
-            Ok(())
+            Ok(close)
         },
     )
     .await
@@ -160,7 +175,7 @@ async fn serve_ws<S: AsyncRead + AsyncWrite + Unpin>(tls: &mut S, echo: Echo) ->
         })
         .map_err(io::Error::other)?;
         buf.consume(used);
-        Ok(())
+        Ok(false)
     })
     .await
 }
@@ -183,38 +198,77 @@ async fn read_until<S: AsyncRead + Unpin, T, E: std::error::Error + Send + Sync 
     }
 }
 
-/// Connects a client to `server` (TCP, TLS and, for wss, WebSocket handshakes) and returns
-/// its task.
-pub async fn connect(
-    server: SocketAddr,
-    connector: TlsConnector,
-    name: tokio_rustls::rustls::pki_types::ServerName<'static>,
-    core: Core,
-    inner: Inner,
-) -> io::Result<impl Future<Output = ()> + Send + 'static> {
-    let stream = TcpStream::connect(server).await?;
+/// How a client reaches its server: address, TLS connector and name, what runs inside.
+#[derive(Clone)]
+pub struct Target {
+    /// The server's address.
+    pub server: SocketAddr,
+    /// TLS with the client's config (its session cache kept across reconnects).
+    pub connector: TlsConnector,
+    /// The name verified and sent by SNI.
+    pub name: tokio_rustls::rustls::pki_types::ServerName<'static>,
+    /// tcps or wss.
+    pub inner: Inner,
+}
+
+/// One connection: TCP, TLS and (wss) WebSocket handshakes; notes the session in `core`.
+async fn open(
+    target: &Target,
+    core: &mut Core,
+) -> io::Result<(tokio_rustls::client::TlsStream<TcpStream>, RecvBuf)> {
+    let stream = TcpStream::connect(target.server).await?;
     stream.set_nodelay(true)?;
-    let mut tls = connector.connect(name, stream).await?;
-    let (version, suite) = ark_tls::describe(tls.get_ref().1);
+    let mut tls = target
+        .connector
+        .connect(target.name.clone(), stream)
+        .await?;
+    let session = tls.get_ref().1;
+    let (version, suite) = ark_tls::describe(session);
     core.note_tls(&version, &suite);
+    core.on_connected(
+        session.handshake_kind() == Some(tokio_rustls::rustls::HandshakeKind::Resumed),
+    );
     let mut buf = RecvBuf::with_capacity(RECV_BUF);
-    if inner == Inner::WebSocket {
+    if target.inner == Inner::WebSocket {
         let key = peer_ws::client_key();
-        let request = peer_ws::client_request(&server.to_string(), &key);
+        let request = peer_ws::client_request(&target.server.to_string(), &key);
         tls.write_all(request.as_bytes()).await?;
         tls.flush().await?;
         let len = read_until(&mut tls, &mut buf, |d| peer_ws::check_response(d, &key)).await?;
         buf.consume(len);
     }
-    Ok(client(tls, buf, core, inner))
+    Ok((tls, buf))
 }
 
-/// A closed-loop client: its window goes out in one write; every echo of a read is checked,
-/// and the messages that refill the window are written together.
-async fn client<S: AsyncRead + AsyncWrite + Unpin>(
-    mut tls: S,
-    buf: RecvBuf,
+/// Connects a client (bounded by the caller) and returns its task, which connects again
+/// whenever the server ends a connection that carried all it should (`--reconnect-every`).
+pub async fn connect(
+    target: Target,
     mut core: Core,
+) -> io::Result<impl Future<Output = ()> + Send + 'static> {
+    let first = open(&target, &mut core).await?;
+    Ok(async move {
+        let (mut tls, mut buf) = first;
+        loop {
+            client(&mut tls, buf, &mut core, target.inner).await;
+            if !core.connection_done() {
+                break;
+            }
+            match open(&target, &mut core).await {
+                Ok(next) => (tls, buf) = next,
+                Err(_) => break,
+            }
+        }
+        core.on_disconnect();
+    })
+}
+
+/// A closed-loop client on one connection: its window goes out in one write; every echo of
+/// a read is checked, and the messages that refill the window are written together.
+async fn client<S: AsyncRead + AsyncWrite + Unpin>(
+    tls: &mut S,
+    buf: RecvBuf,
+    core: &mut Core,
     inner: Inner,
 ) {
     let mask = || Some(rand::random::<[u8; 4]>());
@@ -227,7 +281,7 @@ async fn client<S: AsyncRead + AsyncWrite + Unpin>(
         push(&mut first, m);
         true
     });
-    let _ = drive(&mut tls, buf, first, |buf, out| {
+    let _ = drive(tls, buf, first, |buf, out| {
         let used = match inner {
             Inner::Frames => peer_io::split_frames(buf.data(), MAX_FRAME, |frame| {
                 core.on_echo(frame, |m| {
@@ -249,8 +303,7 @@ async fn client<S: AsyncRead + AsyncWrite + Unpin>(
             }
         };
         buf.consume(used);
-        Ok(())
+        Ok(false)
     })
     .await;
-    core.on_disconnect();
 }
