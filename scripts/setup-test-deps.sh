@@ -1,9 +1,20 @@
 #!/usr/bin/env bash
-# Installs what the tests need beyond the Rust toolchain: Python's `websockets` library, the
-# independent WebSocket client of ark-ws's interop test. Idempotent; called from .ci/run.
+# Installs what the tests need beyond the Rust toolchain. Idempotent; called from
+# scripts/test.sh (which .ci/run runs):
+#   - Python's `websockets` library: the independent WebSocket client of ark-ws's interop
+#     tests (ws and wss);
+#   - Debian's `openssl` (and `ca-certificates`, the system CAs a wss:// client without a TLS
+#     config trusts): `openssl s_client` / `s_server` are the independent TLS peers of the
+#     tcps interop tests. Python's `ssl` module comes with python3.
 set -euo pipefail
-if python3 -c 'import websockets' 2>/dev/null; then
-    exit 0
+if ! command -v openssl >/dev/null 2>&1 || [ ! -s /etc/ssl/certs/ca-certificates.crt ]; then
+    SUDO=""
+    if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openssl ca-certificates >/dev/null
 fi
-python3 -m pip install --quiet --disable-pip-version-check 'websockets>=12,<18'
-python3 -c 'import websockets; print("websockets", websockets.__version__)'
+openssl version
+if ! python3 -c 'import websockets' 2>/dev/null; then
+    python3 -m pip install --quiet --disable-pip-version-check 'websockets>=12,<18'
+fi
+python3 -c 'import ssl, websockets; print("websockets", websockets.__version__, "/", ssl.OPENSSL_VERSION)'

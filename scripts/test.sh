@@ -6,12 +6,12 @@
 # arguments, only that run is made.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Python's websockets library, the independent client of ark-ws's interop test.
+# The independent peers of the interop tests: Python's websockets, openssl (apt).
 bash scripts/setup-test-deps.sh
 cargo test --workspace --release "$@"
 if [ "$#" -eq 0 ]; then
     echo "== debug build: transport crates (debug assertions on)"
-    cargo test -p ark-reactor -p ark-tcp -p ark-udp -p ark-ws
+    cargo test -p ark-reactor -p ark-tcp -p ark-udp -p ark-ws -p ark-tls
     echo "== fuzz smoke"
     bash scripts/fuzz.sh 20
 fi
