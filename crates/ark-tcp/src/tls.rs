@@ -15,6 +15,13 @@ use mio::net::TcpStream;
 use crate::core::{Framing, SessionCore};
 use crate::session::{CloseReason, SessionInfo, TcpHandler};
 
+/// The reactor's scratch buffer in two halves: the first takes a read of ciphertext, the
+/// second stages the plaintext handed to the core.
+fn halves(scratch: &mut [u8]) -> (&mut [u8], &mut [u8]) {
+    let mid = scratch.len() / 2;
+    scratch.split_at_mut(mid)
+}
+
 /// A TLS session in a driver, with the session's facts kept until the handshake opens it.
 pub(crate) struct TlsLayer {
     session: TlsSession,
@@ -73,12 +80,16 @@ impl TlsLayer {
         self.session.wants_write()
     }
 
-    /// Feeds ciphertext to the TLS session and its plaintext to the core.
+    /// Feeds ciphertext to the TLS session (`None`: what it held back) and its plaintext to
+    /// the core, through `staging`: the plaintext of consecutive records reaches the core in
+    /// one piece, so a message split over records (every message over 16 KiB, and many that
+    /// straddle a record) is delivered whole instead of reassembled in the receive buffer.
     fn input<C: Framing, H: TcpHandler>(
         &mut self,
         core: &mut SessionCore<C, H>,
         now: Instant,
         input: Option<&[u8]>,
+        staging: &mut [u8],
     ) {
         let mut sink = CoreSink {
             core: &mut *core,
@@ -87,8 +98,8 @@ impl TlsLayer {
             opened: &mut self.opened,
         };
         let result = match input {
-            Some(bytes) => self.session.handle_input(bytes, &mut sink),
-            None => self.session.resume(&mut sink),
+            Some(bytes) => self.session.handle_input_staged(bytes, staging, &mut sink),
+            None => self.session.resume_staged(staging, &mut sink),
         };
         match result {
             Err(e) => core.handle_error(CloseReason::Tls(e)),
@@ -143,7 +154,8 @@ pub(crate) fn read<C: Framing, H: TcpHandler>(
 ) -> bool {
     let now = cx.now();
     if tls.session.holds_input() {
-        tls.input(core, now, None);
+        let (_, staging) = halves(cx.scratch());
+        tls.input(core, now, None, staging);
         if tls.session.holds_input() {
             return false;
         }
@@ -154,9 +166,9 @@ pub(crate) fn read<C: Framing, H: TcpHandler>(
         if reads == budget.operations || bytes >= budget.bytes {
             return true;
         }
-        let scratch = cx.scratch();
-        let asked = scratch.len();
-        let result = stream.read(scratch);
+        let (ciphertext, _) = halves(cx.scratch());
+        let asked = ciphertext.len();
+        let result = stream.read(ciphertext);
         reads += 1;
         cx.counters().add_reads(1);
         core.count_read();
@@ -167,7 +179,8 @@ pub(crate) fn read<C: Framing, H: TcpHandler>(
             }
             Ok(n) => {
                 bytes += n;
-                tls.input(core, now, Some(&cx.scratch()[..n]));
+                let (ciphertext, staging) = halves(cx.scratch());
+                tls.input(core, now, Some(&ciphertext[..n]), staging);
                 if tls.session.holds_input() {
                     return false;
                 }

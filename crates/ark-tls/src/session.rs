@@ -1,7 +1,7 @@
 //! One TLS connection as a sans-IO byte transform: ciphertext and time in, plaintext and
 //! ciphertext out. Nothing here touches a socket or a clock.
 
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufRead, Read, Write};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -155,11 +155,36 @@ impl TlsSession {
         input: &[u8],
         sink: &mut impl PlaintextSink,
     ) -> Result<(), TlsError> {
+        self.input(input, sink, None)
+    }
+
+    /// As [`handle_input`](Self::handle_input), copying the plaintext through `staging`
+    /// first: the plaintext of consecutive records (a message split over records, say) reaches
+    /// the sink as one slice of up to `staging.len()` bytes, instead of a slice per record
+    /// straight from rustls's buffer. One copy more, and no message reassembled downstream.
+    ///
+    /// # Errors
+    /// As [`handle_input`](Self::handle_input).
+    pub fn handle_input_staged(
+        &mut self,
+        input: &[u8],
+        staging: &mut [u8],
+        sink: &mut impl PlaintextSink,
+    ) -> Result<(), TlsError> {
+        self.input(input, sink, Some(staging))
+    }
+
+    fn input(
+        &mut self,
+        input: &[u8],
+        sink: &mut impl PlaintextSink,
+        staging: Option<&mut [u8]>,
+    ) -> Result<(), TlsError> {
         if !self.backlog.is_empty() {
             self.backlog.extend_from_slice(input);
-            return self.resume(sink);
+            return self.resume_with(sink, staging);
         }
-        self.feed(input, sink)
+        self.feed(input, sink, staging)
     }
 
     /// Delivers what was held back while `sink` paused, as far as it takes it.
@@ -167,22 +192,53 @@ impl TlsSession {
     /// # Errors
     /// As [`handle_input`](Self::handle_input).
     pub fn resume(&mut self, sink: &mut impl PlaintextSink) -> Result<(), TlsError> {
-        let backlog = std::mem::take(&mut self.backlog);
-        self.feed(&backlog, sink)
+        self.resume_with(sink, None)
     }
 
-    fn feed(&mut self, input: &[u8], sink: &mut impl PlaintextSink) -> Result<(), TlsError> {
+    /// As [`resume`](Self::resume), through `staging` (see
+    /// [`handle_input_staged`](Self::handle_input_staged)).
+    ///
+    /// # Errors
+    /// As [`handle_input`](Self::handle_input).
+    pub fn resume_staged(
+        &mut self,
+        staging: &mut [u8],
+        sink: &mut impl PlaintextSink,
+    ) -> Result<(), TlsError> {
+        self.resume_with(sink, Some(staging))
+    }
+
+    fn resume_with(
+        &mut self,
+        sink: &mut impl PlaintextSink,
+        staging: Option<&mut [u8]>,
+    ) -> Result<(), TlsError> {
+        let backlog = std::mem::take(&mut self.backlog);
+        self.feed(&backlog, sink, staging)
+    }
+
+    /// Delivers what rustls holds, then takes in as many records as rustls accepts before
+    /// delivering again (so consecutive records' plaintext can leave together); what is left
+    /// when the sink pauses is kept.
+    fn feed(
+        &mut self,
+        input: &[u8],
+        sink: &mut impl PlaintextSink,
+        mut staging: Option<&mut [u8]>,
+    ) -> Result<(), TlsError> {
         let mut rest = input;
-        while self.deliver(sink)? && !rest.is_empty() && !self.peer_closed {
-            match self.conn.read_tls(&mut rest) {
-                Ok(0) => break,
-                Ok(_) => self.process(sink)?,
-                // A handshake message past rustls's 64 KiB bound.
-                Err(e) if e.kind() == io::ErrorKind::InvalidData => {
-                    return Err(TlsError::Malformed(e.to_string()));
+        while self.deliver(sink, staging.as_deref_mut())? && !rest.is_empty() && !self.peer_closed {
+            while !rest.is_empty() && !self.peer_closed {
+                match self.conn.read_tls(&mut rest) {
+                    Ok(0) => break,
+                    Ok(_) => self.process(sink)?,
+                    // A handshake message past rustls's 64 KiB bound.
+                    Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                        return Err(TlsError::Malformed(e.to_string()));
+                    }
+                    // Its plaintext buffer is full: deliver first.
+                    Err(_) => break,
                 }
-                // Its plaintext buffer is full: keep the rest.
-                Err(_) => break,
             }
         }
         if !rest.is_empty() && !self.peer_closed {
@@ -206,26 +262,43 @@ impl TlsSession {
         Ok(())
     }
 
-    /// Hands buffered plaintext to `sink`; `false` if it paused with some left.
-    fn deliver(&mut self, sink: &mut impl PlaintextSink) -> Result<bool, TlsError> {
+    /// Hands buffered plaintext to `sink` (through `staging` when given); `false` if it
+    /// paused with some left.
+    fn deliver(
+        &mut self,
+        sink: &mut impl PlaintextSink,
+        mut staging: Option<&mut [u8]>,
+    ) -> Result<bool, TlsError> {
         loop {
-            let mut reader = self.conn.reader();
-            let chunk = match reader.fill_buf() {
-                Ok(chunk) if !chunk.is_empty() => chunk,
-                _ => {
-                    self.plaintext_waiting = false;
-                    return Ok(true);
+            let more = match staging {
+                Some(ref mut buf) => {
+                    // `WouldBlock` when nothing is buffered, `Ok(0)` after close_notify.
+                    let n = self.conn.reader().read(buf).unwrap_or(0);
+                    if n == 0 {
+                        break;
+                    }
+                    sink.plaintext(&buf[..n])
+                }
+                None => {
+                    let mut reader = self.conn.reader();
+                    let chunk = match reader.fill_buf() {
+                        Ok(chunk) if !chunk.is_empty() => chunk,
+                        _ => break,
+                    };
+                    let len = chunk.len();
+                    let more = sink.plaintext(chunk);
+                    reader.consume(len);
+                    more
                 }
             };
-            let len = chunk.len();
-            let more = sink.plaintext(chunk);
-            reader.consume(len);
             if !more {
                 self.plaintext_waiting =
                     matches!(self.conn.reader().fill_buf(), Ok(rest) if !rest.is_empty());
                 return Ok(!self.plaintext_waiting);
             }
         }
+        self.plaintext_waiting = false;
+        Ok(true)
     }
 
     fn negotiated(&self) -> TlsInfo {
