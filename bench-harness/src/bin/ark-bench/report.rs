@@ -913,13 +913,16 @@ fn earlier_tokio_sets(results: &Path) -> Vec<String> {
         .flatten()
         .filter(|e| e.path().is_dir())
         .filter(|e| {
-            let implementations: BTreeSet<String> = load(&e.path())
-                .unwrap_or_default()
-                .values()
-                .flatten()
-                .map(|r| implementation(r).to_string())
-                .collect();
-            implementations.contains("tokio") && !implementations.contains("raw")
+            let records = load(&e.path()).unwrap_or_default();
+            let all = || records.values().flatten();
+            let implementations: BTreeSet<&str> = all().map(implementation).collect();
+            // The raw floor leaves TLS out: only a set with plain protocols and no raw runs
+            // is one of the first peer's.
+            let plain = all().any(|r| {
+                implementation(r) == "tokio"
+                    && matches!(r["protocol"].as_str(), Some("tcp" | "udp" | "websocket"))
+            });
+            plain && !implementations.contains("raw")
         })
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
