@@ -247,3 +247,111 @@ fn ark_clients_against_the_raw_server() {
 fn raw_clients_against_the_ark_server() {
     cross(ark, raw, "raw");
 }
+
+#[test]
+fn tokio_tls_runs_clean_handshakes_resume_and_crosses_with_ark() {
+    for protocol in ["tcps", "wss"] {
+        let out = tokio()
+            .args(SMOKE)
+            .args(["--protocol", protocol])
+            .output()
+            .unwrap();
+        let record = assert_clean(&out, "tokio", protocol);
+        assert!(
+            record["tls_version"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("TLSv1.")
+        );
+        assert_eq!(record["tls_certificates"], "generated");
+    }
+    let out = tokio()
+        .args([
+            "--protocol",
+            "tcps",
+            "--reconnect-every",
+            "1",
+            "--clients",
+            "2",
+        ])
+        .args(["--seconds", "0.3", "--warmup", "0.05"])
+        .output()
+        .unwrap();
+    let record = assert_clean(&out, "tokio", "tcps handshakes");
+    assert!(record["connections"].as_u64().unwrap() > 0, "{record}");
+    assert_eq!(
+        record["tls_resumed_connections"], record["connections"],
+        "{record}"
+    );
+
+    // Each side's clients against the other's tcps and wss servers, sharing a CA.
+    let dir = std::env::temp_dir().join(format!("peers-cli-certs-{}", std::process::id()));
+    ark_tls::Pki::generate(&["localhost"])
+        .unwrap()
+        .write_dir(&dir)
+        .unwrap();
+    let certs = dir.to_string_lossy().into_owned();
+    type Side = (fn() -> Command, fn() -> Command, &'static str);
+    let sides: [Side; 2] = [(tokio, ark, "ark"), (ark, tokio, "tokio")];
+    let common = |protocol| {
+        [
+            "--protocol",
+            protocol,
+            "--seconds",
+            "0.2",
+            "--warmup",
+            "0.05",
+        ]
+    };
+    // Every server first (each runs some seconds), then every client, then the servers' ends.
+    let mut servers = Vec::new();
+    for (server, client, client_name) in sides {
+        for protocol in ["tcps", "wss"] {
+            let addr = format!("127.0.0.1:{}", free_port());
+            let serving = server()
+                .args(common(protocol))
+                .args([
+                    "--drain", "1", "--role", "server", "--bind", &addr, "--certs", &certs,
+                ])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            servers.push((serving, addr, protocol, client, client_name));
+        }
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    for (_, addr, protocol, client, client_name) in &servers {
+        let out = client()
+            .args(common(protocol))
+            .args(["--role", "client", "--connect", addr, "--certs", &certs])
+            .args(["--clients", "2", "--window", "2"])
+            .output()
+            .unwrap();
+        assert_clean(
+            &out,
+            client_name,
+            &format!("{client_name} client {protocol}"),
+        );
+    }
+    for (serving, ..) in servers {
+        assert!(serving.wait_with_output().unwrap().status.success());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_raw_floor_refuses_tls_with_a_clear_error() {
+    for protocol in ["tcps", "wss"] {
+        let out = raw()
+            .args(SMOKE)
+            .args(["--protocol", protocol])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let record = record(&out);
+        assert_eq!(record["ok"], false);
+        let error = record["error"].as_str().unwrap_or_default();
+        assert!(error.contains("leaves TLS out"), "{record}");
+    }
+}

@@ -26,26 +26,35 @@ impl Server {
             .unwrap()
             .write_dir(&dir)
             .unwrap();
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new(env!("CARGO_BIN_EXE_ark-loopback"))
-            .args(["--role", "server", "--protocol", "tcps", "--seconds", "60"])
-            .args(["--bind", &format!("127.0.0.1:{port}")])
-            .arg("--certs")
-            .arg(&dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        assert!(ark_testkit::wait_until(TIMEOUT, || TcpStream::connect((
-            "127.0.0.1",
-            port
-        ))
-        .is_ok()));
-        Server { child, port, dir }
+        // A port probed free can be taken before the server binds it (the server then exits
+        // at once): check it still runs once listening shows, else retry on another.
+        for _ in 0..5 {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let mut child = Command::new(env!("CARGO_BIN_EXE_ark-loopback"))
+                .args(["--role", "server", "--protocol", "tcps", "--seconds", "60"])
+                .args(["--bind", &format!("127.0.0.1:{port}")])
+                .arg("--certs")
+                .arg(&dir)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let listening = ark_testkit::wait_until(TIMEOUT, || {
+                TcpStream::connect(("127.0.0.1", port)).is_ok()
+                    || child.try_wait().ok().flatten().is_some()
+            });
+            std::thread::sleep(Duration::from_millis(100));
+            if listening && child.try_wait().ok().flatten().is_none() {
+                return Server { child, port, dir };
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("ark-loopback --role server did not start listening");
     }
 
     fn ca(&self) -> String {

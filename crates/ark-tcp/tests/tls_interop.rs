@@ -27,35 +27,45 @@ impl SServer {
     fn start(pki: &Pki, tag: &str, extra: &[&str]) -> SServer {
         let dir = std::env::temp_dir().join(format!("ark-tcp-{tag}-{}", std::process::id()));
         pki.write_dir(&dir).unwrap();
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-        let path = |name: &str| dir.join(name).to_string_lossy().into_owned();
-        let child = Command::new("openssl")
-            .args(["s_server", "-accept", &addr.to_string(), "-rev", "-quiet"])
-            .args([
-                "-cert",
-                &path("server.pem"),
-                "-key",
-                &path("server-key.pem"),
-            ])
-            .args(
-                extra
-                    .iter()
-                    .map(|a| a.replace("{dir}", &dir.to_string_lossy())),
-            )
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("openssl runs (scripts/setup-test-deps.sh installs it)");
-        assert!(
-            ark_testkit::wait_until(TIMEOUT, || TcpStream::connect(addr).is_ok()),
-            "s_server did not start listening"
-        );
-        SServer { child, addr, dir }
+        // A port probed free can be taken again before s_server binds it (by another test's
+        // connection): s_server then exits at once, and the probe below may even reach the
+        // other listener. So check it still runs after listening shows, and retry elsewhere.
+        for _ in 0..5 {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+            let path = |name: &str| dir.join(name).to_string_lossy().into_owned();
+            let mut child = Command::new("openssl")
+                .args(["s_server", "-accept", &addr.to_string(), "-rev", "-quiet"])
+                .args([
+                    "-cert",
+                    &path("server.pem"),
+                    "-key",
+                    &path("server-key.pem"),
+                ])
+                .args(
+                    extra
+                        .iter()
+                        .map(|a| a.replace("{dir}", &dir.to_string_lossy())),
+                )
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("openssl runs (scripts/setup-test-deps.sh installs it)");
+            let listening = ark_testkit::wait_until(TIMEOUT, || {
+                TcpStream::connect(addr).is_ok() || child.try_wait().ok().flatten().is_some()
+            });
+            std::thread::sleep(Duration::from_millis(100));
+            if listening && child.try_wait().ok().flatten().is_none() {
+                return SServer { child, addr, dir };
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("openssl s_server did not start listening");
     }
 }
 
