@@ -11,6 +11,7 @@ targets=(
     "crates/ark-frame/fuzz frame_reader"
     "crates/ark-tcp/fuzz session"
     "crates/ark-ws/fuzz server_frames"
+    "crates/ark-http/fuzz request_decoder"
 )
 if ! rustc +nightly --version >/dev/null 2>&1; then
     echo "fuzz: WARNING: no nightly toolchain on this machine; fuzz targets NOT run" >&2

@@ -5,15 +5,18 @@
 #     tests (ws and wss);
 #   - Debian's `openssl` (and `ca-certificates`, the system CAs a wss:// client without a TLS
 #     config trusts): `openssl s_client` / `s_server` are the independent TLS peers of the
-#     tcps interop tests. Python's `ssl` module comes with python3.
+#     tcps interop tests. Python's `ssl` and `http.client` come with python3;
+#   - Debian's `curl`: the independent HTTP client of ark-http's interop tests.
 set -euo pipefail
-if ! command -v openssl >/dev/null 2>&1 || [ ! -s /etc/ssl/certs/ca-certificates.crt ]; then
+if ! command -v openssl >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1 \
+    || [ ! -s /etc/ssl/certs/ca-certificates.crt ]; then
     SUDO=""
     if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openssl ca-certificates >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openssl ca-certificates curl >/dev/null
 fi
 openssl version
+curl --version | head -n 1
 if ! python3 -c 'import websockets' 2>/dev/null; then
     python3 -m pip install --quiet --disable-pip-version-check 'websockets>=12,<18'
 fi

@@ -1,0 +1,53 @@
+//! # ark-http
+//!
+//! HTTP/1.1 for ark: a sans-IO codec on [httparse] and a server with a router on ark-tcp
+//! (https with ark-tls).
+//!
+//! * **Codec** — [`RequestDecoder`]: bytes in, whole requests out in order (pipelining);
+//!   `Content-Length` and chunked bodies, `Expect: 100-continue`, keep-alive rules of 1.0 and
+//!   1.1, HEAD. Every ambiguity a smuggler could use is refused with its status
+//!   ([`HttpError`]): both `Content-Length` and `Transfer-Encoding`, duplicate or invalid
+//!   `Content-Length`, a bad chunk size, obs-fold, a head or body over the [`Limits`], too many
+//!   headers, a missing or duplicate `Host` in 1.1, an unknown transfer coding (501).
+//!   [`Response`] encodes answers with `content-length` and `date`.
+//! * **Router** — [`Router`]: static segments, `:param`, a trailing `*wildcard`, method match
+//!   (GET also answers HEAD), 404 and 405 with `Allow`, middleware before and after.
+//! * **Server** — [`HttpServer`]: a connection per ark-tcp session; requests answered in
+//!   order, whole requests served straight from the read buffer; a request deadline (408) and
+//!   a keep-alive idle timeout; a bad request answered with its status and the connection
+//!   closed; `tls` for https.
+//!
+//! ```
+//! use ark_http::{HttpServer, Router};
+//! use std::io::{Read, Write};
+//!
+//! let router = Router::new().get("/hello/:name", |req, res| {
+//!     res.header("content-type", "text/plain").body(format!("hello {}", req.param("name").unwrap_or("")));
+//! });
+//! let server = HttpServer::builder().bind("127.0.0.1:0".parse()?).start(router)?;
+//! let mut client = std::net::TcpStream::connect(server.local_addr())?;
+//! client.write_all(b"GET /hello/ark HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
+//! let mut answer = String::new();
+//! client.read_to_string(&mut answer)?;
+//! assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"));
+//! assert!(answer.ends_with("hello ark"));
+//! drop(client);
+//! server.stop().wait()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
+
+mod decoder;
+mod error;
+mod head;
+mod response;
+mod router;
+mod server;
+
+pub use decoder::{Decoded, RequestDecoder};
+pub use error::HttpError;
+pub use head::{BodyKind, HeadFacts, Limits, MAX_HEADERS, Request, parse_head};
+pub use response::{Response, http_date, reason};
+pub use router::{MAX_PARAMS, Router};
+pub use server::{HttpConfig, HttpServer, HttpServerBuilder, HttpServerHandle};

@@ -1,0 +1,211 @@
+//! Responses: a reusable [`Response`] a handler fills, encoded straight into the connection's
+//! send queue (status line, the handler's headers, `content-length`, `date`, the body).
+
+use std::io::Write;
+
+/// The reason phrase of a status.
+pub fn reason(status: u16) -> &'static str {
+    match status {
+        100 => "Continue",
+        101 => "Switching Protocols",
+        200 => "OK",
+        201 => "Created",
+        202 => "Accepted",
+        204 => "No Content",
+        301 => "Moved Permanently",
+        302 => "Found",
+        304 => "Not Modified",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        408 => "Request Timeout",
+        411 => "Length Required",
+        413 => "Content Too Large",
+        414 => "URI Too Long",
+        431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
+        501 => "Not Implemented",
+        503 => "Service Unavailable",
+        505 => "HTTP Version Not Supported",
+        _ => "",
+    }
+}
+
+/// A response under construction. The server hands a handler one whose buffers are reused
+/// from request to request: filling it allocates nothing once they have grown.
+#[derive(Debug, Default)]
+pub struct Response {
+    status: u16,
+    /// Header lines (`name: value\r\n`), as the handler added them.
+    headers: Vec<u8>,
+    body: Vec<u8>,
+    close: bool,
+}
+
+impl Response {
+    /// An empty `200 OK`.
+    pub fn new() -> Self {
+        Response {
+            status: 200,
+            ..Response::default()
+        }
+    }
+
+    /// Back to an empty `200 OK`, keeping the buffers.
+    pub(crate) fn reset(&mut self) {
+        self.status = 200;
+        self.headers.clear();
+        self.body.clear();
+        self.close = false;
+    }
+
+    /// Sets the status code.
+    pub fn status(&mut self, status: u16) -> &mut Self {
+        self.status = status;
+        self
+    }
+
+    /// The status code.
+    pub fn status_code(&self) -> u16 {
+        self.status
+    }
+
+    /// Adds a header. `content-length` and `date` are the server's; a `connection: close`
+    /// added here closes the connection after this response.
+    pub fn header(&mut self, name: &str, value: impl AsRef<[u8]>) -> &mut Self {
+        let value = value.as_ref();
+        if name.eq_ignore_ascii_case("connection") && value.eq_ignore_ascii_case(b"close") {
+            self.close = true;
+            return self;
+        }
+        self.headers.extend_from_slice(name.as_bytes());
+        self.headers.extend_from_slice(b": ");
+        self.headers.extend_from_slice(value);
+        self.headers.extend_from_slice(b"\r\n");
+        self
+    }
+
+    /// Sets the body (replacing any).
+    pub fn body(&mut self, body: impl AsRef<[u8]>) -> &mut Self {
+        self.body.clear();
+        self.body.extend_from_slice(body.as_ref());
+        self
+    }
+
+    /// The body, to write into.
+    pub fn body_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.body
+    }
+
+    /// Whether the connection closes after this response.
+    pub fn closes(&self) -> bool {
+        self.close
+    }
+
+    /// Encodes the response for a request of HTTP/1.`version` into `out`: no body for HEAD
+    /// (`head_method`), 1xx, 204 and 304; `connection: close` when `close`.
+    pub(crate) fn encode(
+        &self,
+        out: &mut Vec<u8>,
+        version: u8,
+        head_method: bool,
+        close: bool,
+        date: &[u8],
+    ) {
+        let _ = write!(
+            out,
+            "HTTP/1.{version} {} {}\r\n",
+            self.status,
+            reason(self.status)
+        );
+        out.extend_from_slice(&self.headers);
+        let bodiless = matches!(self.status, 100..=199 | 204 | 304);
+        if !bodiless {
+            let _ = write!(out, "content-length: {}\r\n", self.body.len());
+        }
+        if close {
+            out.extend_from_slice(b"connection: close\r\n");
+        } else if version == 0 {
+            out.extend_from_slice(b"connection: keep-alive\r\n");
+        }
+        out.extend_from_slice(b"date: ");
+        out.extend_from_slice(date);
+        out.extend_from_slice(b"\r\n\r\n");
+        if !bodiless && !head_method {
+            out.extend_from_slice(&self.body);
+        }
+    }
+}
+
+/// The `date` header's value for `unix` seconds: IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`).
+pub fn http_date(unix: u64) -> [u8; 29] {
+    const DAYS: [&[u8; 3]; 7] = [b"Thu", b"Fri", b"Sat", b"Sun", b"Mon", b"Tue", b"Wed"];
+    const MONTHS: [&[u8; 3]; 12] = [
+        b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov",
+        b"Dec",
+    ];
+    let (days, secs) = (unix / 86_400, unix % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u64;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as usize;
+    let year = (yoe + era * 400 + i64::from(month <= 2)) as u64;
+    let mut out = [0u8; 29];
+    let mut w = &mut out[..];
+    let _ = write!(
+        w,
+        "{}, {:02} {} {:04} {:02}:{:02}:{:02} GMT",
+        std::str::from_utf8(DAYS[(days % 7) as usize]).unwrap_or("Thu"),
+        day,
+        std::str::from_utf8(MONTHS[month - 1]).unwrap_or("Jan"),
+        year,
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    );
+    let _ = w.flush();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_are_imf_fixdate() {
+        assert_eq!(&http_date(784_111_777), b"Sun, 06 Nov 1994 08:49:37 GMT");
+        assert_eq!(&http_date(0), b"Thu, 01 Jan 1970 00:00:00 GMT");
+        assert_eq!(&http_date(1_709_251_200), b"Fri, 01 Mar 2024 00:00:00 GMT");
+    }
+
+    #[test]
+    fn head_and_bodiless_statuses_carry_no_body() {
+        let mut response = Response::new();
+        response.header("x-a", "1").body("hello");
+        let mut out = Vec::new();
+        response.encode(&mut out, 1, false, false, b"D");
+        assert_eq!(
+            out,
+            b"HTTP/1.1 200 OK\r\nx-a: 1\r\ncontent-length: 5\r\ndate: D\r\n\r\nhello"
+        );
+        out.clear();
+        response.encode(&mut out, 1, true, true, b"D");
+        assert_eq!(
+            out,
+            b"HTTP/1.1 200 OK\r\nx-a: 1\r\ncontent-length: 5\r\nconnection: close\r\ndate: D\r\n\r\n"
+        );
+        out.clear();
+        response.status(204).encode(&mut out, 0, false, false, b"D");
+        assert_eq!(
+            out,
+            b"HTTP/1.0 204 No Content\r\nx-a: 1\r\nconnection: keep-alive\r\ndate: D\r\n\r\n"
+        );
+    }
+}

@@ -1,0 +1,353 @@
+//! `HttpServer`: HTTP/1.1 connections as ark-tcp sessions (raw framing), requests decoded by
+//! [`RequestDecoder`], answered by a [`Router`] in order (pipelining), with keep-alive, limits
+//! and deadlines; https with ark-tls.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use ark_frame::Raw;
+use ark_tcp::{
+    CloseReason, IoModel, ReactorPool, SendError, Session, Stopping, TcpHandler, TcpServer,
+    TcpServerHandle, TcpStats, TimerId,
+};
+
+use crate::decoder::{Decoded, RequestDecoder};
+use crate::error::HttpError;
+use crate::head::{BodyKind, HeadFacts, Limits, Request};
+use crate::response::{Response, http_date};
+use crate::router::Router;
+
+/// Server settings.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// Request limits (head 8,192 B, 100 headers, body 16 MiB by default).
+    pub limits: Limits,
+    /// A request must arrive whole (head and body) within this time from its first byte;
+    /// past it the server answers 408 and closes (default 30 s).
+    pub request_timeout: Duration,
+    /// A kept-alive connection with no request for this long is closed (default 60 s).
+    pub keep_alive_timeout: Duration,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            limits: Limits::default(),
+            request_timeout: Duration::from_secs(30),
+            keep_alive_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+thread_local! {
+    /// The `date` value of the current second, per thread.
+    static DATE: std::cell::Cell<(u64, [u8; 29])> = const { std::cell::Cell::new((u64::MAX, [0; 29])) };
+}
+
+/// Today's `date` header value, formatted once a second per thread.
+fn date_now() -> [u8; 29] {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    DATE.with(|cell| {
+        let (second, value) = cell.get();
+        if second == now {
+            return value;
+        }
+        let value = http_date(now);
+        cell.set((now, value));
+        value
+    })
+}
+
+/// One connection: the bytes of the request under way, the decoder, reused buffers.
+struct HttpConn {
+    router: Arc<Router>,
+    config: Arc<HttpConfig>,
+    decoder: RequestDecoder,
+    /// Bytes from the start of the request under way (only when a read ended inside one).
+    pending: Vec<u8>,
+    response: Response,
+    /// Encoded responses not yet handed to the session (its queue was full).
+    out: Vec<u8>,
+    /// The request deadline's timer, while a request is under way.
+    deadline: Option<TimerId>,
+    /// An answer ended the connection: nothing more is read.
+    done: bool,
+}
+
+impl HttpConn {
+    fn new(router: Arc<Router>, config: Arc<HttpConfig>) -> Self {
+        HttpConn {
+            decoder: RequestDecoder::new(config.limits),
+            router,
+            config,
+            pending: Vec::new(),
+            response: Response::new(),
+            out: Vec::new(),
+            deadline: None,
+            done: false,
+        }
+    }
+
+    /// Answers every whole request at the front of `input`; returns the bytes consumed.
+    fn serve(&mut self, session: &mut Session<'_>, input: &[u8]) -> usize {
+        let mut at = 0;
+        while !self.done && self.out.is_empty() && at < input.len() {
+            match self.decoder.decode(&input[at..]) {
+                Ok((Decoded::Request(facts), used)) => {
+                    self.answer(facts, &input[at..at + used]);
+                    at += used;
+                    self.flush(session);
+                }
+                Ok((Decoded::Continue, _)) => {
+                    self.out.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+                    self.flush(session);
+                    break;
+                }
+                Ok((Decoded::Incomplete, _)) => break,
+                Err(error) => {
+                    self.refuse(&error);
+                    self.flush(session);
+                    at = input.len();
+                }
+            }
+        }
+        if self.done {
+            session.close();
+        }
+        at
+    }
+
+    /// Runs the router for one whole request and encodes its answer.
+    fn answer(&mut self, facts: HeadFacts, bytes: &[u8]) {
+        let head = &bytes[..facts.len];
+        let body = match facts.body {
+            BodyKind::Chunked => self.decoder.chunked_body(),
+            _ => &bytes[facts.len..],
+        };
+        self.response.reset();
+        match Request::view(head, body) {
+            Some(request) => self.router.handle(request, &mut self.response),
+            None => {
+                self.response.status(400);
+            }
+        }
+        let close = !facts.keep_alive || self.response.closes();
+        self.response.encode(
+            &mut self.out,
+            facts.version,
+            facts.head_method,
+            close,
+            &date_now(),
+        );
+        self.done |= close;
+    }
+
+    /// Answers a bad request with its status and closes.
+    fn refuse(&mut self, error: &HttpError) {
+        self.response.reset();
+        self.response.status(error.status()).body(error.to_string());
+        self.response
+            .encode(&mut self.out, 1, false, true, &date_now());
+        self.done = true;
+    }
+
+    /// Hands the encoded answers to the session; they wait here while its queue is full.
+    fn flush(&mut self, session: &mut Session<'_>) {
+        if self.out.is_empty() {
+            return;
+        }
+        match session.append_raw(&mut self.out) {
+            Ok(()) | Err(SendError::Closed) => self.out.clear(),
+            Err(_) => {}
+        }
+    }
+
+    /// Keeps the request deadline armed while a request is under way.
+    fn watch(&mut self, session: &mut Session<'_>) {
+        match (self.pending.is_empty(), self.deadline) {
+            (false, None) => self.deadline = Some(session.set_timer(self.config.request_timeout)),
+            (true, Some(timer)) => {
+                session.cancel_timer(timer);
+                self.deadline = None;
+            }
+            _ => {}
+        }
+    }
+
+    /// Serves `pending` (the bytes kept from earlier reads) and drops what it consumed.
+    fn serve_pending(&mut self, session: &mut Session<'_>) {
+        let pending = std::mem::take(&mut self.pending);
+        let used = self.serve(session, &pending);
+        self.pending = pending;
+        self.pending.drain(..used);
+    }
+}
+
+impl TcpHandler for HttpConn {
+    fn on_message(&mut self, session: &mut Session<'_>, bytes: &[u8]) {
+        if self.done {
+            return;
+        }
+        if self.pending.is_empty() {
+            // The common case: whole requests straight from the read, nothing copied.
+            let used = self.serve(session, bytes);
+            if !self.done {
+                self.pending.extend_from_slice(&bytes[used..]);
+            }
+        } else {
+            self.pending.extend_from_slice(bytes);
+            self.serve_pending(session);
+        }
+        if self.pending.is_empty() {
+            self.pending = Vec::new();
+        }
+        self.watch(session);
+    }
+
+    fn on_writable(&mut self, session: &mut Session<'_>) {
+        self.flush(session);
+        if self.out.is_empty() && !self.pending.is_empty() && !self.done {
+            self.serve_pending(session);
+            self.watch(session);
+        }
+    }
+
+    fn on_timer(&mut self, session: &mut Session<'_>, timer: TimerId) {
+        if self.deadline == Some(timer) {
+            self.deadline = None;
+            self.response.reset();
+            self.response.status(408).body("request timeout");
+            self.response
+                .encode(&mut self.out, 1, false, true, &date_now());
+            self.done = true;
+            self.flush(session);
+            session.close();
+        }
+    }
+
+    fn on_close(&mut self, _: &CloseReason) {}
+}
+
+/// Entry point: [`HttpServer::builder`].
+#[derive(Debug)]
+pub struct HttpServer;
+
+impl HttpServer {
+    /// A builder with [`HttpConfig`]'s defaults and a single-threaded pool of its own.
+    pub fn builder() -> HttpServerBuilder {
+        HttpServerBuilder {
+            addr: None,
+            config: HttpConfig::default(),
+            tls: None,
+            io_model: None,
+            pool: None,
+        }
+    }
+}
+
+/// Configures and starts an [`HttpServer`].
+#[derive(Debug)]
+pub struct HttpServerBuilder {
+    addr: Option<SocketAddr>,
+    config: HttpConfig,
+    tls: Option<ark_tls::ServerTls>,
+    io_model: Option<IoModel>,
+    pool: Option<Arc<ReactorPool>>,
+}
+
+impl HttpServerBuilder {
+    /// The address to listen on.
+    pub fn bind(mut self, addr: SocketAddr) -> Self {
+        self.addr = Some(addr);
+        self
+    }
+
+    /// All settings at once.
+    pub fn config(mut self, config: HttpConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Request limits.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.config.limits = limits;
+        self
+    }
+
+    /// Serves https: a TLS handshake with `tls` first on every connection.
+    pub fn tls(mut self, tls: ark_tls::ServerTls) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// Runs on a pool of its own with this IO model.
+    pub fn io_model(mut self, model: IoModel) -> Self {
+        self.io_model = Some(model);
+        self
+    }
+
+    /// Runs on a shared pool.
+    pub fn pool(mut self, pool: Arc<ReactorPool>) -> Self {
+        self.pool = Some(pool);
+        self
+    }
+
+    /// Starts serving `router`.
+    ///
+    /// # Errors
+    /// No address, binding failed, or the pool could not start.
+    pub fn start(self, router: Router) -> io::Result<HttpServerHandle> {
+        let addr = self.addr.ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidInput, "HttpServer: no bind address")
+        })?;
+        let config = Arc::new(self.config);
+        let session = ark_tcp::SessionConfig {
+            idle_timeout: Some(config.keep_alive_timeout.max(config.request_timeout)),
+            stall_timeout: None,
+            ..ark_tcp::SessionConfig::default()
+        };
+        let mut tcp = TcpServer::builder()
+            .bind(addr)
+            .framing(Raw::new().with_max_frame_len(64 * 1024))
+            .session_config(session);
+        if let Some(model) = self.io_model {
+            tcp = tcp.io_model(model);
+        }
+        if let Some(pool) = self.pool {
+            tcp = tcp.pool(pool);
+        }
+        if let Some(tls) = self.tls {
+            tcp = tcp.tls(tls);
+        }
+        let router = Arc::new(router);
+        let inner = tcp.start(move |_| HttpConn::new(router.clone(), config.clone()))?;
+        Ok(HttpServerHandle { inner })
+    }
+}
+
+/// A running HTTP server.
+#[derive(Debug)]
+pub struct HttpServerHandle {
+    inner: TcpServerHandle,
+}
+
+impl HttpServerHandle {
+    /// The address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.inner.local_addr()
+    }
+
+    /// The underlying TCP counters.
+    pub fn stats(&self) -> TcpStats {
+        self.inner.stats()
+    }
+
+    /// Begins a graceful stop (answers under way are written first).
+    pub fn stop(self) -> Stopping {
+        self.inner.stop()
+    }
+}

@@ -1,0 +1,279 @@
+//! The server over real sockets on loopback: every bad input a smuggler or a broken client
+//! sends is answered with its status and the connection closed; keep-alive, pipelining,
+//! chunked uploads, HEAD, 100-continue, HTTP/1.0, routing and the request deadline.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use ark_http::{HttpConfig, HttpServer, HttpServerHandle, Limits, Router};
+
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+fn router() -> Router {
+    Router::new()
+        .get("/", |_, res| {
+            res.body("home");
+        })
+        .post("/echo", |req, res| {
+            res.body(req.body());
+        })
+        .get("/users/:id", |req, res| {
+            res.body(format!("user {}", req.param("id").unwrap_or("?")));
+        })
+        .get("/files/*path", |req, res| {
+            res.body(format!("file {}", req.param("path").unwrap_or("?")));
+        })
+        .after(|_, res| {
+            res.header("x-served-by", "ark");
+        })
+}
+
+fn server_with(config: HttpConfig) -> HttpServerHandle {
+    HttpServer::builder()
+        .bind("127.0.0.1:0".parse().unwrap())
+        .config(config)
+        .start(router())
+        .unwrap()
+}
+
+fn server() -> HttpServerHandle {
+    server_with(HttpConfig::default())
+}
+
+/// Sends `bytes`, reads until the server closes (or the timeout); returns what arrived and
+/// whether the connection was closed by the server.
+fn exchange(addr: SocketAddr, bytes: &[u8]) -> (String, bool) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_millis(1500)))
+        .unwrap();
+    stream.write_all(bytes).unwrap();
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 65536];
+    let closed = loop {
+        match stream.read(&mut buf) {
+            Ok(0) => break true,
+            Ok(n) => answer.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break true,
+            Err(_) => break false,
+        }
+    };
+    (String::from_utf8_lossy(&answer).into_owned(), closed)
+}
+
+fn refused(bytes: &[u8], status: &str) {
+    let server = server();
+    let (answer, closed) = exchange(server.local_addr(), bytes);
+    assert!(
+        answer.starts_with(&format!("HTTP/1.1 {status} ")),
+        "{status}: {answer:?}"
+    );
+    assert!(answer.contains("connection: close\r\n"), "{answer:?}");
+    assert!(closed, "the connection closes after {status}");
+    server.stop().wait().unwrap();
+}
+
+#[test]
+fn content_length_with_transfer_encoding_is_400_and_closes() {
+    refused(
+        b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n",
+        "400",
+    );
+}
+
+#[test]
+fn duplicate_or_differing_content_length_is_400() {
+    refused(
+        b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc",
+        "400",
+    );
+    refused(
+        b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 5\r\n\r\nabcde",
+        "400",
+    );
+    refused(
+        b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3, 3\r\n\r\nabc",
+        "400",
+    );
+    refused(
+        b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: +3\r\n\r\nabc",
+        "400",
+    );
+}
+
+#[test]
+fn a_bad_chunk_size_is_400() {
+    refused(b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n", "400");
+    refused(
+        b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1ffffffffffffffff\r\n",
+        "400",
+    );
+    refused(b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloXX0\r\n\r\n", "400");
+}
+
+#[test]
+fn obs_fold_is_400() {
+    refused(
+        b"GET / HTTP/1.1\r\nHost: x\r\nX-Long: a\r\n  folded\r\n\r\n",
+        "400",
+    );
+}
+
+#[test]
+fn a_head_over_the_limit_is_431() {
+    let mut request = b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: ".to_vec();
+    request.extend(std::iter::repeat_n(b'a', 9000));
+    request.extend_from_slice(b"\r\n\r\n");
+    refused(&request, "431");
+}
+
+#[test]
+fn too_many_headers_is_431() {
+    let mut request = b"GET / HTTP/1.1\r\nHost: x\r\n".to_vec();
+    for i in 0..101 {
+        request.extend_from_slice(format!("X-{i}: 1\r\n").as_bytes());
+    }
+    request.extend_from_slice(b"\r\n");
+    refused(&request, "431");
+}
+
+#[test]
+fn a_missing_or_duplicate_host_in_http11_is_400() {
+    refused(b"GET / HTTP/1.1\r\n\r\n", "400");
+    refused(b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", "400");
+}
+
+#[test]
+fn a_body_over_the_limit_is_413() {
+    refused(
+        b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 16777217\r\n\r\n",
+        "413",
+    );
+    let server = server_with(HttpConfig {
+        limits: Limits {
+            max_body: 10,
+            ..Limits::default()
+        },
+        ..HttpConfig::default()
+    });
+    let (answer, closed) = exchange(
+        server.local_addr(),
+        b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n8\r\n12345678\r\n8\r\n12345678\r\n0\r\n\r\n",
+    );
+    assert!(answer.starts_with("HTTP/1.1 413 "), "{answer:?}");
+    assert!(closed);
+    server.stop().wait().unwrap();
+}
+
+#[test]
+fn an_unknown_transfer_coding_is_501() {
+    refused(
+        b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n",
+        "501",
+    );
+}
+
+#[test]
+fn an_unknown_version_is_505() {
+    refused(b"GET / HTTP/2.0\r\nHost: x\r\n\r\n", "505");
+}
+
+#[test]
+fn pipelined_requests_are_answered_in_order_on_one_connection() {
+    let server = server();
+    let requests = b"GET /users/1 HTTP/1.1\r\nHost: x\r\n\r\nPOST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhelloGET /files/a/b.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    let (answer, closed) = exchange(server.local_addr(), requests);
+    let bodies: Vec<&str> = answer
+        .split("HTTP/1.1 200 OK\r\n")
+        .skip(1)
+        .map(|r| r.split("\r\n\r\n").nth(1).unwrap_or(""))
+        .collect();
+    assert_eq!(bodies, ["user 1", "hello", "file a/b.txt"], "{answer}");
+    assert_eq!(answer.matches("x-served-by: ark\r\n").count(), 3);
+    assert!(closed, "Connection: close ends it after the third answer");
+    server.stop().wait().unwrap();
+}
+
+#[test]
+fn a_request_split_over_many_writes_is_answered_once_whole() {
+    let server = server();
+    let mut stream = TcpStream::connect(server.local_addr()).unwrap();
+    stream.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let request = b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n4;ext=1\r\ndefg\r\n0\r\nTrailer: t\r\n\r\n";
+    for byte in request {
+        stream.write_all(&[*byte]).unwrap();
+    }
+    let mut answer = vec![0u8; 4096];
+    let n = stream.read(&mut answer).unwrap();
+    let answer = String::from_utf8_lossy(&answer[..n]);
+    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
+    assert!(answer.ends_with("\r\n\r\nabcdefg"), "{answer}");
+    drop(stream);
+    server.stop().wait().unwrap();
+}
+
+#[test]
+fn head_404_405_http10_and_100_continue() {
+    let server = server();
+    let addr = server.local_addr();
+    let (head, _) = exchange(
+        addr,
+        b"HEAD / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n") && head.contains("content-length: 4\r\n"));
+    assert!(head.ends_with("\r\n\r\n"), "no body for HEAD: {head:?}");
+    let (missing, _) = exchange(
+        addr,
+        b"GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert!(
+        missing.starts_with("HTTP/1.1 404 Not Found\r\n"),
+        "{missing}"
+    );
+    let (wrong, _) = exchange(
+        addr,
+        b"DELETE /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert!(
+        wrong.starts_with("HTTP/1.1 405 ") && wrong.contains("allow: POST\r\n"),
+        "{wrong}"
+    );
+    let (old, closed) = exchange(addr, b"GET / HTTP/1.0\r\n\r\n");
+    assert!(
+        old.starts_with("HTTP/1.0 200 OK\r\n") && closed,
+        "1.0 closes by default: {old}"
+    );
+
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(TIMEOUT)).unwrap();
+    stream
+        .write_all(
+            b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n",
+        )
+        .unwrap();
+    let mut buf = [0u8; 256];
+    let n = stream.read(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"HTTP/1.1 100 Continue\r\n\r\n");
+    stream.write_all(b"ok").unwrap();
+    let n = stream.read(&mut buf).unwrap();
+    let answer = String::from_utf8_lossy(&buf[..n]);
+    assert!(
+        answer.starts_with("HTTP/1.1 200 OK\r\n") && answer.ends_with("ok"),
+        "{answer}"
+    );
+    drop(stream);
+    server.stop().wait().unwrap();
+}
+
+#[test]
+fn a_request_that_never_completes_gets_408_at_its_deadline() {
+    let server = server_with(HttpConfig {
+        request_timeout: Duration::from_millis(300),
+        ..HttpConfig::default()
+    });
+    let (answer, closed) = exchange(server.local_addr(), b"GET / HTTP/1.1\r\nHost: x\r\n");
+    assert!(answer.starts_with("HTTP/1.1 408 "), "{answer:?}");
+    assert!(closed);
+    server.stop().wait().unwrap();
+}
