@@ -178,6 +178,13 @@ impl HttpConn {
         }
     }
 
+    /// The most request bytes a connection holds: one whole request at its limits, plus a
+    /// read's worth.
+    fn held_limit(&self) -> usize {
+        let limits = self.decoder.limits();
+        limits.max_head + limits.max_body as usize + 64 * 1024
+    }
+
     /// Serves `pending` (the bytes kept from earlier reads) and drops what it consumed.
     fn serve_pending(&mut self, session: &mut Session<'_>) {
         let pending = std::mem::take(&mut self.pending);
@@ -200,6 +207,13 @@ impl TcpHandler for HttpConn {
             }
         } else {
             self.pending.extend_from_slice(bytes);
+            if self.pending.len() > self.held_limit() {
+                // Only while answers wait for a full send queue can bytes pile up past one
+                // request: a client pipelining without reading its answers. Bounded: reset.
+                session.abort();
+                self.done = true;
+                return;
+            }
             self.serve_pending(session);
         }
         if self.pending.is_empty() {
@@ -305,9 +319,14 @@ impl HttpServerBuilder {
             io::Error::new(io::ErrorKind::InvalidInput, "HttpServer: no bind address")
         })?;
         let config = Arc::new(self.config);
+        // Answers of pipelined requests pause reading at 1 MiB queued (a client that does not
+        // read its answers is held back by TCP), and the queue stops at 4 MiB.
         let session = ark_tcp::SessionConfig {
             idle_timeout: Some(config.keep_alive_timeout.max(config.request_timeout)),
             stall_timeout: None,
+            send_limit: 4 * 1024 * 1024,
+            high_watermark: 1024 * 1024,
+            low_watermark: 256 * 1024,
             ..ark_tcp::SessionConfig::default()
         };
         let mut tcp = TcpServer::builder()

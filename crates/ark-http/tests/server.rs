@@ -277,3 +277,33 @@ fn a_request_that_never_completes_gets_408_at_its_deadline() {
     assert!(closed);
     server.stop().wait().unwrap();
 }
+
+#[test]
+fn a_client_pipelining_without_reading_is_held_back_and_memory_stays_bounded() {
+    let server = server_with(HttpConfig {
+        limits: Limits {
+            max_body: 64 * 1024,
+            ..Limits::default()
+        },
+        ..HttpConfig::default()
+    });
+    let mut stream = TcpStream::connect(server.local_addr()).unwrap();
+    stream
+        .set_write_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    let requests = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".repeat(1000);
+    // Never read: the answers fill the server's send queue; then the server stops reading
+    // (backpressure: the client's writes block) or, failing that, cuts the client off.
+    let mut written = 0usize;
+    while written < 512 * 1024 * 1024 && stream.write_all(&requests).is_ok() {
+        written += requests.len();
+    }
+    assert!(
+        written < 512 * 1024 * 1024,
+        "the server kept taking requests it could not answer"
+    );
+    let stats = server.stats();
+    assert!(stats.send_queue_bytes <= 4 * 1024 * 1024, "{stats:?}");
+    drop(stream);
+    server.stop().wait().unwrap();
+}
