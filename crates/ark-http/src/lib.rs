@@ -12,6 +12,9 @@
 //!   [`Response`] encodes answers with `content-length` and `date`.
 //! * **Router** — [`Router`]: static segments, `:param`, a trailing `*wildcard`, method match
 //!   (GET also answers HEAD), 404 and 405 with `Allow`, middleware before and after.
+//! * **Client** — [`HttpClient`]: one kept-alive connection, requests pipelined and answers
+//!   delivered in order to an [`HttpClientHandler`] (Content-Length and chunked bodies, HEAD,
+//!   1xx skipped); https with `tls`.
 //! * **Server** — [`HttpServer`]: a connection per ark-tcp session; requests answered in
 //!   order, whole requests served straight from the read buffer; a request deadline (408) and
 //!   a keep-alive idle timeout; a bad request answered with its status and the connection
@@ -38,6 +41,7 @@
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
+mod client;
 mod decoder;
 mod error;
 mod head;
@@ -45,6 +49,10 @@ mod response;
 mod router;
 mod server;
 
+pub use client::{
+    ClientResponse, ClientSession, HttpClient, HttpClientBuilder, HttpClientHandle,
+    HttpClientHandler,
+};
 pub use decoder::{Decoded, RequestDecoder};
 pub use error::HttpError;
 pub use head::{BodyKind, HeadFacts, Limits, MAX_HEADERS, Request, parse_head};
