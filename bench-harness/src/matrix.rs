@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 /// One loopback configuration (a case of a matrix).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct LoopbackCase {
-    /// tcp, udp, websocket, tcps or wss.
+    /// tcp, udp, websocket, tcps, wss, http or https.
     pub protocol: String,
     /// Payload bytes.
     pub payload: u32,
@@ -209,6 +209,18 @@ pub fn builtin(name: &str) -> Option<Vec<LoopbackCase>> {
                 }
             }
         }
+        "http" => {
+            // POST /echo (ark-http / hyper), keep-alive; window = pipelined requests.
+            for protocol in ["http", "https"] {
+                for payload in [1024, 16384] {
+                    for (clients, window) in [(1, 1), (16, 1), (16, 16)] {
+                        for io in [("shared", 1), ("sharded", 2)] {
+                            cases.push(case(protocol, payload, clients, window, io));
+                        }
+                    }
+                }
+            }
+        }
         "udp-limits" => {
             for payload in [1472, 8192, 16356, 16384, 65507] {
                 for window in [1, 16, 64] {
@@ -246,6 +258,7 @@ mod tests {
         assert_eq!(builtin("baseline").unwrap().len(), 3 * 3 * 2 * 6);
         assert_eq!(builtin("dimensions").unwrap().len(), 3 * 4 * 3 * 3);
         assert_eq!(builtin("udp-limits").unwrap().len(), 15);
+        assert_eq!(builtin("http").unwrap().len(), 2 * 2 * 3 * 2);
         let tls = builtin("tls").unwrap();
         assert_eq!(tls.len(), 2 * 3 * 2 * 2 + 4);
         let handshakes = tls.last().unwrap().flags(1.0, 0.0).join(" ");

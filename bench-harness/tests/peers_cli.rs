@@ -355,3 +355,65 @@ fn the_raw_floor_refuses_tls_with_a_clear_error() {
         assert!(error.contains("leaves TLS out"), "{record}");
     }
 }
+
+#[test]
+fn tokio_http_runs_clean_and_crosses_with_ark() {
+    for protocol in ["http", "https"] {
+        let out = tokio()
+            .args(SMOKE)
+            .args(["--protocol", protocol])
+            .output()
+            .unwrap();
+        assert_clean(&out, "tokio", protocol);
+        let out = raw()
+            .args(SMOKE)
+            .args(["--protocol", protocol])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "the raw floor leaves HTTP out");
+        assert!(
+            record(&out)["error"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("leaves HTTP out")
+        );
+    }
+    // ark's clients against hyper, the peer's clients against ark's server.
+    let common = ["--protocol", "http", "--seconds", "0.2", "--warmup", "0.05"];
+    let mut servers = Vec::new();
+    for (server, client, name) in [
+        (tokio as fn() -> Command, ark as fn() -> Command, "ark"),
+        (ark, tokio, "tokio"),
+    ] {
+        let addr = format!("127.0.0.1:{}", free_port());
+        let serving = server()
+            .args(common)
+            .args(["--drain", "1", "--role", "server", "--bind", &addr])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        servers.push((serving, addr, client, name));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    for (_, addr, client, name) in &servers {
+        let out = client()
+            .args(common)
+            .args([
+                "--role",
+                "client",
+                "--connect",
+                addr,
+                "--clients",
+                "2",
+                "--window",
+                "4",
+            ])
+            .output()
+            .unwrap();
+        assert_clean(&out, name, &format!("{name} http client"));
+    }
+    for (serving, ..) in servers {
+        assert!(serving.wait_with_output().unwrap().status.success());
+    }
+}

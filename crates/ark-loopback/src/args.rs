@@ -18,12 +18,17 @@ pub enum Protocol {
     Tcps,
     /// WebSocket binary messages over TLS (rustls).
     Wss,
+    /// HTTP/1.1: each message a `POST /echo` with the payload as body, echoed as the answer's
+    /// body; keep-alive; the window is the requests pipelined per connection.
+    Http,
+    /// HTTP/1.1 over TLS (rustls).
+    Https,
 }
 
 impl Protocol {
     /// Whether the protocol runs over TLS.
     pub fn is_tls(self) -> bool {
-        matches!(self, Protocol::Tcps | Protocol::Wss)
+        matches!(self, Protocol::Tcps | Protocol::Wss | Protocol::Https)
     }
 
     /// The record's name of the protocol.
@@ -34,6 +39,8 @@ impl Protocol {
             Protocol::Websocket => "websocket",
             Protocol::Tcps => "tcps",
             Protocol::Wss => "wss",
+            Protocol::Http => "http",
+            Protocol::Https => "https",
         }
     }
 }

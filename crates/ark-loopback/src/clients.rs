@@ -395,3 +395,35 @@ impl ark_ws::WsHandler for WsClient {
         self.0.on_disconnect();
     }
 }
+
+/// HTTP client handler: every message a pipelined `POST /echo`.
+#[derive(Debug)]
+pub struct HttpClient(pub Core);
+
+impl ark_http::HttpClientHandler for HttpClient {
+    fn on_open(&mut self, session: &mut ark_http::ClientSession<'_, '_>) {
+        self.0.on_connected(false);
+        self.0
+            .pump(|m| session.request("POST", "/echo", &[], m).is_ok());
+    }
+    fn on_response(
+        &mut self,
+        session: &mut ark_http::ClientSession<'_, '_>,
+        response: &ark_http::ClientResponse<'_>,
+    ) {
+        if response.status != 200 {
+            self.0.on_echo(&[], |_| false);
+            return;
+        }
+        self.0.on_echo(response.body, |m| {
+            session.request("POST", "/echo", &[], m).is_ok()
+        });
+    }
+    fn on_writable(&mut self, session: &mut ark_http::ClientSession<'_, '_>) {
+        self.0
+            .pump(|m| session.request("POST", "/echo", &[], m).is_ok());
+    }
+    fn on_close(&mut self, _: &ark_tcp::CloseReason, _: usize) {
+        self.0.on_disconnect();
+    }
+}

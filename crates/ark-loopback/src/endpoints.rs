@@ -67,6 +67,7 @@ enum Server {
     Tcp(ark_tcp::TcpServerHandle),
     Udp(ark_udp::UdpServerHandle),
     Ws(ark_ws::WsServerHandle),
+    Http(ark_http::HttpServerHandle),
 }
 
 /// A running ark client of any protocol.
@@ -74,6 +75,7 @@ enum Client {
     Tcp(ark_tcp::TcpClientHandle),
     Udp(ark_udp::UdpClientHandle),
     Ws(ark_ws::WsClientHandle),
+    Http(ark_http::HttpClientHandle),
 }
 
 /// ark's servers and clients on one [`ReactorPool`] (shared, sharded), or each on a pool of
@@ -170,11 +172,19 @@ impl Endpoints for ArkEndpoints {
                 }
                 Server::Ws(builder.start(move |_| echo.clone())?)
             }
+            Protocol::Http | Protocol::Https => {
+                let mut builder = ark_http::HttpServer::builder().bind(addr).pool(pool);
+                if let Some(tls) = tls {
+                    builder = builder.tls(tls);
+                }
+                Server::Http(builder.start(echo.router())?)
+            }
         };
         let local = match &server {
             Server::Tcp(s) => s.local_addr(),
             Server::Udp(s) => s.local_addr(),
             Server::Ws(s) => s.local_addr(),
+            Server::Http(s) => s.local_addr(),
         };
         self.server = Some(server);
         Ok(local)
@@ -233,6 +243,16 @@ impl Endpoints for ArkEndpoints {
                 let client = builder.connect(&url, clients::WsClient(core))?;
                 (Client::Ws(client), None)
             }
+            Protocol::Http | Protocol::Https => {
+                let mut builder = ark_http::HttpClient::builder()
+                    .pool(pool)
+                    .connect_timeout(Duration::from_secs(10));
+                if let Some((tls, name)) = tls {
+                    builder = builder.tls(tls, name);
+                }
+                let client = builder.connect(server, clients::HttpClient(core))?;
+                (Client::Http(client), None)
+            }
         };
         self.clients.push(client);
         Ok(buffers)
@@ -266,6 +286,7 @@ impl Endpoints for ArkEndpoints {
                 Client::Tcp(c) => stopping.push(c.stop()),
                 Client::Udp(c) => stopping.push(c.stop()),
                 Client::Ws(c) => stopping.push(c.stop()),
+                Client::Http(c) => stopping.push(c.stop()),
             }
         }
         for stop in stopping {
@@ -275,6 +296,7 @@ impl Endpoints for ArkEndpoints {
             Some(Server::Tcp(s)) => s.stop().wait()?,
             Some(Server::Udp(s)) => s.stop().wait()?,
             Some(Server::Ws(s)) => s.stop().wait()?,
+            Some(Server::Http(s)) => s.stop().wait()?,
             None => {}
         }
         for pool in self.pools {

@@ -90,3 +90,13 @@ impl ark_ws::WsHandler for Echo {
         }
     }
 }
+
+impl Echo {
+    /// The HTTP echo server's router: `POST /echo` answers with the request's body.
+    pub fn router(self) -> ark_http::Router {
+        ark_http::Router::new().post("/echo", move |request, response| {
+            self.before_echo(request.body());
+            response.body(request.body());
+        })
+    }
+}

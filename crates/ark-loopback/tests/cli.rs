@@ -366,3 +366,23 @@ fn tls_server_and_client_in_two_processes_share_certs_from_a_directory() {
     assert!(stderr.contains("--certs"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn http_and_https_with_the_issue_flags_complete() {
+    for protocol in ["http", "https"] {
+        let args = [
+            "--protocol",
+            protocol,
+            "--payload",
+            "1024",
+            "--clients",
+            "16",
+            "--window",
+            "16",
+        ];
+        let (code, record, stderr) = run(&args);
+        assert_eq!(code, Some(0), "{protocol}: {stderr}");
+        assert_clean(&record, protocol);
+        assert_eq!(record["protocol"], protocol);
+    }
+}

@@ -207,6 +207,8 @@ fn design_target(protocol: &str, window: u64) -> Option<(f64, Option<f64>)> {
         ("websocket", 16) => Some((1.3, None)),
         // Issue 17's target for TLS.
         ("tcps", 16) => Some((1.1, None)),
+        // Issue 18's target for the POST 1 KiB echo.
+        ("http", 16) => Some((1.2, None)),
         _ => None,
     }
 }
@@ -709,7 +711,7 @@ fn bars<G>(
         .collect()
 }
 
-const PROTOCOLS: [&str; 5] = ["tcp", "udp", "websocket", "tcps", "wss"];
+const PROTOCOLS: [&str; 7] = ["tcp", "udp", "websocket", "tcps", "wss", "http", "https"];
 
 fn has_data(groups: &[BarGroup]) -> bool {
     groups.iter().any(|g| g.values.iter().any(Option::is_some))

@@ -41,6 +41,15 @@ impl Endpoints for RawEndpoints {
     const NAME: &'static str = "raw";
 
     fn start(args: &Args) -> io::Result<Self> {
+        if matches!(args.protocol, Protocol::Http | Protocol::Https) {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!(
+                    "peer-raw-loopback leaves HTTP out: --protocol {} is compared with hyper (the tokio peer)",
+                    args.protocol.name()
+                ),
+            ));
+        }
         if args.protocol.is_tls() {
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,
@@ -120,7 +129,9 @@ impl Endpoints for RawEndpoints {
                 poller.add(Box::new(conn))?;
                 Ok(None)
             }
-            Protocol::Tcps | Protocol::Wss => Err(io::ErrorKind::Unsupported.into()),
+            Protocol::Tcps | Protocol::Wss | Protocol::Http | Protocol::Https => {
+                Err(io::ErrorKind::Unsupported.into())
+            }
             Protocol::Websocket => {
                 let (stream, buf) = ws_handshake(connect(server)?, server)?;
                 let conn = StreamConn::new(stream, buf, Codec::Ws, End::Client(core));

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::{tcp, tls, udp, ws};
+use crate::{http, tcp, tls, udp, ws};
 use ark_loopback::args::{Args, IoModelArg, Protocol};
 use ark_loopback::clients::Core;
 use ark_loopback::endpoints::Endpoints;
@@ -148,6 +148,11 @@ impl Endpoints for TokioEndpoints {
                 let listener = run_on(home, async move { TcpListener::bind(addr).await })?;
                 let local = listener.local_addr()?;
                 let kind = match (&self.tls, protocol) {
+                    (None, Protocol::Http) => Kind::Http(None),
+                    (Some(material), Protocol::Https) => {
+                        let config = material.server_tls()?.rustls_config().clone();
+                        Kind::Http(Some(tokio_rustls::TlsAcceptor::from(config)))
+                    }
                     (Some(material), protocol) => {
                         let config = material.server_tls()?.rustls_config().clone();
                         let inner = match protocol {
@@ -192,6 +197,33 @@ impl Endpoints for TokioEndpoints {
                 let variant = ws::Variant::from_env();
                 let task = run_on(handle, ws::connect(server, core, payload, variant))?;
                 handle.spawn(task);
+                Ok(None)
+            }
+            Protocol::Http => {
+                let stream = run_on(handle, async move {
+                    let stream = TcpStream::connect(server).await?;
+                    stream.set_nodelay(true)?;
+                    Ok(stream)
+                })?;
+                handle.spawn(http::client(stream, server.to_string(), core));
+                Ok(None)
+            }
+            Protocol::Https => {
+                let material = self
+                    .tls
+                    .as_ref()
+                    .ok_or_else(|| io::Error::other("no TLS material"))?;
+                let config = material.client_tls()?.rustls_config().clone();
+                let connector = tokio_rustls::TlsConnector::from(config);
+                let host = material.server_name.clone();
+                let name = tokio_rustls::rustls::pki_types::ServerName::try_from(host.clone())
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+                let tls = run_on(handle, async move {
+                    let stream = TcpStream::connect(server).await?;
+                    stream.set_nodelay(true)?;
+                    connector.connect(name, stream).await
+                })?;
+                handle.spawn(http::client(tls, host, core));
                 Ok(None)
             }
             Protocol::Tcps | Protocol::Wss => {
@@ -283,6 +315,8 @@ enum Kind {
     WebSocket,
     /// TLS, then what is inside.
     Tls(tokio_rustls::TlsAcceptor, tls::Inner),
+    /// HTTP/1.1 (hyper), over TLS or not.
+    Http(Option<tokio_rustls::TlsAcceptor>),
 }
 
 /// Accepts connections and serves each on the next runtime, round-robin.
@@ -327,5 +361,11 @@ async fn session(stream: TcpStream, echo: Echo, kind: Kind) {
         Kind::WebSocket => ws::session(stream, echo, ws::Variant::from_env()).await,
         Kind::Frames => tcp::session(stream, echo).await,
         Kind::Tls(acceptor, inner) => tls::session(stream, acceptor, echo, inner).await,
+        Kind::Http(None) => http::session(stream, echo).await,
+        Kind::Http(Some(acceptor)) => {
+            if let Ok(tls) = acceptor.accept(stream).await {
+                http::session(tls, echo).await;
+            }
+        }
     }
 }

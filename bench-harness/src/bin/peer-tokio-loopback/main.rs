@@ -25,6 +25,8 @@
 //!   provider, TLS 1.2/1.3, resumption on), one task per connection polling the `TlsStream`
 //!   for reads and writes (no split halves), every reply to a read handed to rustls at once
 //!   and flushed; WebSocket framing hand-written as above.
+//! * http and https ([`http`]): the server is hyper 1.x (http1, keep-alive, `pipeline_flush`),
+//!   the client a hand-written pipelining one (hyper's client cannot keep a window in flight).
 //! * UDP ([`udp`]): `try_recv_from`/`try_send_to` loops that drain the socket on every wake,
 //!   one `SO_REUSEPORT` socket per runtime when sharded, a connected socket per client;
 //!   tokio has no batched datagram calls, so the record says `udp_batch: false`.
@@ -34,6 +36,7 @@
 //! `syscalls_per_message` is not measured (null): tokio keeps no syscall counters.
 
 mod endpoints;
+mod http;
 mod stream;
 mod tcp;
 mod tls;

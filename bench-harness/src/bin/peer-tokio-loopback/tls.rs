@@ -70,7 +70,7 @@ fn poll_send<S: AsyncWrite + Unpin>(
 /// decode it (appending replies to the outgoing bytes; `true` ends the connection once they
 /// are sent), sends. `Ok` at end of stream, or after a close `on_data` asked for
 /// (`close_notify` and FIN sent).
-async fn drive<S: AsyncRead + AsyncWrite + Unpin>(
+pub(crate) async fn drive<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     mut buf: RecvBuf,
     mut out: Vec<u8>,
