@@ -16,7 +16,8 @@
 //!   delivered in order to an [`HttpClientHandler`] (Content-Length and chunked bodies, HEAD,
 //!   1xx skipped); https with `tls`.
 //! * **Server** — [`HttpServer`]: a connection per ark-tcp session; requests answered in
-//!   order, whole requests served straight from the read buffer; a request deadline (408) and
+//!   order, whole requests served straight from the read buffer; a handler may answer later
+//!   from any thread ([`Response::defer`], [`Responder`]); a request deadline (408) and
 //!   a keep-alive idle timeout; a bad request answered with its status and the connection
 //!   closed; `tls` for https.
 //!
@@ -56,6 +57,6 @@ pub use client::{
 pub use decoder::{Decoded, RequestDecoder};
 pub use error::HttpError;
 pub use head::{BodyKind, HeadFacts, Limits, MAX_HEADERS, Request, parse_head};
-pub use response::{Response, http_date, reason};
+pub use response::{Responder, Response, http_date, reason};
 pub use router::{MAX_PARAMS, Router};
 pub use server::{HttpConfig, HttpServer, HttpServerBuilder, HttpServerHandle};

@@ -2,6 +2,10 @@
 //! send queue (status line, the handler's headers, `content-length`, `date`, the body).
 
 use std::io::Write;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// Where a deferred answer is left for its connection.
+pub(crate) type Slot = Arc<Mutex<Option<Response>>>;
 
 /// The reason phrase of a status.
 pub fn reason(status: u16) -> &'static str {
@@ -42,6 +46,10 @@ pub struct Response {
     headers: Vec<u8>,
     body: Vec<u8>,
     close: bool,
+    /// Wakes the connection when a deferred answer is ready.
+    waker: Option<ark_tcp::SessionHandle>,
+    /// The handler deferred its answer to this slot.
+    deferred: Option<Slot>,
 }
 
 impl Response {
@@ -59,6 +67,31 @@ impl Response {
         self.headers.clear();
         self.body.clear();
         self.close = false;
+        self.deferred = None;
+    }
+
+    /// The connection to wake when a deferred answer is ready.
+    pub(crate) fn set_waker(&mut self, waker: ark_tcp::SessionHandle) {
+        self.waker = Some(waker);
+    }
+
+    /// The slot the handler deferred its answer to, if it did.
+    pub(crate) fn take_deferred(&mut self) -> Option<Slot> {
+        self.deferred.take()
+    }
+
+    /// Answers later, from any thread: the returned [`Responder`] carries the answer back to
+    /// the connection, which sends it in order (answers to requests pipelined after this one
+    /// wait for it). Whatever this response holds now is ignored. A responder dropped without
+    /// answering answers `500`.
+    pub fn defer(&mut self) -> Responder {
+        let slot: Slot = Arc::default();
+        self.deferred = Some(slot.clone());
+        Responder {
+            slot,
+            waker: self.waker.clone(),
+            answered: false,
+        }
     }
 
     /// Sets the status code.
@@ -135,6 +168,44 @@ impl Response {
         out.extend_from_slice(b"\r\n\r\n");
         if !bodiless && !head_method {
             out.extend_from_slice(&self.body);
+        }
+    }
+}
+
+/// An answer to give later, from any thread (see [`Response::defer`]).
+#[derive(Debug)]
+pub struct Responder {
+    slot: Slot,
+    waker: Option<ark_tcp::SessionHandle>,
+    answered: bool,
+}
+
+impl Responder {
+    /// Answers: `fill` writes the response (status, headers, body), then the connection is
+    /// woken to send it in its turn.
+    pub fn respond(mut self, fill: impl FnOnce(&mut Response)) {
+        let mut response = Response::new();
+        fill(&mut response);
+        self.deliver(response);
+    }
+
+    fn deliver(&mut self, response: Response) {
+        self.answered = true;
+        *self.slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(response);
+        if let Some(waker) = &self.waker {
+            waker.wake();
+        }
+    }
+}
+
+impl Drop for Responder {
+    fn drop(&mut self) {
+        if !self.answered {
+            let mut response = Response::new();
+            response
+                .status(500)
+                .body("the handler dropped its responder");
+            self.deliver(response);
         }
     }
 }

@@ -2,9 +2,10 @@
 //! [`RequestDecoder`], answered by a [`Router`] in order (pipelining), with keep-alive, limits
 //! and deadlines; https with ark-tls.
 
+use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ark_frame::Raw;
@@ -16,7 +17,7 @@ use ark_tcp::{
 use crate::decoder::{Decoded, RequestDecoder};
 use crate::error::HttpError;
 use crate::head::{BodyKind, HeadFacts, Limits, Request};
-use crate::response::{Response, http_date};
+use crate::response::{Response, Slot, http_date};
 use crate::router::Router;
 
 /// Server settings.
@@ -62,6 +63,23 @@ fn date_now() -> [u8; 29] {
     })
 }
 
+/// Most answers a connection keeps waiting behind a deferred one before it stops taking
+/// requests.
+const MAX_WAITING: usize = 64;
+
+/// An answer waiting for one deferred before it.
+enum Waiting {
+    /// Encoded, ready to go.
+    Encoded(Vec<u8>),
+    /// Deferred by its handler: the slot its responder fills, and how to encode it.
+    Deferred {
+        slot: Slot,
+        version: u8,
+        head_method: bool,
+        close: bool,
+    },
+}
+
 /// One connection: the bytes of the request under way, the decoder, reused buffers.
 struct HttpConn {
     router: Arc<Router>,
@@ -76,6 +94,10 @@ struct HttpConn {
     deadline: Option<TimerId>,
     /// An answer ended the connection: nothing more is read.
     done: bool,
+    /// Answers in order behind a deferred one (empty on the fast path).
+    waiting: VecDeque<Waiting>,
+    /// The response's waker is set (on the first request).
+    waker_set: bool,
 }
 
 impl HttpConn {
@@ -89,13 +111,23 @@ impl HttpConn {
             out: Vec::new(),
             deadline: None,
             done: false,
+            waiting: VecDeque::new(),
+            waker_set: false,
         }
     }
 
     /// Answers every whole request at the front of `input`; returns the bytes consumed.
     fn serve(&mut self, session: &mut Session<'_>, input: &[u8]) -> usize {
         let mut at = 0;
-        while !self.done && self.out.is_empty() && at < input.len() {
+        if !self.waker_set {
+            self.waker_set = true;
+            self.response.set_waker(session.handle());
+        }
+        while !self.done
+            && self.out.is_empty()
+            && self.waiting.len() < MAX_WAITING
+            && at < input.len()
+        {
             match self.decoder.decode(&input[at..]) {
                 Ok((Decoded::Request(facts), used)) => {
                     self.answer(facts, &input[at..at + used]);
@@ -103,7 +135,7 @@ impl HttpConn {
                     self.flush(session);
                 }
                 Ok((Decoded::Continue, _)) => {
-                    self.out.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+                    self.emit(|out| out.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n"));
                     self.flush(session);
                     break;
                 }
@@ -115,10 +147,39 @@ impl HttpConn {
                 }
             }
         }
-        if self.done {
+        self.close_when_answered(session);
+        at
+    }
+
+    /// Once the connection is done and no deferred answer is outstanding, closes it.
+    fn close_when_answered(&mut self, session: &mut Session<'_>) {
+        if self.done && self.waiting.is_empty() {
             session.close();
         }
-        at
+    }
+
+    /// Encodes the answers at the front of the waiting queue that are ready.
+    fn drain_waiting(&mut self) {
+        while let Some(front) = self.waiting.front_mut() {
+            match front {
+                Waiting::Encoded(bytes) => self.out.append(bytes),
+                Waiting::Deferred {
+                    slot,
+                    version,
+                    head_method,
+                    close,
+                } => {
+                    let answer = slot.lock().unwrap_or_else(PoisonError::into_inner).take();
+                    let Some(answer) = answer else {
+                        return;
+                    };
+                    let close = *close || answer.closes();
+                    answer.encode(&mut self.out, *version, *head_method, close, &date_now());
+                    self.done |= close;
+                }
+            }
+            self.waiting.pop_front();
+        }
     }
 
     /// Runs the router for one whole request and encodes its answer.
@@ -136,22 +197,43 @@ impl HttpConn {
             }
         }
         let close = !facts.keep_alive || self.response.closes();
-        self.response.encode(
-            &mut self.out,
-            facts.version,
-            facts.head_method,
-            close,
-            &date_now(),
-        );
-        self.done |= close;
+        if let Some(slot) = self.response.take_deferred() {
+            self.waiting.push_back(Waiting::Deferred {
+                slot,
+                version: facts.version,
+                head_method: facts.head_method,
+                close,
+            });
+            // No request after one that closes is read; its answer ends the connection.
+            self.done |= close;
+        } else {
+            let response = std::mem::take(&mut self.response);
+            self.emit(|out| {
+                response.encode(out, facts.version, facts.head_method, close, &date_now())
+            });
+            self.response = response;
+            self.done |= close;
+        }
+    }
+
+    /// Encodes an answer into the outgoing bytes, or behind the deferred answers before it.
+    fn emit(&mut self, encode: impl FnOnce(&mut Vec<u8>)) {
+        if self.waiting.is_empty() {
+            encode(&mut self.out);
+        } else {
+            let mut bytes = Vec::new();
+            encode(&mut bytes);
+            self.waiting.push_back(Waiting::Encoded(bytes));
+        }
     }
 
     /// Answers a bad request with its status and closes.
     fn refuse(&mut self, error: &HttpError) {
         self.response.reset();
         self.response.status(error.status()).body(error.to_string());
-        self.response
-            .encode(&mut self.out, 1, false, true, &date_now());
+        let response = std::mem::take(&mut self.response);
+        self.emit(|out| response.encode(out, 1, false, true, &date_now()));
+        self.response = response;
         self.done = true;
     }
 
@@ -222,6 +304,16 @@ impl TcpHandler for HttpConn {
         self.watch(session);
     }
 
+    fn on_wake(&mut self, session: &mut Session<'_>) {
+        self.drain_waiting();
+        self.flush(session);
+        self.close_when_answered(session);
+        if self.out.is_empty() && !self.pending.is_empty() && !self.done {
+            self.serve_pending(session);
+            self.watch(session);
+        }
+    }
+
     fn on_writable(&mut self, session: &mut Session<'_>) {
         self.flush(session);
         if self.out.is_empty() && !self.pending.is_empty() && !self.done {
@@ -235,11 +327,12 @@ impl TcpHandler for HttpConn {
             self.deadline = None;
             self.response.reset();
             self.response.status(408).body("request timeout");
-            self.response
-                .encode(&mut self.out, 1, false, true, &date_now());
+            let response = std::mem::take(&mut self.response);
+            self.emit(|out| response.encode(out, 1, false, true, &date_now()));
+            self.response = response;
             self.done = true;
             self.flush(session);
-            session.close();
+            self.close_when_answered(session);
         }
     }
 

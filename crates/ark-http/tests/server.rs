@@ -307,3 +307,45 @@ fn a_client_pipelining_without_reading_is_held_back_and_memory_stays_bounded() {
     drop(stream);
     server.stop().wait().unwrap();
 }
+
+#[test]
+fn deferred_answers_from_another_thread_keep_pipelined_order_and_a_dropped_responder_is_500() {
+    let router = Router::new()
+        .get("/slow", |_, res| {
+            let responder = res.defer();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                responder.respond(|res| {
+                    res.body("slow");
+                });
+            });
+        })
+        .get("/fast", |_, res| {
+            res.body("fast");
+        })
+        .get("/dropped", |_, res| {
+            drop(res.defer());
+        });
+    let server = HttpServer::builder()
+        .bind("127.0.0.1:0".parse().unwrap())
+        .start(router)
+        .unwrap();
+    let requests = b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\nGET /fast HTTP/1.1\r\nHost: x\r\n\r\nGET /dropped HTTP/1.1\r\nHost: x\r\n\r\nGET /slow HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    let (answer, closed) = exchange(server.local_addr(), requests);
+    let statuses: Vec<&str> = answer
+        .match_indices("HTTP/1.1 ")
+        .map(|(i, _)| &answer[i + 9..i + 12])
+        .collect();
+    assert_eq!(statuses, ["200", "200", "500", "200"], "{answer}");
+    let bodies: Vec<&str> = answer
+        .split("HTTP/1.1 ")
+        .skip(1)
+        .map(|r| r.split("\r\n\r\n").nth(1).unwrap_or(""))
+        .collect();
+    assert_eq!(
+        bodies,
+        ["slow", "fast", "the handler dropped its responder", "slow"]
+    );
+    assert!(closed, "the last deferred answer carries the close");
+    server.stop().wait().unwrap();
+}
