@@ -144,8 +144,9 @@ pub enum Decoded {
     /// A head with `Expect: 100-continue` whose body has not started: answer `100 Continue`
     /// (once) to let the client send it.
     Continue,
-    /// A whole request: its head is `input[..facts.len]` of the bytes given when it began,
-    /// its body is in the decoder's body buffer ([`RequestDecoder::body`]).
+    /// A whole request, `used` bytes of the input (head and body): its head is
+    /// `input[..facts.len]`; a `Content-Length` body follows it in the input, a chunked body
+    /// is decoded in [`RequestDecoder::chunked_body`].
     Request(HeadFacts),
 }
 
