@@ -175,7 +175,13 @@ impl HttpConn {
                     };
                     let close = *close || answer.closes();
                     answer.encode(&mut self.out, *version, *head_method, close, &date_now());
-                    self.done |= close;
+                    if close {
+                        // Nothing may follow an answer that closes: the requests pipelined
+                        // after it go unanswered, as a client expects of a closed connection.
+                        self.done = true;
+                        self.waiting.clear();
+                        return;
+                    }
                 }
             }
             self.waiting.pop_front();

@@ -349,3 +349,35 @@ fn deferred_answers_from_another_thread_keep_pipelined_order_and_a_dropped_respo
     assert!(closed, "the last deferred answer carries the close");
     server.stop().wait().unwrap();
 }
+
+#[test]
+fn nothing_follows_a_deferred_answer_that_closes() {
+    let router = Router::new()
+        .get("/bye", |_, res| {
+            let responder = res.defer();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(30));
+                responder.respond(|res| {
+                    res.header("connection", "close").body("bye");
+                });
+            });
+        })
+        .get("/fast", |_, res| {
+            res.body("fast");
+        });
+    let server = HttpServer::builder()
+        .bind("127.0.0.1:0".parse().unwrap())
+        .start(router)
+        .unwrap();
+    let (answer, closed) = exchange(
+        server.local_addr(),
+        b"GET /bye HTTP/1.1\r\nHost: x\r\n\r\nGET /fast HTTP/1.1\r\nHost: x\r\n\r\n",
+    );
+    assert_eq!(answer.matches("HTTP/1.1 ").count(), 1, "{answer}");
+    assert!(
+        answer.ends_with("\r\n\r\nbye") && answer.contains("connection: close\r\n"),
+        "{answer}"
+    );
+    assert!(closed);
+    server.stop().wait().unwrap();
+}
