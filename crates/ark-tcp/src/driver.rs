@@ -209,42 +209,102 @@ fn check_connected(stream: &TcpStream, addr: SocketAddr) -> Result<bool, CloseRe
     }
 }
 
-/// Reads and feeds the core within the turn's budget. Returns whether input may still be
+/// Where a session's reads go: straight to the core (plain TCP, [`Plain`]) or through TLS
+/// (`tls::TlsLayer`). The read loop ([`read`]) is the same for both.
+pub(crate) trait Feed<C: Framing, H: TcpHandler> {
+    /// Whether to read the socket now.
+    fn wants_read(&self, core: &SessionCore<C, H>) -> bool;
+
+    /// One read from `stream`: its result, and how many bytes it asked for.
+    fn read_from(
+        &mut self,
+        stream: &mut TcpStream,
+        core: &mut SessionCore<C, H>,
+        cx: &mut Context<'_>,
+    ) -> (io::Result<usize>, usize);
+
+    /// `n` bytes were read; `false` ends the turn's reading (input is held back).
+    fn received(&mut self, core: &mut SessionCore<C, H>, cx: &mut Context<'_>, n: usize) -> bool;
+
+    /// The peer ended its stream.
+    fn end_of_stream(&mut self, core: &mut SessionCore<C, H>, now: Instant);
+}
+
+/// Plain TCP: reads go to the reactor's scratch buffer, or straight into the receive buffer
+/// for a large pending frame.
+#[derive(Default)]
+pub(crate) struct Plain {
+    /// The last read went into the receive buffer.
+    direct: bool,
+}
+
+impl<C: Framing, H: TcpHandler> Feed<C, H> for Plain {
+    fn wants_read(&self, core: &SessionCore<C, H>) -> bool {
+        core.wants_read()
+    }
+
+    fn read_from(
+        &mut self,
+        stream: &mut TcpStream,
+        core: &mut SessionCore<C, H>,
+        cx: &mut Context<'_>,
+    ) -> (io::Result<usize>, usize) {
+        let buf = match core.direct_read_buf() {
+            Some(buf) => {
+                self.direct = true;
+                buf
+            }
+            None => {
+                self.direct = false;
+                cx.scratch()
+            }
+        };
+        (stream.read(buf), buf.len())
+    }
+
+    fn received(&mut self, core: &mut SessionCore<C, H>, cx: &mut Context<'_>, n: usize) -> bool {
+        let now = cx.now();
+        if self.direct {
+            core.handle_read_direct(now, n);
+        } else {
+            core.handle_read(now, &cx.scratch()[..n]);
+        }
+        true
+    }
+
+    fn end_of_stream(&mut self, core: &mut SessionCore<C, H>, now: Instant) {
+        core.handle_eof(now);
+    }
+}
+
+/// Reads and feeds `feed` within the turn's budget. Returns whether input may still be
 /// waiting (the budget ran out).
-fn read<C: Framing, H: TcpHandler>(
+pub(crate) fn read<C: Framing, H: TcpHandler>(
     stream: &mut TcpStream,
+    feed: &mut impl Feed<C, H>,
     core: &mut SessionCore<C, H>,
     cx: &mut Context<'_>,
     ready: Ready,
 ) -> bool {
-    let now = cx.now();
     let budget = cx.budget();
     let (mut reads, mut bytes) = (0u32, 0usize);
-    while core.wants_read() {
+    while feed.wants_read(core) {
         if reads == budget.operations || bytes >= budget.bytes {
             return true;
         }
-        let (result, asked) = match core.direct_read_buf() {
-            Some(buf) => (stream.read(buf).map(|n| (n, true)), buf.len()),
-            None => {
-                let scratch = cx.scratch();
-                (stream.read(scratch).map(|n| (n, false)), scratch.len())
-            }
-        };
+        let (result, asked) = feed.read_from(stream, core, cx);
         reads += 1;
         cx.counters().add_reads(1);
         core.count_read();
         match result {
-            Ok((0, _)) => {
-                core.handle_eof(now);
+            Ok(0) => {
+                feed.end_of_stream(core, cx.now());
                 return false;
             }
-            Ok((n, direct)) => {
+            Ok(n) => {
                 bytes += n;
-                if direct {
-                    core.handle_read_direct(now, n);
-                } else {
-                    core.handle_read(now, &cx.scratch()[..n]);
+                if !feed.received(core, cx, n) {
+                    return false;
                 }
                 // A short read drained the socket, unless the peer's end of stream came with
                 // this edge: then read on until it shows.
@@ -324,7 +384,7 @@ impl<C: Framing, H: TcpHandler> Handler for Conn<C, H> {
         if wants_read && (ready.is_readable() || self.read_more) {
             self.read_more = match self.tls.as_mut() {
                 Some(tls) => tls::read(&mut self.stream, tls, core, cx, ready),
-                None => read(&mut self.stream, core, cx, ready),
+                None => read(&mut self.stream, &mut Plain::default(), core, cx, ready),
             };
             if self.read_more {
                 turn = Turn::Again;

@@ -13,6 +13,7 @@ use ark_tls::{PlaintextSink, TlsInfo, TlsSession};
 use mio::net::TcpStream;
 
 use crate::core::{Framing, SessionCore};
+use crate::driver::{self, Feed};
 use crate::session::{CloseReason, SessionInfo, TcpHandler};
 
 /// The reactor's scratch buffer in two halves: the first takes a read of ciphertext, the
@@ -143,8 +144,8 @@ impl<C: Framing, H: TcpHandler> PlaintextSink for CoreSink<'_, C, H> {
     }
 }
 
-/// Reads and feeds the TLS session within the turn's budget, input held back first. Returns
-/// whether input may still be waiting (the budget ran out, or held input awaits a resume).
+/// Reads and feeds the TLS session within the turn's budget (the driver's read loop), input
+/// held back first. Returns whether input may still be waiting (the budget ran out).
 pub(crate) fn read<C: Framing, H: TcpHandler>(
     stream: &mut TcpStream,
     tls: &mut TlsLayer,
@@ -160,47 +161,34 @@ pub(crate) fn read<C: Framing, H: TcpHandler>(
             return false;
         }
     }
-    let budget = cx.budget();
-    let (mut reads, mut bytes) = (0u32, 0usize);
-    while tls.wants_read(core) {
-        if reads == budget.operations || bytes >= budget.bytes {
-            return true;
-        }
-        let (ciphertext, _) = halves(cx.scratch());
-        let asked = ciphertext.len();
-        let result = stream.read(ciphertext);
-        reads += 1;
-        cx.counters().add_reads(1);
-        core.count_read();
-        match result {
-            Ok(0) => {
-                tls.eof(core, now);
-                return false;
-            }
-            Ok(n) => {
-                bytes += n;
-                let (ciphertext, staging) = halves(cx.scratch());
-                tls.input(core, now, Some(&ciphertext[..n]), staging);
-                if tls.session.holds_input() {
-                    return false;
-                }
-                if n < asked && !ready.contains(Ready::READ_CLOSED) {
-                    core.release_idle_buffers();
-                    return false;
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                core.release_idle_buffers();
-                return false;
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => {
-                core.handle_error(CloseReason::io(&e));
-                return false;
-            }
-        }
+    driver::read(stream, tls, core, cx, ready)
+}
+
+impl<C: Framing, H: TcpHandler> Feed<C, H> for TlsLayer {
+    fn wants_read(&self, core: &SessionCore<C, H>) -> bool {
+        TlsLayer::wants_read(self, core)
     }
-    false
+
+    fn read_from(
+        &mut self,
+        stream: &mut TcpStream,
+        _: &mut SessionCore<C, H>,
+        cx: &mut Context<'_>,
+    ) -> (io::Result<usize>, usize) {
+        let (ciphertext, _) = halves(cx.scratch());
+        (stream.read(ciphertext), ciphertext.len())
+    }
+
+    fn received(&mut self, core: &mut SessionCore<C, H>, cx: &mut Context<'_>, n: usize) -> bool {
+        let now = cx.now();
+        let (ciphertext, staging) = halves(cx.scratch());
+        self.input(core, now, Some(&ciphertext[..n]), staging);
+        !self.session.holds_input()
+    }
+
+    fn end_of_stream(&mut self, core: &mut SessionCore<C, H>, now: Instant) {
+        self.eof(core, now);
+    }
 }
 
 /// Moves what the core offers into the TLS session, then one (vectored) write of the
