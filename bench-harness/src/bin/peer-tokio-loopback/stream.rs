@@ -111,9 +111,14 @@ pub async fn write_all(stream: &mut TcpStream, bytes: &[u8]) -> io::Result<()> {
 }
 
 /// Reads into `buf` until `parse` finds a whole message at its front (setup only: the
-/// WebSocket handshake); returns what `parse` returned. Bytes after it stay in `buf`.
-pub async fn read_until<T, E: std::error::Error + Send + Sync + 'static>(
-    stream: &mut TcpStream,
+/// WebSocket handshake, over TCP or TLS); returns what `parse` returned. Bytes after it stay
+/// in `buf`.
+pub async fn read_until<
+    S: tokio::io::AsyncRead + Unpin,
+    T,
+    E: std::error::Error + Send + Sync + 'static,
+>(
+    stream: &mut S,
     buf: &mut RecvBuf,
     mut parse: impl FnMut(&[u8]) -> Result<Option<T>, E>,
 ) -> io::Result<T> {

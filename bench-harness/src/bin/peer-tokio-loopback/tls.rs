@@ -16,11 +16,11 @@ use ark_loopback::clients::Core;
 use ark_loopback::servers::Echo;
 use bench_harness::peer_io::{self, RecvBuf};
 use bench_harness::peer_ws::{self, Frame, Opcode};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
-use crate::stream::RECV_BUF;
+use crate::stream::{RECV_BUF, read_until};
 
 /// Largest frame accepted.
 const MAX_FRAME: usize = 1 << 20;
@@ -178,24 +178,6 @@ async fn serve_ws<S: AsyncRead + AsyncWrite + Unpin>(tls: &mut S, echo: Echo) ->
         Ok(false)
     })
     .await
-}
-
-/// Reads until `parse` finds a whole message at the front of `buf` (the WebSocket handshake).
-async fn read_until<S: AsyncRead + Unpin, T, E: std::error::Error + Send + Sync + 'static>(
-    stream: &mut S,
-    buf: &mut RecvBuf,
-    mut parse: impl FnMut(&[u8]) -> Result<Option<T>, E>,
-) -> io::Result<T> {
-    loop {
-        if let Some(found) = parse(buf.data()).map_err(io::Error::other)? {
-            return Ok(found);
-        }
-        let n = stream.read(buf.spare()).await?;
-        if n == 0 {
-            return Err(io::ErrorKind::UnexpectedEof.into());
-        }
-        buf.filled(n);
-    }
 }
 
 /// How a client reaches its server: address, TLS connector and name, what runs inside.
