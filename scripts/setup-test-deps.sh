@@ -6,17 +6,20 @@
 #   - Debian's `openssl` (and `ca-certificates`, the system CAs a wss:// client without a TLS
 #     config trusts): `openssl s_client` / `s_server` are the independent TLS peers of the
 #     tcps interop tests. Python's `ssl` and `http.client` come with python3;
-#   - Debian's `curl`: the independent HTTP client of ark-http's interop tests.
+#   - Debian's `curl`: the independent HTTP client of ark-http's interop tests;
+#   - Debian's `wrk`: the independent HTTP load generator of `ark-bench run` cases with
+#     `load_generator = "wrk"` (and of their test in bench-harness).
 set -euo pipefail
 if ! command -v openssl >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1 \
-    || [ ! -s /etc/ssl/certs/ca-certificates.crt ]; then
+    || ! command -v wrk >/dev/null 2>&1 || [ ! -s /etc/ssl/certs/ca-certificates.crt ]; then
     SUDO=""
     if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openssl ca-certificates curl >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openssl ca-certificates curl wrk >/dev/null
 fi
 openssl version
 curl --version | head -n 1
+wrk -v 2>&1 | head -n 1 || true
 if ! python3 -c 'import websockets' 2>/dev/null; then
     python3 -m pip install --quiet --disable-pip-version-check 'websockets>=12,<18'
 fi

@@ -27,6 +27,11 @@ pub struct LoopbackCase {
     /// `--tls-resumption` (tcps, wss): TLS session resumption (default on).
     #[serde(default = "on")]
     pub tls_resumption: bool,
+    /// Who makes the load: empty (the default) for the program's own clients, or `wrk`
+    /// (http: the program serves `GET /static` and `ark-bench wrk` measures it with wrk,
+    /// one request in flight per connection).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub load_generator: String,
 }
 
 fn on() -> bool {
@@ -62,7 +67,7 @@ impl LoopbackCase {
     }
 
     /// The connection variant: `""`, or ` reconnect N` with ` resumption off` when TLS
-    /// resumption is off.
+    /// resumption is off, and ` GET by wrk` for wrk's load.
     pub fn variant(&self) -> String {
         let mut variant = String::new();
         if self.reconnect_every > 0 {
@@ -70,6 +75,9 @@ impl LoopbackCase {
         }
         if !self.tls_resumption {
             variant += " resumption off";
+        }
+        if !self.load_generator.is_empty() {
+            variant += &format!(" GET by {}", self.load_generator);
         }
         variant
     }
@@ -109,6 +117,7 @@ impl LoopbackCase {
             && record["address_family"] == self.address_family.as_str()
             && record["reconnect_every"].as_u64().unwrap_or(0) == self.reconnect_every
             && record["tls_resumption"].as_bool().unwrap_or(true) == self.tls_resumption
+            && record["load_generator"].as_str().unwrap_or("") == self.load_generator
     }
 
     /// The IO threads a record of this case reports: every endpoint's own thread (clients +
@@ -145,6 +154,7 @@ pub fn builtin(name: &str) -> Option<Vec<LoopbackCase>> {
             address_family: ipv4(),
             reconnect_every: 0,
             tls_resumption: true,
+            load_generator: String::new(),
         }
     };
     let mut cases = Vec::new();
@@ -210,6 +220,12 @@ pub fn builtin(name: &str) -> Option<Vec<LoopbackCase>> {
             }
         }
         "http" => {
+            // GET /static (64 B) by wrk, 16 keep-alive connections, one request in flight each.
+            for io in [("shared", 1), ("sharded", 2)] {
+                let mut c = case("http", 64, 16, 1, io);
+                c.load_generator = "wrk".to_string();
+                cases.push(c);
+            }
             // POST /echo (ark-http / hyper), keep-alive; window = pipelined requests.
             for protocol in ["http", "https"] {
                 for payload in [1024, 16384] {
@@ -258,7 +274,7 @@ mod tests {
         assert_eq!(builtin("baseline").unwrap().len(), 3 * 3 * 2 * 6);
         assert_eq!(builtin("dimensions").unwrap().len(), 3 * 4 * 3 * 3);
         assert_eq!(builtin("udp-limits").unwrap().len(), 15);
-        assert_eq!(builtin("http").unwrap().len(), 2 * 2 * 3 * 2);
+        assert_eq!(builtin("http").unwrap().len(), 2 + 2 * 2 * 3 * 2);
         let tls = builtin("tls").unwrap();
         assert_eq!(tls.len(), 2 * 3 * 2 * 2 + 4);
         let handshakes = tls.last().unwrap().flags(1.0, 0.0).join(" ");

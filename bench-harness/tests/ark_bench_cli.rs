@@ -322,3 +322,80 @@ fn a_run_against_another_host_starts_each_server_by_the_command_template() {
     assert!(metadata.contains("server_started_by") && metadata.contains("{program}"));
     let _ = std::fs::remove_dir_all(&root);
 }
+
+const WRK_MATRIX: &str = r#"
+[[case]]
+protocol = "http"
+payload = 64
+clients = 16
+window = 1
+io_model = "shared"
+io_threads = 1
+load_generator = "wrk"
+"#;
+
+#[test]
+fn wrk_measures_the_http_servers_of_ark_and_hyper_and_the_report_holds_them_to_the_target() {
+    // wrk comes from scripts/setup-test-deps.sh (Debian's package).
+    let root = std::env::temp_dir().join(format!("ark-bench-wrk-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    let matrix = root.join("get.toml");
+    std::fs::write(&matrix, WRK_MATRIX).unwrap();
+    let out_dir = root.join("set");
+    let run = binary()
+        .args([
+            "run",
+            "--repetitions",
+            "1",
+            "--seconds",
+            "1",
+            "--warmup",
+            "0",
+        ])
+        .args(["--implementations", "ark,tokio", "--matrix"])
+        .arg(&matrix)
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(out_dir.join("get.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 2, "{records:?}");
+    for (r, implementation) in records.iter().zip(["ark", "tokio"]) {
+        assert_eq!(r["ok"], true, "{r}");
+        assert_eq!(r["implementation"], implementation, "{r}");
+        assert_eq!(r["load_generator"], "wrk", "{r}");
+        assert!(r["wrk_version"].as_str().unwrap().contains("wrk"), "{r}");
+        assert!(r["roundtrips"].as_u64().unwrap() > 100, "{r}");
+        let p50 = r["rtt_p50_us"].as_u64().unwrap();
+        let p99 = r["rtt_p99_us"].as_u64().unwrap();
+        assert!(0 < p50 && p50 <= p99, "{r}");
+        // Both servers answered the same page: status line, a few headers, 64 B.
+        let size = r["bytes_per_response"].as_f64().unwrap();
+        assert!((100.0..200.0).contains(&size), "{r}");
+        assert_eq!(r["server"]["role"], "server", "{r}");
+        assert!(
+            r["command_line"].as_str().unwrap().contains(" wrk -- "),
+            "{r}"
+        );
+    }
+    let report = binary().arg("report").arg(&out_dir).output().unwrap();
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    let text = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("| http GET by wrk | 1 | shared 1 |"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(row.contains("≥ 1.3× tokio"), "{row}");
+    let _ = std::fs::remove_dir_all(&root);
+}

@@ -13,35 +13,8 @@ use ark_tcp::{
     CloseReason, ReactorPool, SendError, Session, TcpClient, TcpClientHandle, TcpHandler, TcpStats,
 };
 
-use crate::decoder::Dechunker;
-use crate::error::HttpError;
-use crate::head::{Limits, MAX_HEADERS};
-
-/// An answer as a handler sees it: status, version, headers and the whole body.
-#[derive(Debug)]
-pub struct ClientResponse<'a> {
-    /// The status code.
-    pub status: u16,
-    /// 0 for HTTP/1.0, 1 for HTTP/1.1.
-    pub version: u8,
-    head: &'a [u8],
-    /// The body (chunked bodies decoded; empty for HEAD, 204, 304).
-    pub body: &'a [u8],
-}
-
-impl<'a> ClientResponse<'a> {
-    /// The first header named `name` (any case).
-    pub fn header(&self, name: &str) -> Option<&'a [u8]> {
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut response = httparse::Response::new(&mut headers);
-        response.parse(self.head).ok()?;
-        response
-            .headers
-            .iter()
-            .find(|h| h.name.eq_ignore_ascii_case(name))
-            .map(|h| h.value)
-    }
-}
+use crate::answers::{AnswerReader, AnswerSink, ClientResponse};
+use crate::head::Limits;
 
 /// A client connection's view for its handler: send requests.
 pub struct ClientSession<'s, 'a> {
@@ -128,69 +101,13 @@ pub trait HttpClientHandler: Send + 'static {
     }
 }
 
-/// How an answer's body is framed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Framing {
-    None,
-    Length(usize),
-    Chunked,
-}
-
-/// Parses the head of an answer at the front of `input`: its length, status, version and body
-/// framing (`head_request`: the answer has no body).
-fn parse_response(
-    input: &[u8],
-    limits: &Limits,
-    head_request: bool,
-) -> Result<Option<(usize, u16, u8, Framing)>, HttpError> {
-    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut response = httparse::Response::new(&mut headers);
-    let window = &input[..input.len().min(limits.max_head + 1)];
-    let len = match response.parse(window) {
-        Ok(httparse::Status::Complete(len)) => len,
-        Ok(httparse::Status::Partial) if window.len() > limits.max_head => {
-            return Err(HttpError::HeadTooLarge {
-                limit: limits.max_head,
-            });
-        }
-        Ok(httparse::Status::Partial) => return Ok(None),
-        Err(_) => return Err(HttpError::BadRequest("malformed response head")),
-    };
-    let status = response.code.unwrap_or(0);
-    let version = response.version.unwrap_or(1);
-    let mut framing = Framing::None;
-    for header in response.headers.iter() {
-        if header.name.eq_ignore_ascii_case("transfer-encoding") {
-            framing = Framing::Chunked;
-        } else if header.name.eq_ignore_ascii_case("content-length") && framing != Framing::Chunked
-        {
-            let n = std::str::from_utf8(header.value)
-                .ok()
-                .and_then(|v| v.trim().parse::<usize>().ok())
-                .ok_or(HttpError::BadContentLength)?;
-            if n as u64 > limits.max_body {
-                return Err(HttpError::BodyTooLarge {
-                    limit: limits.max_body,
-                });
-            }
-            framing = Framing::Length(n);
-        }
-    }
-    if head_request || matches!(status, 100..=199 | 204 | 304) {
-        framing = Framing::None;
-    }
-    Ok(Some((len, status, version, framing)))
-}
-
 /// One client connection as an ark-tcp handler.
 struct ClientConn<H> {
     handler: H,
     host: Arc<str>,
-    limits: Limits,
-    pending: Vec<u8>,
+    reader: AnswerReader,
     in_flight: VecDeque<bool>,
     request_buf: Vec<u8>,
-    dechunker: Option<(Dechunker, Vec<u8>, usize)>,
 }
 
 impl<H: HttpClientHandler> ClientConn<H> {
@@ -205,81 +122,51 @@ impl<H: HttpClientHandler> ClientConn<H> {
             },
         )
     }
+}
 
-    /// Delivers every whole answer at the front of `input`; returns the bytes consumed.
-    fn answers(&mut self, tcp: &mut Session<'_>, input: &[u8]) -> Result<usize, HttpError> {
-        let mut at = 0;
-        while at < input.len() {
-            let head_request = self.in_flight.front().copied().unwrap_or(false);
-            let Some((len, status, version, framing)) =
-                parse_response(&input[at..], &self.limits, head_request)?
-            else {
-                break;
-            };
-            let rest = &input[at + len..];
-            let (used, body): (usize, &[u8]) = match framing {
-                Framing::None => (0, &[]),
-                Framing::Length(n) if rest.len() >= n => (n, &rest[..n]),
-                Framing::Length(_) => break,
-                Framing::Chunked => {
-                    let (dechunker, body, seen) = self
-                        .dechunker
-                        .get_or_insert_with(|| (Dechunker::new(), Vec::new(), 0));
-                    let (n, done) = dechunker.decode(&rest[*seen..], body, &self.limits)?;
-                    *seen += n;
-                    if !done {
-                        break;
-                    }
-                    (*seen, &[])
-                }
-            };
-            let head = &input[at..at + len];
-            at += len + used;
-            if (100..200).contains(&status) {
-                continue;
-            }
-            self.in_flight.pop_front();
-            let chunked = self.dechunker.take();
-            let body = chunked
-                .as_ref()
-                .map_or(body, |(_, decoded, _)| decoded.as_slice());
-            let response = ClientResponse {
-                status,
-                version,
-                head,
-                body,
-            };
-            let (handler, mut session) = self.view(tcp);
-            handler.on_response(&mut session, &response);
-        }
-        Ok(at)
+/// The handler's side of an [`AnswerReader`]: each answer pops its request and goes to the
+/// handler with the session.
+struct Deliver<'c, 's, 'a, H> {
+    handler: &'c mut H,
+    session: ClientSession<'s, 'a>,
+}
+
+impl<H: HttpClientHandler> AnswerSink for Deliver<'_, '_, '_, H> {
+    fn head_request(&self) -> bool {
+        self.session.in_flight.front().copied().unwrap_or(false)
+    }
+
+    fn answer(&mut self, response: &ClientResponse<'_>) {
+        self.session.in_flight.pop_front();
+        self.handler.on_response(&mut self.session, response);
     }
 }
 
 impl<H: HttpClientHandler> TcpHandler for ClientConn<H> {
     fn on_open(&mut self, tcp: &mut Session<'_>) {
-        self.pending.clear();
+        self.reader.reset();
         self.in_flight.clear();
-        self.dechunker = None;
         let (handler, mut session) = self.view(tcp);
         handler.on_open(&mut session);
     }
 
     fn on_message(&mut self, tcp: &mut Session<'_>, bytes: &[u8]) {
-        let result = if self.pending.is_empty() {
-            self.answers(tcp, bytes)
-                .map(|used| self.pending.extend_from_slice(&bytes[used..]))
-        } else {
-            self.pending.extend_from_slice(bytes);
-            let pending = std::mem::take(&mut self.pending);
-            let result = self.answers(tcp, &pending);
-            self.pending = pending;
-            result.map(|used| {
-                self.pending.drain(..used);
-            })
+        let ClientConn {
+            handler,
+            host,
+            reader,
+            in_flight,
+            request_buf,
+        } = self;
+        let session = ClientSession {
+            tcp,
+            host,
+            in_flight,
+            buf: request_buf,
         };
-        if result.is_err() {
-            tcp.abort();
+        let mut deliver = Deliver { handler, session };
+        if reader.feed(bytes, &mut deliver).is_err() {
+            deliver.session.tcp.abort();
         }
     }
 
@@ -377,11 +264,9 @@ impl HttpClientBuilder {
         let conn = ClientConn {
             handler,
             host: host.into(),
-            limits: self.limits,
-            pending: Vec::new(),
+            reader: AnswerReader::new(self.limits),
             in_flight: VecDeque::new(),
             request_buf: Vec::new(),
-            dechunker: None,
         };
         Ok(HttpClientHandle {
             inner: tcp.connect(addr, conn)?,

@@ -15,6 +15,9 @@
 //! * **Client** — [`HttpClient`]: one kept-alive connection, requests pipelined and answers
 //!   delivered in order to an [`HttpClientHandler`] (Content-Length and chunked bodies, HEAD,
 //!   1xx skipped); https with `tls`.
+//! * **Agent** — [`HttpAgent`]: requests to many origins, connections kept alive and reused
+//!   per origin (up to a limit, then requests queue), a deadline on every request,
+//!   cancellation ([`Pending`], [`Canceller`]); https origins with `tls`.
 //! * **Server** — [`HttpServer`]: a connection per ark-tcp session; requests answered in
 //!   order, whole requests served straight from the read buffer; a handler may answer later
 //!   from any thread ([`Response::defer`], [`Responder`]); a request deadline (408) and
@@ -42,6 +45,8 @@
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
+mod agent;
+mod answers;
 mod client;
 mod decoder;
 mod error;
@@ -50,9 +55,13 @@ mod response;
 mod router;
 mod server;
 
+pub use agent::{
+    Canceller, HttpAgent, HttpAgentBuilder, HttpRequest, HttpResponse, Origin, Pending,
+    RequestError,
+};
+pub use answers::ClientResponse;
 pub use client::{
-    ClientResponse, ClientSession, HttpClient, HttpClientBuilder, HttpClientHandle,
-    HttpClientHandler,
+    ClientSession, HttpClient, HttpClientBuilder, HttpClientHandle, HttpClientHandler,
 };
 pub use decoder::{Decoded, RequestDecoder};
 pub use error::HttpError;

@@ -57,6 +57,17 @@ pub enum IoModelArg {
     Owned,
 }
 
+impl IoModelArg {
+    /// The record's name of the IO model.
+    pub fn name(self) -> &'static str {
+        match self {
+            IoModelArg::Shared => "shared",
+            IoModelArg::Sharded => "sharded",
+            IoModelArg::Owned => "owned",
+        }
+    }
+}
+
 /// Loopback address family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Family {
@@ -64,6 +75,16 @@ pub enum Family {
     Ipv4,
     /// ::1
     Ipv6,
+}
+
+impl Family {
+    /// The record's name of the family.
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Ipv4 => "ipv4",
+            Family::Ipv6 => "ipv6",
+        }
+    }
 }
 
 /// On or off.

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use ark_udp::NetCounters;
 
-use crate::args::{Args, Family, IoModelArg, Protocol, Role};
+use crate::args::{Args, IoModelArg, Protocol, Role};
 use crate::clients::{Core, PHASE_DRAIN, PHASE_MEASURED, Totals};
 use crate::endpoints::{ArkEndpoints, Endpoints};
 use crate::record::{Record, UdpKernel};
@@ -387,18 +387,11 @@ fn base_record(args: &Args, implementation: &'static str) -> Record {
         version: env!("CARGO_PKG_VERSION"),
         git_commit: git_commit(),
         protocol: args.protocol.name(),
-        address_family: match args.address_family {
-            Family::Ipv4 => "ipv4",
-            Family::Ipv6 => "ipv6",
-        },
+        address_family: args.address_family.name(),
         payload_bytes: args.payload,
         clients: args.clients,
         window: args.window,
-        io_model: match args.io_model {
-            IoModelArg::Shared => "shared",
-            IoModelArg::Sharded => "sharded",
-            IoModelArg::Owned => "owned",
-        },
+        io_model: args.io_model.name(),
         handler_work: args.work,
         io_contexts: args.io_contexts(),
         io_threads: args.total_io_threads(),

@@ -23,6 +23,8 @@ pub struct Echo {
     pub close_after: u64,
     /// Messages this session echoed (each session has its own clone of the handler).
     pub echoed: u64,
+    /// The body of the HTTP server's `GET /static`: `--payload` bytes, made once per run.
+    pub static_body: Arc<[u8]>,
 }
 
 impl Echo {
@@ -33,6 +35,7 @@ impl Echo {
             counters,
             close_after: args.reconnect_every,
             echoed: 0,
+            static_body: static_body(args.payload as usize).into(),
         }
     }
 
@@ -91,12 +94,24 @@ impl ark_ws::WsHandler for Echo {
     }
 }
 
+/// The static page of `payload` bytes the HTTP servers answer `GET /static` with (the load of
+/// an independent generator such as wrk): printable, the same in every implementation.
+pub fn static_body(payload: usize) -> Vec<u8> {
+    (0..payload).map(|i| b'a' + (i % 26) as u8).collect()
+}
+
 impl Echo {
-    /// The HTTP echo server's router: `POST /echo` answers with the request's body.
+    /// The HTTP echo server's router: `POST /echo` answers with the request's body, `GET
+    /// /static` with [`static_body`].
     pub fn router(self) -> ark_http::Router {
-        ark_http::Router::new().post("/echo", move |request, response| {
-            self.before_echo(request.body());
-            response.body(request.body());
-        })
+        let page = self.static_body.clone();
+        ark_http::Router::new()
+            .post("/echo", move |request, response| {
+                self.before_echo(request.body());
+                response.body(request.body());
+            })
+            .get("/static", move |_, response| {
+                response.body(&page);
+            })
     }
 }

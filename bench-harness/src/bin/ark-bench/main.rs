@@ -16,6 +16,7 @@
 
 mod pair;
 mod report;
+mod wrk;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -62,6 +63,8 @@ enum Command {
     },
     /// Run one case across two network namespaces (used by `run --topology netns`).
     Pair(pair::PairArgs),
+    /// Run one HTTP case's server under wrk (used by `run` for `load_generator = "wrk"`).
+    Wrk(wrk::WrkArgs),
     /// Run one ark-loopback case in this process (used by `run`; same flags as ark-loopback).
     Loopback {
         /// ark-loopback flags.
@@ -175,6 +178,7 @@ fn main() -> ExitCode {
         Command::Compare { a, b } => report::compare(&a, &b).map(|table| println!("{table}")),
         Command::Loopback { flags } => return loopback(flags),
         Command::Pair(args) => return pair::pair(&args),
+        Command::Wrk(args) => return wrk::wrk(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -319,6 +323,30 @@ fn run(args: &RunArgs) -> Result<(), String> {
             let mut command: Vec<String> = prefix.clone();
             command.extend(c.flags(args.seconds, args.warmup));
             let ipv6 = c.address_family == "ipv6";
+            if !matches!(c.load_generator.as_str(), "" | "wrk") {
+                return Err(format!(
+                    "{}: unknown load_generator `{}` (empty for the program's own clients, or wrk)",
+                    c.label(),
+                    c.load_generator
+                ));
+            }
+            if c.load_generator == "wrk" {
+                if topology.is_some() || args.connect.is_some() {
+                    return Err(format!(
+                        "{}: wrk cases run on this host's loopback only",
+                        c.label()
+                    ));
+                }
+                let mut wrapped = vec!["wrk".to_string(), "--".to_string()];
+                wrapped.push(program.display().to_string());
+                wrapped.extend(command);
+                runner_cases.push(Case {
+                    label: format!("{} {}", implementation.name(), c.label()),
+                    program: binary.clone(),
+                    args: wrapped,
+                });
+                continue;
+            }
             let (program, command) = match (&topology, &args.connect) {
                 (Some(topology), _) => across(topology, &binary, (index, ipv6), program, command),
                 (None, Some(connect)) => {

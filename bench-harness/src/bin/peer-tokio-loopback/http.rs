@@ -24,14 +24,22 @@ use crate::tls::drive;
 /// Largest answer body accepted.
 const MAX_BODY: usize = 1 << 20;
 
-/// One server connection: hyper answers `POST /echo` with the request's body.
+/// One server connection: hyper answers `POST /echo` with the request's body and `GET
+/// /static` with the run's static page (shared, not copied).
 pub async fn session<S>(io: S, echo: Echo)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let page = Bytes::from_owner(echo.static_body.clone());
+    let echo = std::sync::Arc::new(echo);
     let service = hyper::service::service_fn(move |request: Request<Incoming>| {
         let echo = echo.clone();
+        let page = (request.method() == Method::GET && request.uri().path() == "/static")
+            .then(|| page.clone());
         async move {
+            if let Some(page) = page {
+                return Ok::<_, Infallible>(Response::new(Full::new(page)));
+            }
             if request.method() != Method::POST || request.uri().path() != "/echo" {
                 let mut missing = Response::new(Full::new(Bytes::new()));
                 *missing.status_mut() = StatusCode::NOT_FOUND;

@@ -1,0 +1,868 @@
+//! `HttpAgent`: requests to any number of origins over kept-alive connections reused per
+//! origin, each request with a deadline and a way to cancel it; the answer comes back through
+//! a [`Pending`] (wait on it) or a callback. One request per connection at a time: a request
+//! takes an idle connection of its origin, else opens one (up to the per-origin limit), else
+//! waits in the origin's queue for the first connection to free up.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{self, Write};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak, mpsc};
+use std::time::{Duration, Instant};
+
+use ark_frame::Raw;
+use ark_tcp::{
+    CloseReason, IoModel, ReactorConfig, ReactorPool, Session, SessionHandle, TcpClient,
+    TcpClientHandle, TcpHandler, TimerId,
+};
+
+use crate::answers::{AnswerReader, AnswerSink, ClientResponse};
+use crate::head::Limits;
+
+/// Where requests go: an address, the `Host` it is known by, and TLS or not.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Origin {
+    addr: SocketAddr,
+    host: String,
+    tls_name: Option<String>,
+}
+
+impl Origin {
+    /// Plain HTTP to `addr`; the `Host` header is the address.
+    pub fn http(addr: SocketAddr) -> Origin {
+        Origin {
+            addr,
+            host: addr.to_string(),
+            tls_name: None,
+        }
+    }
+
+    /// https to `addr`, the server verified as `name` (sent by SNI, and the `Host`). Needs
+    /// an agent built with [`HttpAgentBuilder::tls`].
+    pub fn https(addr: SocketAddr, name: impl Into<String>) -> Origin {
+        let name = name.into();
+        Origin {
+            addr,
+            host: name.clone(),
+            tls_name: Some(name),
+        }
+    }
+
+    /// The `Host` header's value for this origin.
+    pub fn host(mut self, host: impl Into<String>) -> Origin {
+        self.host = host.into();
+        self
+    }
+}
+
+/// A request to send: method, target, headers and body; optionally its own deadline.
+#[derive(Debug, Clone)]
+pub struct HttpRequest {
+    method: String,
+    target: String,
+    headers: Vec<(String, Vec<u8>)>,
+    body: Vec<u8>,
+    timeout: Option<Duration>,
+}
+
+impl HttpRequest {
+    /// `method target` with no headers and no body.
+    pub fn new(method: impl Into<String>, target: impl Into<String>) -> HttpRequest {
+        HttpRequest {
+            method: method.into(),
+            target: target.into(),
+            headers: Vec::new(),
+            body: Vec::new(),
+            timeout: None,
+        }
+    }
+
+    /// `GET target`.
+    pub fn get(target: impl Into<String>) -> HttpRequest {
+        HttpRequest::new("GET", target)
+    }
+
+    /// `POST target` with `body`.
+    pub fn post(target: impl Into<String>, body: impl Into<Vec<u8>>) -> HttpRequest {
+        HttpRequest::new("POST", target).body(body)
+    }
+
+    /// Adds a header (`Host` and `Content-Length` are written by the agent).
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<Vec<u8>>) -> HttpRequest {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// The body, sent with its `content-length`.
+    pub fn body(mut self, body: impl Into<Vec<u8>>) -> HttpRequest {
+        self.body = body.into();
+        self
+    }
+
+    /// This request's deadline, from the moment it is sent to the agent (default: the
+    /// agent's [`timeout`](HttpAgentBuilder::timeout)).
+    pub fn timeout(mut self, timeout: Duration) -> HttpRequest {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// The request's bytes on the wire for `host`.
+    fn encode(&self, host: &str, out: &mut Vec<u8>) {
+        let _ = write!(
+            out,
+            "{} {} HTTP/1.1\r\nhost: {host}\r\n",
+            self.method, self.target
+        );
+        for (name, value) in &self.headers {
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value);
+            out.extend_from_slice(b"\r\n");
+        }
+        if !self.body.is_empty() || !matches!(self.method.as_str(), "GET" | "HEAD") {
+            let _ = write!(out, "content-length: {}\r\n", self.body.len());
+        }
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(&self.body);
+    }
+}
+
+/// An answer the agent received, owned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpResponse {
+    /// The status code.
+    pub status: u16,
+    /// 0 for HTTP/1.0, 1 for HTTP/1.1.
+    pub version: u8,
+    /// The headers in order, names as sent.
+    pub headers: Vec<(String, Vec<u8>)>,
+    /// The body (chunked bodies decoded; empty for HEAD, 204, 304).
+    pub body: Vec<u8>,
+}
+
+impl HttpResponse {
+    /// The first header named `name` (any case).
+    pub fn header(&self, name: &str) -> Option<&[u8]> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_slice())
+    }
+
+    fn from_view(view: &ClientResponse<'_>) -> HttpResponse {
+        HttpResponse {
+            status: view.status,
+            version: view.version,
+            headers: view
+                .headers()
+                .into_iter()
+                .map(|(n, v)| (n.to_string(), v.to_vec()))
+                .collect(),
+            body: view.body.to_vec(),
+        }
+    }
+}
+
+/// Why a request got no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RequestError {
+    /// The deadline passed first; the connection it was on (if any) was closed.
+    #[error("no answer within {0:?}")]
+    Timeout(Duration),
+    /// [`Pending::cancel`] ran first.
+    #[error("cancelled")]
+    Cancelled,
+    /// The connection ended before the answer: refused, reset, closed by the server, a bad
+    /// answer (the cause in the text).
+    #[error("connection ended before the answer: {0}")]
+    Connection(String),
+    /// The origin is https and the agent has no TLS config.
+    #[error("https origin {0} needs an agent built with tls")]
+    NoTls(String),
+    /// The agent stopped.
+    #[error("the agent stopped")]
+    Stopped,
+}
+
+/// What a request's answer is delivered to: exactly once, on whatever thread settles it.
+type Done = Box<dyn FnOnce(Result<HttpResponse, RequestError>) + Send>;
+
+/// A request on its way: to the queue, to a connection, to its answer.
+struct Job {
+    id: u64,
+    request: HttpRequest,
+    deadline: Instant,
+    timeout: Duration,
+    done: Done,
+    cancelled: Arc<AtomicBool>,
+}
+
+impl Job {
+    fn settle(self, result: Result<HttpResponse, RequestError>) {
+        (self.done)(result);
+    }
+
+    /// Why this job ends before it is written, if it does: cancelled, or past its deadline.
+    fn stale(&self, now: Instant) -> Option<RequestError> {
+        if self.cancelled.load(Ordering::SeqCst) {
+            Some(RequestError::Cancelled)
+        } else if now >= self.deadline {
+            Some(RequestError::Timeout(self.timeout))
+        } else {
+            None
+        }
+    }
+}
+
+impl std::fmt::Debug for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Job")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One connection as the agent tracks it.
+#[derive(Debug, Default)]
+struct Conn {
+    /// Keeps the connection alive; dropped away from its reactor (see `Shared::graveyard`).
+    client: Option<TcpClientHandle>,
+    /// Set at open: how the agent wakes the connection.
+    session: Option<SessionHandle>,
+    /// A job handed to the connection while idle, taken in its next turn.
+    mailbox: Option<Job>,
+    /// The job the connection is serving, by id (cancel finds it here).
+    serving: Option<u64>,
+}
+
+/// One origin's connections and waiting requests.
+#[derive(Debug, Default)]
+struct Host {
+    conns: HashMap<u64, Conn>,
+    idle: Vec<u64>,
+    waiting: VecDeque<Job>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    /// Weak: the pool must not be dropped (and joined) by the last connection on one of its
+    /// own threads; the agent or the user owns it.
+    pool: Weak<ReactorPool>,
+    tls: Option<ark_tls::ClientTls>,
+    limits: Limits,
+    timeout: Duration,
+    connect_timeout: Duration,
+    per_host: usize,
+    next_id: AtomicU64,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    hosts: HashMap<Origin, Host>,
+    /// Handles of ended connections: dropping one waits for its stop, which must not happen
+    /// on the reactor thread that ends it; the next send (or the agent's stop) drops them.
+    graveyard: Vec<TcpClientHandle>,
+    stopped: bool,
+}
+
+/// Jobs to settle once the lock is released (a callback may send again).
+type Settle = Vec<(Job, Result<HttpResponse, RequestError>)>;
+
+fn settle_all(jobs: Settle) {
+    for (job, result) in jobs {
+        job.settle(result);
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Gives `job` to an idle connection of `origin`, or a new one, or the queue.
+    fn dispatch(self: &Arc<Self>, state: &mut State, origin: &Origin, job: Job, out: &mut Settle) {
+        if state.stopped {
+            out.push((job, Err(RequestError::Stopped)));
+            return;
+        }
+        let host = state.hosts.entry(origin.clone()).or_default();
+        if let Some(id) = host.idle.pop() {
+            let conn = host
+                .conns
+                .get_mut(&id)
+                .expect("idle connections are tracked");
+            conn.serving = Some(job.id);
+            conn.mailbox = Some(job);
+            if let Some(session) = &conn.session {
+                session.wake();
+            }
+        } else if host.conns.len() < self.per_host {
+            self.open(host, origin, job, out);
+        } else {
+            host.waiting.push_back(job);
+        }
+    }
+
+    /// Opens a connection to `origin` for `job`.
+    fn open(self: &Arc<Self>, host: &mut Host, origin: &Origin, job: Job, out: &mut Settle) {
+        let Some(pool) = self.pool.upgrade() else {
+            out.push((job, Err(RequestError::Stopped)));
+            return;
+        };
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        // The job's deadline bounds the connect too.
+        let left = job.deadline.saturating_duration_since(Instant::now());
+        let mut tcp = TcpClient::builder()
+            .framing(Raw::new().with_max_frame_len(64 * 1024))
+            .connect_timeout(self.connect_timeout.min(left))
+            .pool(pool);
+        if let Some(name) = &origin.tls_name {
+            let Some(tls) = &self.tls else {
+                out.push((job, Err(RequestError::NoTls(name.clone()))));
+                return;
+            };
+            if let Err(e) = ark_tls::server_name(name) {
+                out.push((job, Err(RequestError::Connection(e.to_string()))));
+                return;
+            }
+            tcp = tcp.tls(tls.clone(), name.clone());
+        }
+        let job_id = job.id;
+        let conn = AgentConn {
+            shared: self.clone(),
+            origin: origin.clone(),
+            id,
+            job: None,
+            first: Some(job),
+            timer: None,
+            reader: AnswerReader::new(self.limits),
+            buf: Vec::new(),
+        };
+        // `connect` fails at once only for an address that does not resolve (a `SocketAddr`
+        // always does), a bad TLS name (checked above) or an own pool that cannot start (the
+        // pool is given): it does not fail here.
+        if let Ok(client) = tcp.connect(origin.addr, conn) {
+            let conn = Conn {
+                client: Some(client),
+                serving: Some(job_id),
+                ..Conn::default()
+            };
+            host.conns.insert(id, conn);
+        }
+    }
+}
+
+/// Starts an [`HttpAgent`].
+#[derive(Debug)]
+pub struct HttpAgentBuilder {
+    pool: Option<Arc<ReactorPool>>,
+    tls: Option<ark_tls::ClientTls>,
+    limits: Limits,
+    timeout: Duration,
+    connect_timeout: Duration,
+    per_host: usize,
+}
+
+impl HttpAgentBuilder {
+    /// Runs the connections on `pool` (default: a pool of one IO thread of the agent's own).
+    pub fn pool(mut self, pool: Arc<ReactorPool>) -> Self {
+        self.pool = Some(pool);
+        self
+    }
+
+    /// TLS for https origins.
+    pub fn tls(mut self, tls: ark_tls::ClientTls) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// Limits on answers (head size, body size).
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The default deadline of a request, from send to answer (default 30 s): waiting for a
+    /// connection, connecting, sending and the answer included.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// How long connecting (and a TLS handshake) may take (default 10 s).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Connections per origin at most (default 8, at least 1); more requests wait in order.
+    pub fn max_connections_per_host(mut self, n: usize) -> Self {
+        self.per_host = n.max(1);
+        self
+    }
+
+    /// Starts the agent.
+    ///
+    /// # Errors
+    /// Its own pool could not start.
+    pub fn build(self) -> io::Result<HttpAgent> {
+        let (pool, own_pool) = match self.pool {
+            Some(pool) => (Arc::downgrade(&pool), None),
+            None => {
+                let pool = Arc::new(ReactorPool::start(
+                    IoModel::Shared { threads: 1 },
+                    ReactorConfig::default(),
+                )?);
+                (Arc::downgrade(&pool), Some(pool))
+            }
+        };
+        Ok(HttpAgent {
+            own_pool,
+            shared: Arc::new(Shared {
+                pool,
+                tls: self.tls,
+                limits: self.limits,
+                timeout: self.timeout,
+                connect_timeout: self.connect_timeout,
+                per_host: self.per_host,
+                next_id: AtomicU64::new(0),
+                state: Mutex::new(State::default()),
+            }),
+        })
+    }
+}
+
+/// An HTTP/1.1 client for many requests to many origins: connections kept alive and reused
+/// per origin, a deadline on every request, cancellation. Answers arrive through a
+/// [`Pending`] or a callback; callbacks run on an IO thread (keep them short) or, for a
+/// request that ends before reaching a connection, on the thread that ended it.
+///
+/// ```
+/// use ark_http::{HttpAgent, HttpRequest, HttpServer, Origin, Router};
+///
+/// let router = Router::new().get("/hello", |_, res| {
+///     res.body("hello");
+/// });
+/// let server = HttpServer::builder().bind("127.0.0.1:0".parse()?).start(router)?;
+/// let agent = HttpAgent::builder().build()?;
+/// let origin = Origin::http(server.local_addr());
+/// for _ in 0..3 {
+///     let answer = agent.send(&origin, HttpRequest::get("/hello")).wait()?;
+///     assert_eq!((answer.status, answer.body.as_slice()), (200, &b"hello"[..]));
+/// }
+/// assert_eq!(agent.connections(&origin), 1, "one connection, reused");
+/// agent.stop();
+/// server.stop().wait()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct HttpAgent {
+    shared: Arc<Shared>,
+    /// The agent's own pool, stopped (on the agent's thread) after its connections.
+    own_pool: Option<Arc<ReactorPool>>,
+}
+
+impl HttpAgent {
+    /// A builder: 8 connections per origin, 30 s per request, default limits, an own pool.
+    pub fn builder() -> HttpAgentBuilder {
+        HttpAgentBuilder {
+            pool: None,
+            tls: None,
+            limits: Limits::default(),
+            timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(10),
+            per_host: 8,
+        }
+    }
+
+    /// Sends `request` to `origin`; wait for the answer on the returned [`Pending`].
+    pub fn send(&self, origin: &Origin, request: HttpRequest) -> Pending {
+        let (tx, rx) = mpsc::sync_channel(1);
+        let canceller = self.send_with(origin, request, move |result| {
+            let _ = tx.send(result);
+        });
+        Pending { rx, canceller }
+    }
+
+    /// Sends `request` to `origin`; `done` gets the answer or the error, exactly once.
+    pub fn send_with(
+        &self,
+        origin: &Origin,
+        request: HttpRequest,
+        done: impl FnOnce(Result<HttpResponse, RequestError>) + Send + 'static,
+    ) -> Canceller {
+        let timeout = request.timeout.unwrap_or(self.shared.timeout);
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let job = Job {
+            id: self.shared.next_id.fetch_add(1, Ordering::Relaxed),
+            request,
+            deadline: Instant::now() + timeout,
+            timeout,
+            done: Box::new(done),
+            cancelled: cancelled.clone(),
+        };
+        let canceller = Canceller {
+            shared: self.shared.clone(),
+            origin: origin.clone(),
+            id: job.id,
+            cancelled,
+        };
+        let mut out = Vec::new();
+        let graveyard = {
+            let mut state = self.shared.lock();
+            self.shared.dispatch(&mut state, origin, job, &mut out);
+            std::mem::take(&mut state.graveyard)
+        };
+        drop(graveyard);
+        settle_all(out);
+        canceller
+    }
+
+    /// Open connections to `origin` (busy and idle).
+    pub fn connections(&self, origin: &Origin) -> usize {
+        self.shared
+            .lock()
+            .hosts
+            .get(origin)
+            .map_or(0, |h| h.conns.len())
+    }
+
+    /// Stops: waiting requests end with [`RequestError::Stopped`], connections close
+    /// gracefully (a request on one ends with [`RequestError::Connection`]), an own pool
+    /// stops.
+    pub fn stop(self) {
+        drop(self);
+    }
+}
+
+impl Drop for HttpAgent {
+    fn drop(&mut self) {
+        let (clients, out) = {
+            let mut state = self.shared.lock();
+            state.stopped = true;
+            let mut clients = std::mem::take(&mut state.graveyard);
+            let mut out = Vec::new();
+            for host in state.hosts.values_mut() {
+                out.extend(
+                    host.waiting
+                        .drain(..)
+                        .map(|j| (j, Err(RequestError::Stopped))),
+                );
+                for conn in host.conns.values_mut() {
+                    clients.extend(conn.client.take());
+                    if let Some(job) = conn.mailbox.take() {
+                        out.push((job, Err(RequestError::Stopped)));
+                    }
+                }
+            }
+            (clients, out)
+        };
+        settle_all(out);
+        // Each waits for its connection's graceful close; then the own pool stops and joins
+        // its thread (the connections' handlers end with it).
+        drop(clients);
+        drop(self.own_pool.take());
+    }
+}
+
+/// Cancels one request: [`cancel`](Canceller::cancel).
+#[derive(Debug, Clone)]
+pub struct Canceller {
+    shared: Arc<Shared>,
+    origin: Origin,
+    id: u64,
+    cancelled: Arc<AtomicBool>,
+}
+
+impl Canceller {
+    /// Ends the request with [`RequestError::Cancelled`] unless its answer came first: a
+    /// waiting request leaves the queue, one being sent or answered closes its connection
+    /// (HTTP/1.1 cannot take a request back).
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::SeqCst);
+        let mut out = Vec::new();
+        {
+            let mut state = self.shared.lock();
+            let Some(host) = state.hosts.get_mut(&self.origin) else {
+                return;
+            };
+            if let Some(at) = host.waiting.iter().position(|j| j.id == self.id) {
+                let job = host.waiting.remove(at).expect("found");
+                out.push((job, Err(RequestError::Cancelled)));
+            } else if let Some(conn) = host.conns.values().find(|c| c.serving == Some(self.id)) {
+                // The connection settles it in its next turn (a job in its mailbox too).
+                if let Some(session) = &conn.session {
+                    session.wake();
+                }
+            }
+        }
+        settle_all(out);
+    }
+}
+
+/// A request's answer to come: [`wait`](Pending::wait) for it, or cancel the request.
+#[derive(Debug)]
+pub struct Pending {
+    rx: mpsc::Receiver<Result<HttpResponse, RequestError>>,
+    canceller: Canceller,
+}
+
+impl Pending {
+    /// Waits for the answer (at most the request's deadline, plus the time to notice it).
+    ///
+    /// # Errors
+    /// Why the request got no answer.
+    pub fn wait(self) -> Result<HttpResponse, RequestError> {
+        self.rx.recv().unwrap_or(Err(RequestError::Stopped))
+    }
+
+    /// The answer if it is here.
+    pub fn try_result(&self) -> Option<Result<HttpResponse, RequestError>> {
+        self.rx.try_recv().ok()
+    }
+
+    /// Cancels the request (see [`Canceller::cancel`]).
+    pub fn cancel(&self) {
+        self.canceller.cancel();
+    }
+
+    /// A canceller for another thread.
+    pub fn canceller(&self) -> Canceller {
+        self.canceller.clone()
+    }
+}
+
+/// One agent connection as an ark-tcp handler: serves one job at a time.
+struct AgentConn {
+    shared: Arc<Shared>,
+    origin: Origin,
+    id: u64,
+    /// The job written and awaiting its answer.
+    job: Option<Job>,
+    /// The job the connection was opened for, started at open.
+    first: Option<Job>,
+    timer: Option<TimerId>,
+    reader: AnswerReader,
+    buf: Vec<u8>,
+}
+
+/// Whether an answer leaves the connection usable for the next request.
+fn keeps_alive(response: &ClientResponse<'_>) -> bool {
+    let connection = response
+        .header("connection")
+        .map(<[u8]>::to_ascii_lowercase);
+    match connection.as_deref() {
+        Some(b"close") => false,
+        Some(b"keep-alive") => true,
+        _ => response.version == 1,
+    }
+}
+
+/// Collects the answer to the one request in flight.
+struct OneAnswer {
+    head: bool,
+    answer: Option<(HttpResponse, bool)>,
+}
+
+impl AnswerSink for OneAnswer {
+    fn head_request(&self) -> bool {
+        self.head
+    }
+
+    fn answer(&mut self, response: &ClientResponse<'_>) {
+        if self.answer.is_none() {
+            self.answer = Some((HttpResponse::from_view(response), keeps_alive(response)));
+        }
+    }
+}
+
+impl AgentConn {
+    /// Writes `job`'s request and starts its deadline; settles it instead if it is stale.
+    fn start(&mut self, session: &mut Session<'_>, job: Job) -> bool {
+        if let Some(error) = job.stale(Instant::now()) {
+            job.settle(Err(error));
+            return false;
+        }
+        self.buf.clear();
+        job.request.encode(&self.origin.host, &mut self.buf);
+        if let Err(e) = session.append_raw(&mut self.buf) {
+            job.settle(Err(RequestError::Connection(e.to_string())));
+            session.abort();
+            return true;
+        }
+        let left = job.deadline.saturating_duration_since(Instant::now());
+        self.timer = Some(session.set_timer(left));
+        self.job = Some(job);
+        true
+    }
+
+    /// The connection is free: the next job of the origin, or idle. Stale jobs in the queue
+    /// are settled on the way.
+    fn next(&mut self, session: &mut Session<'_>) {
+        loop {
+            let job = {
+                let mut state = self.shared.lock();
+                let Some(host) = state.hosts.get_mut(&self.origin) else {
+                    return;
+                };
+                let job = host.waiting.pop_front();
+                if let Some(conn) = host.conns.get_mut(&self.id) {
+                    conn.serving = job.as_ref().map(|j| j.id);
+                    if job.is_none() {
+                        host.idle.push(self.id);
+                    }
+                }
+                job
+            };
+            match job {
+                None => return,
+                Some(job) => {
+                    if self.start(session, job) {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl TcpHandler for AgentConn {
+    fn on_open(&mut self, session: &mut Session<'_>) {
+        {
+            let mut state = self.shared.lock();
+            if let Some(conn) = state
+                .hosts
+                .get_mut(&self.origin)
+                .and_then(|h| h.conns.get_mut(&self.id))
+            {
+                conn.session = Some(session.handle());
+            }
+        }
+        let started = match self.first.take() {
+            Some(job) => self.start(session, job),
+            None => false,
+        };
+        if !started {
+            self.next(session);
+        }
+    }
+
+    fn on_message(&mut self, session: &mut Session<'_>, bytes: &[u8]) {
+        let mut sink = OneAnswer {
+            head: self
+                .job
+                .as_ref()
+                .is_some_and(|j| j.request.method == "HEAD"),
+            answer: None,
+        };
+        let read = self.reader.feed(bytes, &mut sink);
+        let Some((response, keep)) = sink.answer else {
+            if let Err(e) = read {
+                if let Some(job) = self.job.take() {
+                    job.settle(Err(RequestError::Connection(e.to_string())));
+                }
+                session.abort();
+            }
+            return;
+        };
+        if let Some(timer) = self.timer.take() {
+            session.cancel_timer(timer);
+        }
+        let Some(job) = self.job.take() else {
+            // An answer to nothing: the server is confused; do not trust the connection.
+            session.abort();
+            return;
+        };
+        // Free (or busy with the next job) before the caller hears of the answer: a request
+        // it sends in return finds the connection idle.
+        if keep && read.is_ok() {
+            self.next(session);
+        } else {
+            session.close();
+        }
+        job.settle(Ok(response));
+    }
+
+    fn on_wake(&mut self, session: &mut Session<'_>) {
+        if self
+            .job
+            .as_ref()
+            .is_some_and(|j| j.cancelled.load(Ordering::SeqCst))
+        {
+            if let Some(job) = self.job.take() {
+                job.settle(Err(RequestError::Cancelled));
+            }
+            session.abort();
+            return;
+        }
+        let mailbox = {
+            let mut state = self.shared.lock();
+            state
+                .hosts
+                .get_mut(&self.origin)
+                .and_then(|h| h.conns.get_mut(&self.id))
+                .and_then(|c| c.mailbox.take())
+        };
+        if let Some(job) = mailbox
+            && !self.start(session, job)
+        {
+            self.next(session);
+        }
+    }
+
+    fn on_timer(&mut self, session: &mut Session<'_>, timer: TimerId) {
+        if self.timer != Some(timer) {
+            return;
+        }
+        self.timer = None;
+        if let Some(job) = self.job.take() {
+            let timeout = job.timeout;
+            job.settle(Err(RequestError::Timeout(timeout)));
+        }
+        session.abort();
+    }
+
+    fn on_close(&mut self, reason: &CloseReason) {
+        self.timer = None;
+        let mut out: Settle = Vec::new();
+        // Past its deadline (a connect that timed out by it, say) the job timed out.
+        let now = Instant::now();
+        let error = |job: &Job| match job.stale(now) {
+            Some(stale) => stale,
+            None => RequestError::Connection(reason.to_string()),
+        };
+        for job in self.job.take().into_iter().chain(self.first.take()) {
+            let e = error(&job);
+            out.push((job, Err(e)));
+        }
+        let shared = self.shared.clone();
+        let mut state = shared.lock();
+        let stopped = state.stopped;
+        let (client, mailbox) = match state.hosts.get_mut(&self.origin) {
+            Some(host) => {
+                host.idle.retain(|id| *id != self.id);
+                match host.conns.remove(&self.id) {
+                    Some(conn) => (conn.client, conn.mailbox),
+                    None => (None, None),
+                }
+            }
+            None => (None, None),
+        };
+        state.graveyard.extend(client);
+        // A job handed over as the connection ended was never written: it goes on.
+        let mut redo: Vec<Job> = mailbox.into_iter().collect();
+        if let Some(host) = state.hosts.get_mut(&self.origin)
+            && !stopped
+            && host.conns.len() < shared.per_host
+        {
+            redo.extend(host.waiting.pop_front());
+        }
+        for job in redo {
+            shared.dispatch(&mut state, &self.origin, job, &mut out);
+        }
+        drop(state);
+        settle_all(out);
+    }
+}
