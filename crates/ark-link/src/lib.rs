@@ -11,6 +11,8 @@
 //!   say what it did.
 //! * [`UdpRelay`] — a UDP relay on loopback between clients and a server, a conditioner in
 //!   each direction, on a thread of its own; [`RelayCounters`] at the end.
+//! * [`TcpRelay`] — the same for TCP connections: delay, jitter and rate (a stream cannot
+//!   lose, reorder or duplicate bytes: TCP repairs that below the application).
 //!
 //! ```
 //! use ark_link::{Conditioner, LinkConfig};
@@ -39,6 +41,8 @@
 
 mod conditioner;
 mod relay;
+mod tcp_relay;
 
 pub use conditioner::{Conditioner, GilbertElliott, LinkConfig, LinkCounters};
 pub use relay::{MAX_CLIENTS, RelayCounters, UdpRelay};
+pub use tcp_relay::{MAX_CONNECTIONS, StreamLinkError, TcpRelay};
