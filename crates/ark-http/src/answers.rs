@@ -141,13 +141,36 @@ impl AnswerReader {
             let used = self.answers(bytes, sink)?;
             self.pending.extend_from_slice(&bytes[used..]);
         } else {
-            self.pending.extend_from_slice(bytes);
+            // Only the rest of the answer under way is copied (when its length is known);
+            // the answers after it are read straight from `bytes`.
+            let take = self
+                .wanted(sink.head_request())
+                .map_or(bytes.len(), |total| {
+                    total.saturating_sub(self.pending.len()).min(bytes.len())
+                });
+            self.pending.extend_from_slice(&bytes[..take]);
             let pending = std::mem::take(&mut self.pending);
             let result = self.answers(&pending, sink);
             self.pending = pending;
             self.pending.drain(..result?);
+            if take < bytes.len() {
+                if self.pending.is_empty() {
+                    return self.feed(&bytes[take..], sink);
+                }
+                self.pending.extend_from_slice(&bytes[take..]);
+            }
         }
         Ok(())
+    }
+
+    /// The bytes the answer at the front of `pending` takes in all, once its head is there
+    /// and its body has a length (`None` otherwise: chunked, or the head still partial).
+    fn wanted(&self, head_request: bool) -> Option<usize> {
+        match parse_response(&self.pending, &self.limits, head_request) {
+            Ok(Some((len, _, _, Framing::None))) => Some(len),
+            Ok(Some((len, _, _, Framing::Length(n)))) => len.checked_add(n),
+            _ => None,
+        }
     }
 
     /// Delivers every whole answer at the front of `input`; returns the bytes consumed.
@@ -193,5 +216,63 @@ impl AnswerReader {
             });
         }
         Ok(at)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::VecDeque;
+
+    /// Collects answers; the requests were HEAD where `heads` says so.
+    struct Collect {
+        heads: VecDeque<bool>,
+        answers: Vec<(u16, Vec<u8>)>,
+    }
+
+    impl AnswerSink for Collect {
+        fn head_request(&self) -> bool {
+            self.heads.front().copied().unwrap_or(false)
+        }
+        fn answer(&mut self, response: &ClientResponse<'_>) {
+            self.heads.pop_front();
+            self.answers.push((response.status, response.body.to_vec()));
+        }
+    }
+
+    #[test]
+    fn answers_split_anywhere_across_reads_come_out_whole_and_in_order() {
+        let big: Vec<u8> = (0..20_000).map(|i| (i % 251) as u8).collect();
+        let mut stream = Vec::new();
+        stream.extend_from_slice(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello");
+        stream.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+        stream.extend_from_slice(b"HTTP/1.1 201 Created\r\ncontent-length: 20000\r\n\r\n");
+        stream.extend_from_slice(&big);
+        stream.extend_from_slice(b"HTTP/1.1 200 OK\r\ncontent-length: 9\r\n\r\n");
+        stream.extend_from_slice(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n");
+        stream.extend_from_slice(b"3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n");
+        stream.extend_from_slice(b"HTTP/1.1 204 No Content\r\n\r\n");
+        stream.extend_from_slice(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n");
+        let expected = vec![
+            (200, b"hello".to_vec()),
+            (201, big.clone()),
+            (200, Vec::new()),
+            (200, b"abcde".to_vec()),
+            (204, Vec::new()),
+            (200, Vec::new()),
+        ];
+        for piece in [1, 2, 5, 33, 100, 1000, 7000, 20_050, stream.len()] {
+            let mut reader = AnswerReader::new(Limits::default());
+            let mut sink = Collect {
+                // The third request was a HEAD: its answer's content-length has no body.
+                heads: [false, false, true, false, false, false].into(),
+                answers: Vec::new(),
+            };
+            for chunk in stream.chunks(piece) {
+                reader.feed(chunk, &mut sink).unwrap();
+            }
+            assert_eq!(sink.answers, expected, "pieces of {piece} bytes");
+            assert!(reader.pending.is_empty(), "pieces of {piece} bytes");
+        }
     }
 }

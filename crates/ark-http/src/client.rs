@@ -62,8 +62,8 @@ impl ClientSession<'_, '_> {
             let _ = write!(self.buf, "content-length: {}\r\n", body.len());
         }
         self.buf.extend_from_slice(b"\r\n");
-        self.buf.extend_from_slice(body);
-        self.tcp.append_raw(self.buf)?;
+        // The body goes straight into the send queue, not through the head's buffer.
+        self.tcp.send_raw_parts(&[self.buf, body])?;
         self.in_flight.push_back(method == "HEAD");
         Ok(())
     }

@@ -254,6 +254,19 @@ impl RequestDecoder {
         Ok(done.then_some(self.body_read as usize))
     }
 
+    /// The bytes the request under way takes in all (head and body), once its head is
+    /// parsed and its body has a length (`None` before, between requests, and for chunked
+    /// bodies). A caller holding a partial request copies only this much more of its next
+    /// read, and serves the rest straight from the read.
+    pub fn wanted(&self) -> Option<usize> {
+        let facts = self.head?;
+        match facts.body {
+            BodyKind::None => Some(facts.len),
+            BodyKind::Length(n) => usize::try_from(n).ok()?.checked_add(facts.len),
+            BodyKind::Chunked => None,
+        }
+    }
+
     /// The decoded body of the chunked request just returned (empty otherwise).
     pub fn chunked_body(&self) -> &[u8] {
         &self.chunked_body

@@ -279,6 +279,21 @@ impl Session<'_> {
         Ok(())
     }
 
+    /// Queues `parts` one after the other as they are, without framing: all of them or,
+    /// on error, none (a head and a body, say, without first joining them in a buffer of
+    /// your own).
+    ///
+    /// # Errors
+    /// As [`send_raw`](Self::send_raw), for the parts' total length.
+    pub fn send_raw_parts(&mut self, parts: &[&[u8]]) -> Result<(), SendError> {
+        let total = parts.iter().map(|p| p.len()).sum();
+        let queue = self.link.room_for(total)?;
+        for part in parts {
+            queue.extend_from_slice(part);
+        }
+        Ok(())
+    }
+
     /// Queues all of `bytes` as they are, without framing, and leaves `bytes` empty (as
     /// `Vec::append` does). When nothing is queued the two buffers are swapped instead of
     /// copied, so `bytes` comes back holding the queue's empty storage: a caller that keeps
