@@ -212,6 +212,44 @@ pub struct Args {
     /// second); 0 keeps one connection per client.
     #[arg(long = "reconnect-every", default_value_t = 0)]
     pub reconnect_every: u64,
+    /// A conditioned link between clients and server (ark-link relay, each way): loss
+    /// probability per datagram, [0, 1). For reliable UDP: TCP repairs loss below the
+    /// application, and plain udp's closed loop cannot run over it (a lost datagram takes a
+    /// window slot for good).
+    #[arg(long = "link-loss", default_value_t = 0.0, value_parser = probability)]
+    pub link_loss: f64,
+    /// Mean length of loss bursts (Gilbert–Elliott) for `--link-loss`; 1 is independent loss.
+    #[arg(long = "link-burst", default_value_t = 1.0, value_parser = seconds((1.0, 1000.0), false))]
+    pub link_burst: f64,
+    /// The link's one-way delay in milliseconds, each way.
+    #[arg(long = "link-delay-ms", default_value_t = 0.0, value_parser = seconds((0.0, 60_000.0), false))]
+    pub link_delay_ms: f64,
+    /// Jitter in milliseconds: each packet's delay ± up to this, order kept.
+    #[arg(long = "link-jitter-ms", default_value_t = 0.0, value_parser = seconds((0.0, 60_000.0), false))]
+    pub link_jitter_ms: f64,
+    /// Probability a datagram is held back (2 ms) to be overtaken (for reliable UDP, as
+    /// `--link-loss`).
+    #[arg(long = "link-reorder", default_value_t = 0.0, value_parser = probability)]
+    pub link_reorder: f64,
+    /// Probability a datagram is delivered twice (for reliable UDP, as `--link-loss`).
+    #[arg(long = "link-duplicate", default_value_t = 0.0, value_parser = probability)]
+    pub link_duplicate: f64,
+    /// The link's rate in Mbit/s each way (0: unlimited; udp drops what would queue > 100 ms).
+    #[arg(long = "link-rate-mbit", default_value_t = 0.0, value_parser = seconds((0.0, 1_000_000.0), false))]
+    pub link_rate_mbit: f64,
+    /// The link's seed: the same seed gives the same decisions (the way back uses seed + 1).
+    #[arg(long = "link-seed", default_value_t = 1)]
+    pub link_seed: u64,
+}
+
+/// A probability in [0, 1).
+fn probability(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
+    if (0.0..1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{v} is outside [0, 1)"))
+    }
 }
 
 impl Args {
@@ -237,6 +275,12 @@ impl Args {
                 "--reconnect-every is for tcp and tcps, not --protocol {}",
                 self.protocol.name()
             ));
+        }
+        if let Some(link) = crate::link::LinkSettings::of(self) {
+            link.check(self.protocol)?;
+            if self.role == Role::Server {
+                return Err("the --link-* relay runs with the clients: give the flags to --role client or both".to_string());
+            }
         }
         if self.protocol.is_tls() && self.role != Role::Both && self.certs.is_none() {
             return Err(format!(

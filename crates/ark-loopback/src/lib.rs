@@ -20,6 +20,7 @@
 pub mod args;
 pub mod clients;
 pub mod endpoints;
+pub mod link;
 pub mod message;
 pub mod record;
 pub mod run;

@@ -92,6 +92,8 @@ pub struct Record {
     pub cpu_elapsed_seconds: f64,
     pub cpu_percent: f64,
     pub peak_rss_bytes: u64,
+    /// The `--link-*` relay's settings and counters (none without a link).
+    pub link: Option<crate::link::LinkRecord>,
     pub interrupted: bool,
     pub ok: bool,
     pub error: Option<String>,

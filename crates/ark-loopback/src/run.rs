@@ -10,6 +10,7 @@ use ark_udp::NetCounters;
 use crate::args::{Args, IoModelArg, Protocol, Role};
 use crate::clients::{Core, PHASE_DRAIN, PHASE_MEASURED, Totals};
 use crate::endpoints::{ArkEndpoints, Endpoints};
+use crate::link::{LinkSettings, Relay};
 use crate::record::{Record, UdpKernel};
 use crate::servers::{Echo, ServerCounters};
 use crate::signals;
@@ -186,6 +187,13 @@ fn measure_inner<E: Endpoints>(
         (Some(addr), _) | (None, Some(addr)) => addr,
         (None, None) => return Err(std::io::Error::other("--role client needs --connect")),
     };
+    // With --link-*, the clients reach the server through the relay.
+    let link = LinkSettings::of(args);
+    let relay = match &link {
+        Some(settings) => Some(Relay::start(settings, args.protocol, target)?),
+        None => None,
+    };
+    let target = relay.as_ref().map_or(target, Relay::local_addr);
     let ipv6 = target.is_ipv6();
     let kernel_before = NetCounters::snapshot_for(ipv6);
     let totals = Totals::new();
@@ -259,6 +267,9 @@ fn measure_inner<E: Endpoints>(
     let udp_server_buffers = endpoints.udp_server_buffers();
     let udp_batched = endpoints.udp_batched(args);
     endpoints.stop()?;
+    let link = relay
+        .zip(link)
+        .map(|(relay, settings)| relay.finish(settings));
 
     let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::SeqCst);
     let messages = get(&totals.messages);
@@ -372,6 +383,7 @@ fn measure_inner<E: Endpoints>(
         cpu_elapsed_seconds: elapsed,
         cpu_percent: cpu / elapsed * 100.0,
         peak_rss_bytes: peak_rss(),
+        link,
         interrupted,
         ok: error.is_none(),
         error,
@@ -456,6 +468,7 @@ fn base_record(args: &Args, implementation: &'static str) -> Record {
         cpu_elapsed_seconds: 0.0,
         cpu_percent: 0.0,
         peak_rss_bytes: peak_rss(),
+        link: None,
         interrupted: false,
         ok: false,
         error: None,

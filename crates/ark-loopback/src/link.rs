@@ -1,0 +1,174 @@
+//! `--link-*`: an ark-link relay between the clients and the server, for every protocol (a
+//! UDP relay for udp, a TCP relay for the stream protocols), and what it did in the record.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use ark_link::{GilbertElliott, LinkConfig, RelayCounters, TcpRelay, UdpRelay};
+use serde::Serialize;
+
+use crate::args::{Args, Protocol};
+
+/// The link flags, as the record gives them back.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LinkSettings {
+    /// `--link-loss`: loss probability per packet, each way.
+    pub loss: f64,
+    /// `--link-burst`: mean burst length of the loss (1: independent).
+    pub burst: f64,
+    /// `--link-delay-ms`, each way.
+    pub delay_ms: f64,
+    /// `--link-jitter-ms`, each way.
+    pub jitter_ms: f64,
+    /// `--link-reorder`: probability a packet is held back to be overtaken.
+    pub reorder: f64,
+    /// `--link-duplicate`: probability a packet is delivered twice.
+    pub duplicate: f64,
+    /// `--link-rate-mbit`, each way (0: unlimited).
+    pub rate_mbit: f64,
+    /// `--link-seed` (the way back uses seed + 1).
+    pub seed: u64,
+}
+
+impl LinkSettings {
+    /// The settings of `args`, or `None` when no link flag asks for anything.
+    pub fn of(args: &Args) -> Option<LinkSettings> {
+        let settings = LinkSettings {
+            loss: args.link_loss,
+            burst: args.link_burst,
+            delay_ms: args.link_delay_ms,
+            jitter_ms: args.link_jitter_ms,
+            reorder: args.link_reorder,
+            duplicate: args.link_duplicate,
+            rate_mbit: args.link_rate_mbit,
+            seed: args.link_seed,
+        };
+        let idle = settings.loss == 0.0
+            && settings.delay_ms == 0.0
+            && settings.jitter_ms == 0.0
+            && settings.reorder == 0.0
+            && settings.duplicate == 0.0
+            && settings.rate_mbit == 0.0;
+        (!idle).then_some(settings)
+    }
+
+    /// One direction's model; `back` for the way from the server to the clients.
+    pub fn config(&self, back: bool) -> LinkConfig {
+        let ms = |v: f64| Duration::from_secs_f64(v / 1000.0);
+        let (loss, burst) = if self.burst > 1.0 {
+            (0.0, Some(GilbertElliott::with_mean(self.loss, self.burst)))
+        } else {
+            (self.loss, None)
+        };
+        LinkConfig {
+            loss,
+            burst,
+            delay: ms(self.delay_ms),
+            jitter: ms(self.jitter_ms),
+            reorder: self.reorder,
+            duplicate: self.duplicate,
+            rate_bits_per_second: (self.rate_mbit > 0.0).then_some((self.rate_mbit * 1e6) as u64),
+            seed: self.seed.wrapping_add(u64::from(back)),
+            ..LinkConfig::default()
+        }
+    }
+
+    /// Why these settings cannot apply to `protocol`, if they cannot.
+    pub fn check(&self, protocol: Protocol) -> Result<(), String> {
+        if protocol != Protocol::Udp
+            && (self.loss > 0.0 || self.reorder > 0.0 || self.duplicate > 0.0)
+        {
+            return Err(format!(
+                "--protocol {} runs over TCP, which repairs loss, reordering and duplication below the application: the link takes --link-delay-ms, --link-jitter-ms and --link-rate-mbit",
+                protocol.name()
+            ));
+        }
+        if protocol == Protocol::Udp
+            && (self.loss > 0.0 || self.duplicate > 0.0 || self.reorder > 0.0)
+        {
+            return Err(
+                "--protocol udp has no repair: a lost datagram takes a window slot for good, and a duplicate or reordered echo is counted an error, so its closed loop cannot run over --link-loss, --link-duplicate or --link-reorder (they are for reliable UDP, issue 19); udp takes --link-delay-ms, --link-jitter-ms and --link-rate-mbit"
+                    .to_string(),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// What the record says of the link: its settings and the relay's counters.
+#[derive(Debug, Clone, Serialize)]
+pub struct LinkRecord {
+    /// The flags.
+    pub settings: LinkSettings,
+    /// `udp` or `tcp`.
+    pub relay: &'static str,
+    /// Clients to the server: what the link did (packets are datagrams for udp, the chunks
+    /// the relay read for tcp; a stream's end counts as an empty one).
+    pub upstream: serde_json::Value,
+    /// The server to the clients.
+    pub downstream: serde_json::Value,
+}
+
+fn counters_json(c: &ark_link::LinkCounters) -> serde_json::Value {
+    serde_json::json!({
+        "offered": c.offered,
+        "offered_bytes": c.offered_bytes,
+        "dropped_random": c.dropped_random,
+        "dropped_burst": c.dropped_burst,
+        "dropped_queue": c.dropped_queue,
+        "duplicated": c.duplicated,
+        "reordered": c.reordered,
+        "delivered": c.delivered,
+        "delivered_bytes": c.delivered_bytes,
+        "out_of_order": c.out_of_order,
+    })
+}
+
+/// A running relay.
+#[derive(Debug)]
+pub enum Relay {
+    /// For udp.
+    Udp(UdpRelay),
+    /// For the stream protocols.
+    Tcp(TcpRelay),
+}
+
+impl Relay {
+    /// Starts the relay `settings` ask for in front of `server`.
+    ///
+    /// # Errors
+    /// The relay could not start.
+    pub fn start(
+        settings: &LinkSettings,
+        protocol: Protocol,
+        server: SocketAddr,
+    ) -> std::io::Result<Relay> {
+        let (up, down) = (settings.config(false), settings.config(true));
+        Ok(match protocol {
+            Protocol::Udp => Relay::Udp(UdpRelay::start(server, up, down)?),
+            _ => Relay::Tcp(TcpRelay::start(server, up, down)?),
+        })
+    }
+
+    /// Where the clients connect.
+    pub fn local_addr(&self) -> SocketAddr {
+        match self {
+            Relay::Udp(relay) => relay.local_addr(),
+            Relay::Tcp(relay) => relay.local_addr(),
+        }
+    }
+
+    /// Stops the relay; the record's part.
+    pub fn finish(self, settings: LinkSettings) -> LinkRecord {
+        let (relay, counters): (_, RelayCounters) = match self {
+            Relay::Udp(relay) => ("udp", relay.stop()),
+            Relay::Tcp(relay) => ("tcp", relay.stop()),
+        };
+        LinkRecord {
+            settings,
+            relay,
+            upstream: counters_json(&counters.upstream),
+            downstream: counters_json(&counters.downstream),
+        }
+    }
+}
