@@ -329,13 +329,12 @@ impl Shared {
             }
             tcp = tcp.tls(tls.clone(), name.clone());
         }
-        let job_id = job.id;
         let conn = AgentConn {
             shared: self.clone(),
             origin: origin.clone(),
             id,
             job: None,
-            first: Some(job),
+            opened: false,
             timer: None,
             reader: AnswerReader::new(self.limits),
             buf: Vec::new(),
@@ -343,10 +342,13 @@ impl Shared {
         // `connect` fails at once only for an address that does not resolve (a `SocketAddr`
         // always does), a bad TLS name (checked above) or an own pool that cannot start (the
         // pool is given): it does not fail here.
+        // The job waits in the connection's mailbox until it opens: a cancel meanwhile takes
+        // it from there at once.
         if let Ok(client) = tcp.connect(origin.addr, conn) {
             let conn = Conn {
                 client: Some(client),
-                serving: Some(job_id),
+                serving: Some(job.id),
+                mailbox: Some(job),
                 ..Conn::default()
             };
             host.conns.insert(id, conn);
@@ -591,10 +593,20 @@ impl Canceller {
             if let Some(at) = host.waiting.iter().position(|j| j.id == self.id) {
                 let job = host.waiting.remove(at).expect("found");
                 out.push((job, Err(RequestError::Cancelled)));
-            } else if let Some(conn) = host.conns.values().find(|c| c.serving == Some(self.id)) {
-                // The connection settles it in its next turn (a job in its mailbox too).
-                if let Some(session) = &conn.session {
-                    session.wake();
+            } else if let Some(conn) = host.conns.values_mut().find(|c| c.serving == Some(self.id))
+            {
+                match conn.mailbox.take_if(|j| j.id == self.id) {
+                    // Not written yet (the connection is being made, or has not taken it).
+                    Some(job) => {
+                        conn.serving = None;
+                        out.push((job, Err(RequestError::Cancelled)));
+                    }
+                    // Written: the connection settles it in its next turn, and closes.
+                    None => {
+                        if let Some(session) = &conn.session {
+                            session.wake();
+                        }
+                    }
                 }
             }
         }
@@ -641,8 +653,8 @@ struct AgentConn {
     id: u64,
     /// The job written and awaiting its answer.
     job: Option<Job>,
-    /// The job the connection was opened for, started at open.
-    first: Option<Job>,
+    /// The connection opened (a close before is a failed connect).
+    opened: bool,
     timer: Option<TimerId>,
     reader: AnswerReader,
     buf: Vec<u8>,
@@ -730,17 +742,19 @@ impl AgentConn {
 
 impl TcpHandler for AgentConn {
     fn on_open(&mut self, session: &mut Session<'_>) {
-        {
+        self.opened = true;
+        let first = {
             let mut state = self.shared.lock();
-            if let Some(conn) = state
+            let conn = state
                 .hosts
                 .get_mut(&self.origin)
-                .and_then(|h| h.conns.get_mut(&self.id))
-            {
+                .and_then(|h| h.conns.get_mut(&self.id));
+            conn.and_then(|conn| {
                 conn.session = Some(session.handle());
-            }
-        }
-        let started = match self.first.take() {
+                conn.mailbox.take()
+            })
+        };
+        let started = match first {
             Some(job) => self.start(session, job),
             None => false,
         };
@@ -833,7 +847,7 @@ impl TcpHandler for AgentConn {
             Some(stale) => stale,
             None => RequestError::Connection(reason.to_string()),
         };
-        for job in self.job.take().into_iter().chain(self.first.take()) {
+        if let Some(job) = self.job.take() {
             let e = error(&job);
             out.push((job, Err(e)));
         }
@@ -851,8 +865,17 @@ impl TcpHandler for AgentConn {
             None => (None, None),
         };
         state.graveyard.extend(client);
-        // A job handed over as the connection ended was never written: it goes on.
-        let mut redo: Vec<Job> = mailbox.into_iter().collect();
+        let mut redo: Vec<Job> = Vec::new();
+        if let Some(job) = mailbox {
+            if self.opened {
+                // Handed over as the connection ended, never written: it goes on.
+                redo.push(job);
+            } else {
+                // The connect failed: that is this request's answer.
+                let e = error(&job);
+                out.push((job, Err(e)));
+            }
+        }
         if let Some(host) = state.hosts.get_mut(&self.origin)
             && !stopped
             && host.conns.len() < shared.per_host

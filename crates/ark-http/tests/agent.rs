@@ -267,3 +267,42 @@ fn callbacks_and_https_origins() {
     agent.stop();
     server.stop().wait().unwrap();
 }
+
+#[test]
+fn a_request_whose_connection_is_still_being_made_is_cancelled_at_once_or_times_out() {
+    // A server that takes the TCP connection and never answers the TLS handshake: the
+    // agent's connection stays in the making.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let origin = Origin::https(silent.local_addr().unwrap(), "localhost");
+    let pki = ark_tls::Pki::generate(&["localhost"]).unwrap();
+    let agent = HttpAgent::builder()
+        .tls(pki.client_tls().unwrap())
+        .build()
+        .unwrap();
+    let pending = agent.send(&origin, HttpRequest::get("/"));
+    std::thread::sleep(Duration::from_millis(100));
+    let started = Instant::now();
+    pending.cancel();
+    assert_eq!(pending.wait(), Err(RequestError::Cancelled));
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    // The request's deadline bounds the connect too.
+    let started = Instant::now();
+    let late = agent
+        .send(
+            &origin,
+            HttpRequest::get("/").timeout(Duration::from_millis(300)),
+        )
+        .wait();
+    assert_eq!(late, Err(RequestError::Timeout(Duration::from_millis(300))));
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    drop(silent);
+    agent.stop();
+}
