@@ -323,27 +323,12 @@ fn run(args: &RunArgs) -> Result<(), String> {
             let mut command: Vec<String> = prefix.clone();
             command.extend(c.flags(args.seconds, args.warmup));
             let ipv6 = c.address_family == "ipv6";
-            if !matches!(c.load_generator.as_str(), "" | "wrk") {
-                return Err(format!(
-                    "{}: unknown load_generator `{}` (empty for the program's own clients, or wrk)",
-                    c.label(),
-                    c.load_generator
-                ));
-            }
-            if c.load_generator == "wrk" {
-                if topology.is_some() || args.connect.is_some() {
-                    return Err(format!(
-                        "{}: wrk cases run on this host's loopback only",
-                        c.label()
-                    ));
-                }
-                let mut wrapped = vec!["wrk".to_string(), "--".to_string()];
-                wrapped.push(program.display().to_string());
-                wrapped.extend(command);
+            let local = topology.is_none() && args.connect.is_none();
+            if let Some(args) = under_load_generator(c, local, program, &command)? {
                 runner_cases.push(Case {
                     label: format!("{} {}", implementation.name(), c.label()),
                     program: binary.clone(),
-                    args: wrapped,
+                    args,
                 });
                 continue;
             }
@@ -465,6 +450,36 @@ fn run(args: &RunArgs) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// `ark-bench`'s arguments that run case `c` (`command` of `program`) under its load
+/// generator, or `None` for the program's own clients.
+///
+/// # Errors
+/// An unknown load generator, or wrk with the traffic not on this host's loopback (`local`).
+fn under_load_generator(
+    c: &LoopbackCase,
+    local: bool,
+    program: &Path,
+    command: &[String],
+) -> Result<Option<Vec<String>>, String> {
+    match c.load_generator.as_str() {
+        "" => Ok(None),
+        "wrk" if local => {
+            let mut args = vec!["wrk".to_string(), "--".to_string()];
+            args.push(program.display().to_string());
+            args.extend(command.iter().cloned());
+            Ok(Some(args))
+        }
+        "wrk" => Err(format!(
+            "{}: wrk cases run on this host's loopback only",
+            c.label()
+        )),
+        other => Err(format!(
+            "{}: unknown load_generator `{other}` (empty for the program's own clients, or wrk)",
+            c.label()
+        )),
+    }
 }
 
 /// The case `command` of `program` as an `ark-bench pair` run across `topology`: the server
