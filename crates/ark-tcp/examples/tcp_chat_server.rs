@@ -1,5 +1,5 @@
 //! A chat server on ark-tcp alone: every message a member sends goes to every other member;
-//! joins and leaves are announced; a stop says goodbye to everyone.
+//! joins and leaves are announced; a stop says goodbye to everyone (and announces no leaves).
 //!
 //! Run: `cargo run --release -p ark-tcp --example tcp_chat_server -- 127.0.0.1:7000`, then
 //! connect clients that speak 4-byte big-endian length-prefixed frames; Enter stops it.
@@ -47,9 +47,13 @@ impl TcpHandler for Member {
         let _ = session.send(b"* the server is stopping: goodbye");
     }
 
-    fn on_close(&mut self, _: &CloseReason) {
+    fn on_close(&mut self, reason: &CloseReason) {
         self.members.lock().unwrap().remove(&self.id);
-        broadcast(&self.members, self.id, &format!("* {} left", self.addr));
+        // When the server stops, everyone goes: a "left" then is noise, and it could reach a
+        // member whose goodbye has not gone out yet (its session stops a moment later).
+        if !matches!(reason, CloseReason::Stopped) {
+            broadcast(&self.members, self.id, &format!("* {} left", self.addr));
+        }
     }
 }
 
