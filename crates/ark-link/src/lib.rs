@@ -40,6 +40,7 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 mod conditioner;
+mod driver;
 mod relay;
 mod tcp_relay;
 

@@ -6,20 +6,17 @@
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::thread::JoinHandle;
 use std::time::Instant;
 
 use mio::net::UdpSocket;
-use mio::{Events, Interest, Poll, Token, Waker};
+use mio::{Events, Interest, Poll, Token};
 
 use crate::conditioner::{Conditioner, LinkConfig, LinkCounters};
+use crate::driver::{Control, LISTEN, RelayThread, Spare, WAKE, loopback_of, wait};
 
 /// Most clients one relay serves; datagrams from more are dropped (and counted).
 pub const MAX_CLIENTS: usize = 4096;
 
-const LISTEN: Token = Token(usize::MAX - 1);
-const WAKE: Token = Token(usize::MAX);
 /// Largest datagram relayed.
 const MAX_DATAGRAM: usize = 65_535;
 
@@ -70,11 +67,7 @@ impl AsRef<[u8]> for Datagram {
 /// ```
 #[derive(Debug)]
 pub struct UdpRelay {
-    addr: SocketAddr,
-    waker: Arc<Waker>,
-    stop: Arc<Mutex<bool>>,
-    counters: Arc<Mutex<RelayCounters>>,
-    thread: Option<JoinHandle<io::Result<()>>>,
+    thread: RelayThread,
 }
 
 impl UdpRelay {
@@ -88,21 +81,13 @@ impl UdpRelay {
         upstream: LinkConfig,
         downstream: LinkConfig,
     ) -> io::Result<UdpRelay> {
-        let loopback: SocketAddr = if server.is_ipv6() {
-            "[::1]:0".parse().expect("valid")
-        } else {
-            "127.0.0.1:0".parse().expect("valid")
-        };
+        let loopback = loopback_of(server);
         let mut listen = bind(loopback)?;
         let addr = listen.local_addr()?;
         let poll = Poll::new()?;
         poll.registry()
             .register(&mut listen, LISTEN, Interest::READABLE)?;
-        let waker = Arc::new(Waker::new(poll.registry(), WAKE)?);
-        let stop = Arc::new(Mutex::new(false));
-        let counters = Arc::new(Mutex::new(RelayCounters::default()));
-        let mut state = Relay {
-            poll,
+        let mut relay = Relay {
             listen,
             server,
             loopback,
@@ -110,52 +95,32 @@ impl UdpRelay {
             by_addr: HashMap::new(),
             up: Conditioner::new(upstream),
             down: Conditioner::new(downstream),
-            spare: Vec::new(),
+            spare: Spare::new(4096),
             buf: vec![0; MAX_DATAGRAM],
             extra: RelayCounters::default(),
+            poll,
         };
-        let (s, c) = (stop.clone(), counters.clone());
-        let thread = std::thread::Builder::new()
-            .name("ark-link-relay".into())
-            .spawn(move || state.run(&s, &c))?;
-        Ok(UdpRelay {
-            addr,
-            waker,
-            stop,
-            counters,
-            thread: Some(thread),
-        })
+        let waker = RelayThread::waker(&relay.poll)?;
+        let thread = RelayThread::spawn("ark-link-relay", addr, waker, move |control| {
+            relay.run(&control)
+        })?;
+        Ok(UdpRelay { thread })
     }
 
     /// Where clients send.
     pub fn local_addr(&self) -> SocketAddr {
-        self.addr
+        self.thread.local_addr()
     }
 
     /// The counters so far (updated at every turn of the relay).
     pub fn counters(&self) -> RelayCounters {
-        *self.counters.lock().unwrap_or_else(PoisonError::into_inner)
+        self.thread.counters()
     }
 
     /// Stops the relay (datagrams still in flight are dropped, not counted as delivered) and
     /// returns its counters.
-    pub fn stop(mut self) -> RelayCounters {
-        self.halt();
-        self.counters()
-    }
-
-    fn halt(&mut self) {
-        *self.stop.lock().unwrap_or_else(PoisonError::into_inner) = true;
-        let _ = self.waker.wake();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-impl Drop for UdpRelay {
-    fn drop(&mut self) {
-        self.halt();
+    pub fn stop(self) -> RelayCounters {
+        self.thread.stop()
     }
 }
 
@@ -188,30 +153,21 @@ struct Relay {
     by_addr: HashMap<SocketAddr, usize>,
     up: Conditioner<Datagram>,
     down: Conditioner<Datagram>,
-    /// Buffers of released datagrams, reused (no allocation per datagram once warm).
-    spare: Vec<Vec<u8>>,
+    /// Buffers of released datagrams, reused (at most 4096 kept).
+    spare: Spare,
     buf: Vec<u8>,
     extra: RelayCounters,
 }
 
 impl Relay {
-    fn run(&mut self, stop: &Mutex<bool>, counters: &Mutex<RelayCounters>) -> io::Result<()> {
+    fn run(&mut self, control: &Control) -> io::Result<()> {
         let mut events = Events::with_capacity(256);
-        loop {
-            if *stop.lock().unwrap_or_else(PoisonError::into_inner) {
-                return Ok(());
-            }
-            let now = Instant::now();
+        while !control.stopping() {
             let next = [self.up.next_release(), self.down.next_release()]
                 .into_iter()
                 .flatten()
                 .min();
-            let timeout = next.map(|at| at.saturating_duration_since(now));
-            match self.poll.poll(&mut events, timeout) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
+            wait(&mut self.poll, &mut events, next)?;
             for event in events.iter() {
                 match event.token() {
                     LISTEN => self.read_clients()?,
@@ -220,21 +176,13 @@ impl Relay {
                 }
             }
             self.release(Instant::now());
-            let mut shared = counters.lock().unwrap_or_else(PoisonError::into_inner);
-            *shared = RelayCounters {
+            control.publish(RelayCounters {
                 upstream: self.up.counters(),
                 downstream: self.down.counters(),
                 ..self.extra
-            };
+            });
         }
-    }
-
-    /// A buffer holding `len` bytes of `self.buf`.
-    fn copy(&mut self, len: usize) -> Vec<u8> {
-        let mut bytes = self.spare.pop().unwrap_or_default();
-        bytes.clear();
-        bytes.extend_from_slice(&self.buf[..len]);
-        bytes
+        Ok(())
     }
 
     fn read_clients(&mut self) -> io::Result<()> {
@@ -250,7 +198,7 @@ impl Relay {
                 self.extra.refused_clients += 1;
                 continue;
             };
-            let bytes = self.copy(len);
+            let bytes = self.spare.copy(&self.buf[..len]);
             self.up.offer(Instant::now(), Datagram { client, bytes });
         }
     }
@@ -266,7 +214,7 @@ impl Relay {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(_) => continue,
             };
-            let bytes = self.copy(len);
+            let bytes = self.spare.copy(&self.buf[..len]);
             self.down.offer(Instant::now(), Datagram { client, bytes });
         }
     }
@@ -298,16 +246,14 @@ impl Relay {
             if socket.send(&datagram.bytes).is_err() {
                 self.extra.send_errors += 1;
             }
-            self.spare.push(datagram.bytes);
+            self.spare.give(datagram.bytes);
         }
         while let Some(datagram) = self.down.poll(now) {
             let (addr, _) = self.clients[datagram.client];
             if self.listen.send_to(&datagram.bytes, addr).is_err() {
                 self.extra.send_errors += 1;
             }
-            self.spare.push(datagram.bytes);
+            self.spare.give(datagram.bytes);
         }
-        // Keep the reuse list bounded by what is in flight at a peak, at most 4096 buffers.
-        self.spare.truncate(4096);
     }
 }

@@ -8,18 +8,14 @@
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use mio::net::{TcpListener, TcpStream};
-use mio::{Events, Interest, Poll, Token, Waker};
+use mio::{Events, Interest, Poll, Token};
 
 use crate::conditioner::{Conditioner, LinkConfig};
+use crate::driver::{Control, LISTEN, RelayThread, Spare, WAKE, loopback_of, wait};
 use crate::relay::RelayCounters;
-
-const LISTEN: Token = Token(usize::MAX - 1);
-const WAKE: Token = Token(usize::MAX);
 /// Bytes read at once from one side.
 const CHUNK: usize = 64 * 1024;
 /// Bytes of one direction of one connection in flight or waiting to be written, at most;
@@ -52,11 +48,7 @@ impl AsRef<[u8]> for Chunk {
 /// [`stop`](TcpRelay::stop) for the counters.
 #[derive(Debug)]
 pub struct TcpRelay {
-    addr: SocketAddr,
-    waker: Arc<Waker>,
-    stop: Arc<Mutex<bool>>,
-    counters: Arc<Mutex<RelayCounters>>,
-    thread: Option<JoinHandle<io::Result<()>>>,
+    thread: RelayThread,
 }
 
 /// `config` for a stream: no loss, reordering or duplication; the rate queue never drops
@@ -93,20 +85,12 @@ impl TcpRelay {
             for_stream(upstream).map_err(invalid)?,
             for_stream(downstream).map_err(invalid)?,
         );
-        let loopback: SocketAddr = if server.is_ipv6() {
-            "[::1]:0".parse().expect("valid")
-        } else {
-            "127.0.0.1:0".parse().expect("valid")
-        };
-        let mut listener = TcpListener::bind(loopback)?;
+        let mut listener = TcpListener::bind(loopback_of(server))?;
         let addr = listener.local_addr()?;
         let poll = Poll::new()?;
         poll.registry()
             .register(&mut listener, LISTEN, Interest::READABLE)?;
-        let waker = Arc::new(Waker::new(poll.registry(), WAKE)?);
-        let stop = Arc::new(Mutex::new(false));
-        let counters = Arc::new(Mutex::new(RelayCounters::default()));
-        let mut state = StreamRelay {
+        let mut relay = StreamRelay {
             poll,
             listener,
             server,
@@ -114,50 +98,29 @@ impl TcpRelay {
             next_conn: 0,
             links: [Conditioner::new(upstream), Conditioner::new(downstream)],
             buf: vec![0; CHUNK],
-            spare: Vec::new(),
+            spare: Spare::new(64),
             extra: RelayCounters::default(),
         };
-        let (s, c) = (stop.clone(), counters.clone());
-        let thread = std::thread::Builder::new()
-            .name("ark-link-tcp-relay".into())
-            .spawn(move || state.run(&s, &c))?;
-        Ok(TcpRelay {
-            addr,
-            waker,
-            stop,
-            counters,
-            thread: Some(thread),
-        })
+        let waker = RelayThread::waker(&relay.poll)?;
+        let thread = RelayThread::spawn("ark-link-tcp-relay", addr, waker, move |control| {
+            relay.run(&control)
+        })?;
+        Ok(TcpRelay { thread })
     }
 
     /// Where clients connect.
     pub fn local_addr(&self) -> SocketAddr {
-        self.addr
+        self.thread.local_addr()
     }
 
     /// The counters so far (chunks as packets; an end of stream counts as an empty one).
     pub fn counters(&self) -> RelayCounters {
-        *self.counters.lock().unwrap_or_else(PoisonError::into_inner)
+        self.thread.counters()
     }
 
     /// Stops the relay (closing every connection) and returns its counters.
-    pub fn stop(mut self) -> RelayCounters {
-        self.halt();
-        self.counters()
-    }
-
-    fn halt(&mut self) {
-        *self.stop.lock().unwrap_or_else(PoisonError::into_inner) = true;
-        let _ = self.waker.wake();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-impl Drop for TcpRelay {
-    fn drop(&mut self) {
-        self.halt();
+    pub fn stop(self) -> RelayCounters {
+        self.thread.stop()
     }
 }
 
@@ -203,30 +166,21 @@ struct StreamRelay {
     next_conn: usize,
     links: [Conditioner<Chunk>; 2],
     buf: Vec<u8>,
-    /// Buffers of chunks written on, reused for the next reads.
-    spare: Vec<Vec<u8>>,
+    /// Buffers of chunks written on, reused for the next reads (at most 64 kept).
+    spare: Spare,
     extra: RelayCounters,
 }
 
 impl StreamRelay {
-    fn run(&mut self, stop: &Mutex<bool>, counters: &Mutex<RelayCounters>) -> io::Result<()> {
+    fn run(&mut self, control: &Control) -> io::Result<()> {
         let mut events = Events::with_capacity(256);
-        loop {
-            if *stop.lock().unwrap_or_else(PoisonError::into_inner) {
-                return Ok(());
-            }
-            let now = Instant::now();
+        while !control.stopping() {
             let next = self
                 .links
                 .iter()
                 .filter_map(Conditioner::next_release)
                 .min();
-            let timeout = next.map(|at| at.saturating_duration_since(now));
-            match self.poll.poll(&mut events, timeout) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
+            wait(&mut self.poll, &mut events, next)?;
             for event in events.iter() {
                 match event.token() {
                     LISTEN => self.accept()?,
@@ -240,14 +194,13 @@ impl StreamRelay {
                 }
             }
             self.pump(Instant::now());
-            // Reused read buffers: at most what a busy moment had in flight, 64 of them.
-            self.spare.truncate(64);
-            *counters.lock().unwrap_or_else(PoisonError::into_inner) = RelayCounters {
+            control.publish(RelayCounters {
                 upstream: self.links[0].counters(),
                 downstream: self.links[1].counters(),
                 ..self.extra
-            };
+            });
         }
+        Ok(())
     }
 
     fn accept(&mut self) -> io::Result<()> {
@@ -302,7 +255,7 @@ impl StreamRelay {
                         to.out.extend_from_slice(&chunk.bytes);
                     }
                 }
-                self.spare.push(chunk.bytes);
+                self.spare.give(chunk.bytes);
             }
         }
         for conn in ids {
@@ -338,10 +291,7 @@ impl StreamRelay {
                 }
                 Ok(n) => {
                     this.in_flight += n;
-                    let mut bytes = self.spare.pop().unwrap_or_default();
-                    bytes.clear();
-                    bytes.extend_from_slice(&self.buf[..n]);
-                    bytes
+                    self.spare.copy(&self.buf[..n])
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     this.readable = false;
