@@ -2,28 +2,12 @@
 //! a server and a client in two processes.
 
 use std::net::TcpListener;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use serde_json::Value;
 
-fn binary() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_ark-loopback"))
-}
-
-fn run(args: &[&str]) -> (Option<i32>, Value, String) {
-    let out = binary().args(args).output().expect("ark-loopback starts");
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    let record = stdout
-        .lines()
-        .last()
-        .and_then(|l| serde_json::from_str(l).ok())
-        .unwrap_or(Value::Null);
-    (
-        out.status.code(),
-        record,
-        String::from_utf8_lossy(&out.stderr).to_string(),
-    )
-}
+mod common;
+use common::{binary, run};
 
 fn assert_clean(record: &Value, what: &str) {
     assert_eq!(record["ok"], true, "{what}: {record}");

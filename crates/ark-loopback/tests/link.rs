@@ -1,24 +1,8 @@
 //! `--link-*`: the run goes through an ark-link relay (UDP for udp, TCP for the stream
 //! protocols) and the record carries its settings and counters.
 
-use std::process::Command;
-
-use serde_json::Value;
-
-fn run(args: &[&str]) -> (Option<i32>, Value, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ark-loopback"))
-        .args(args)
-        .output()
-        .expect("ark-loopback starts");
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    let record = stdout
-        .lines()
-        .last()
-        .and_then(|l| serde_json::from_str(l).ok())
-        .unwrap_or(Value::Null);
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    (out.status.code(), record, stderr)
-}
+mod common;
+use common::run;
 
 const SHORT: [&str; 6] = ["--seconds", "0.5", "--warmup", "0.1", "--drain", "1"];
 
