@@ -1,6 +1,7 @@
 //! `ark-bench` end to end: a tiny matrix, a failed case kept with --keep-going, the report,
 //! and compare.
 
+use bench_harness::result_set::ResultSet;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -63,11 +64,9 @@ fn a_tiny_matrix_runs_keeps_its_failure_and_reports() {
     assert!(run.status.success(), "{stderr}");
     assert!(stderr.contains("[6/6]"), "progress lines: {stderr}");
 
-    let lines: Vec<serde_json::Value> = std::fs::read_to_string(out_dir.join("tiny.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines: Vec<serde_json::Value> = ResultSet::open(&out_dir)
+        .read_records("tiny.jsonl")
+        .unwrap();
     assert_eq!(lines.len(), 6, "3 cases × 2 repetitions");
     assert_eq!(lines.iter().filter(|r| r["ok"] == true).count(), 4);
     let failed: Vec<_> = lines.iter().filter(|r| r["ok"] != true).collect();
@@ -165,11 +164,9 @@ fn three_implementations_rotate_and_the_report_names_the_strongest_peer() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "{stderr}");
-    let records: Vec<serde_json::Value> = std::fs::read_to_string(out_dir.join("pair.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let records: Vec<serde_json::Value> = ResultSet::open(&out_dir)
+        .read_records("pair.jsonl")
+        .unwrap();
     let order: Vec<(&str, &str, u64)> = records
         .iter()
         .map(|r| {
@@ -301,11 +298,9 @@ fn a_run_against_another_host_starts_each_server_by_the_command_template() {
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
-    let records: Vec<serde_json::Value> = std::fs::read_to_string(out_dir.join("hosts.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let records: Vec<serde_json::Value> = ResultSet::open(&out_dir)
+        .read_records("hosts.jsonl")
+        .unwrap();
     assert_eq!(records.len(), 9, "3 cases × 3 implementations");
     for r in &records {
         assert_eq!(r["ok"], true, "{r}");
@@ -361,11 +356,8 @@ fn wrk_measures_the_http_servers_of_ark_and_hyper_and_the_report_holds_them_to_t
         .unwrap();
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "{stderr}");
-    let records: Vec<serde_json::Value> = std::fs::read_to_string(out_dir.join("get.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let records: Vec<serde_json::Value> =
+        ResultSet::open(&out_dir).read_records("get.jsonl").unwrap();
     assert_eq!(records.len(), 2, "{records:?}");
     for (r, implementation) in records.iter().zip(["ark", "tokio"]) {
         assert_eq!(r["ok"], true, "{r}");
