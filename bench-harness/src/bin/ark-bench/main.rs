@@ -16,6 +16,7 @@
 
 mod pair;
 mod report;
+mod server_process;
 mod wrk;
 
 use std::path::{Path, PathBuf};

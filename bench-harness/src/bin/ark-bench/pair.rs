@@ -5,13 +5,10 @@
 //! `--role client --connect ADDR`; the clients' record is printed, so the runner treats the
 //! pair like any other case.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::process::{Child, Command, ExitCode, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
 
-/// How long the server may take to listen, and to stop after the clients are done.
-const SERVER_TIMEOUT: Duration = Duration::from_secs(10);
+use crate::server_process::{stop, wait_listening};
 
 /// The flags of `ark-bench pair`.
 #[derive(clap::Args, Debug)]
@@ -67,38 +64,6 @@ fn server_command(args: &PairArgs) -> Option<Command> {
     ))
 }
 
-/// Waits until the server says it listens (a stderr line with " server on "); passes its
-/// stderr on to ours meanwhile and after.
-fn wait_listening(server: &mut Child) -> Result<(), String> {
-    let stderr = server.stderr.take().ok_or("no server stderr")?;
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            eprintln!("server: {line}");
-            if line.contains(" server on ") {
-                let _ = tx.send(());
-            }
-        }
-    });
-    rx.recv_timeout(SERVER_TIMEOUT)
-        .map_err(|_| format!("the server did not listen within {SERVER_TIMEOUT:?}"))
-}
-
-/// Asks the server to stop (SIGTERM: it drains and reports), kills it past the timeout.
-fn stop(server: &mut Child) {
-    // SAFETY: `kill` with a child's pid and a valid signal number has no memory effects.
-    unsafe { libc::kill(server.id() as libc::pid_t, libc::SIGTERM) };
-    let deadline = std::time::Instant::now() + SERVER_TIMEOUT;
-    while std::time::Instant::now() < deadline {
-        if let Ok(Some(_)) = server.try_wait() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let _ = server.kill();
-    let _ = server.wait();
-}
-
 /// Starts the server (if this pair starts one) and waits until it listens.
 fn start_server(args: &PairArgs) -> Result<Option<Child>, String> {
     let Some(mut command) = server_command(args) else {
@@ -132,7 +97,7 @@ pub(crate) fn pair(args: &PairArgs) -> ExitCode {
     )
     .output();
     if let Some(mut server) = server {
-        stop(&mut server);
+        let _ = stop(&mut server);
         if let Some(mut out) = server.stdout.take() {
             let mut report = String::new();
             let _ = out.read_to_string(&mut report);

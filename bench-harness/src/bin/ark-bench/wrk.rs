@@ -7,19 +7,17 @@
 //! server's CPU time over the measured run. The record echoes the case like ark-loopback's,
 //! with `"load_generator": "wrk"`, so the runner treats it like any other case.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::net::SocketAddr;
 use std::process::{Child, Command, ExitCode, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use ark_loopback::args::{Args, Protocol};
 use bench_harness::runner::without_repetition;
 use clap::Parser;
 use serde_json::{Value, json};
 
-/// How long the server may take to listen, and to stop after wrk is done.
-const SERVER_TIMEOUT: Duration = Duration::from_secs(10);
+use crate::server_process::{SERVER_TIMEOUT, stop, wait_listening};
 
 /// The page wrk asks for.
 const PATH: &str = "/static";
@@ -130,7 +128,7 @@ fn measure(args: &WrkArgs, case: &Args, record: &mut Value) -> Result<(), String
         let cpu_percent = 100.0 * cpu / started.elapsed().as_secs_f64();
         Ok((report, cpu_percent))
     });
-    let served = stop(&mut server);
+    let served = stop_server(&mut server);
     let (report, cpu_percent) = measured?;
     let served = served?;
     fill(record, &report, cpu_percent, served)
@@ -212,43 +210,18 @@ fn run_wrk(threads: u32, connections: u32, seconds: u64, url: &str) -> Result<Va
     serde_json::from_str(line).map_err(|e| format!("wrk's report ({e}): {line}"))
 }
 
-/// Waits until the server says it listens (`... server on ADDR` on stderr); its address.
-/// The server's stderr goes on to ours meanwhile and after.
+/// Waits until the server listens; its address.
 fn listening(server: &mut Child) -> Result<SocketAddr, String> {
-    let stderr = server.stderr.take().ok_or("no server stderr")?;
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            eprintln!("server: {line}");
-            if let Some((_, address)) = line.split_once(" server on ") {
-                let _ = tx.send(address.trim().to_string());
-            }
-        }
-    });
-    let address = rx
-        .recv_timeout(SERVER_TIMEOUT)
-        .map_err(|_| format!("the server did not listen within {SERVER_TIMEOUT:?}"))?;
+    let address = wait_listening(server)?;
     address
         .parse()
         .map_err(|e| format!("the server's address `{address}`: {e}"))
 }
 
-/// Stops the server (SIGTERM: it drains and prints its record), killing it past the timeout;
-/// its record.
-fn stop(server: &mut Child) -> Result<Value, String> {
-    // SAFETY: `kill` with a child's pid and a valid signal number has no memory effects.
-    unsafe { libc::kill(server.id() as libc::pid_t, libc::SIGTERM) };
-    let deadline = Instant::now() + SERVER_TIMEOUT;
-    let status = loop {
-        if let Ok(Some(status)) = server.try_wait() {
-            break status;
-        }
-        if Instant::now() >= deadline {
-            let _ = server.kill();
-            let _ = server.wait();
-            return Err(format!("the server did not stop within {SERVER_TIMEOUT:?}"));
-        }
-        std::thread::sleep(Duration::from_millis(10));
+/// Stops the server; its record.
+fn stop_server(server: &mut Child) -> Result<Value, String> {
+    let Some(status) = stop(server) else {
+        return Err(format!("the server did not stop within {SERVER_TIMEOUT:?}"));
     };
     let mut out = String::new();
     if let Some(mut stdout) = server.stdout.take() {
