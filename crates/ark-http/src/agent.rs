@@ -5,7 +5,7 @@
 //! waits in the origin's queue for the first connection to free up.
 
 use std::collections::{HashMap, VecDeque};
-use std::io::{self, Write};
+use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak, mpsc};
@@ -18,6 +18,7 @@ use ark_tcp::{
 };
 
 use crate::answers::{AnswerReader, AnswerSink, ClientResponse};
+use crate::client::RequestHead;
 use crate::head::Limits;
 
 /// Where requests go: an address, the `Host` it is known by, and TLS or not.
@@ -109,21 +110,13 @@ impl HttpRequest {
 
     /// The request's bytes on the wire for `host`.
     fn encode(&self, host: &str, out: &mut Vec<u8>) {
-        let _ = write!(
-            out,
-            "{} {} HTTP/1.1\r\nhost: {host}\r\n",
-            self.method, self.target
-        );
-        for (name, value) in &self.headers {
-            out.extend_from_slice(name.as_bytes());
-            out.extend_from_slice(b": ");
-            out.extend_from_slice(value);
-            out.extend_from_slice(b"\r\n");
-        }
-        if !self.body.is_empty() || !matches!(self.method.as_str(), "GET" | "HEAD") {
-            let _ = write!(out, "content-length: {}\r\n", self.body.len());
-        }
-        out.extend_from_slice(b"\r\n");
+        let head = RequestHead {
+            method: &self.method,
+            target: &self.target,
+            host,
+        };
+        let headers = self.headers.iter().map(|(n, v)| (n.as_str(), v.as_slice()));
+        head.encode(headers, self.body.len(), out);
         out.extend_from_slice(&self.body);
     }
 }

@@ -47,21 +47,12 @@ impl ClientSession<'_, '_> {
         body: &[u8],
     ) -> Result<(), SendError> {
         self.buf.clear();
-        let _ = write!(
-            self.buf,
-            "{method} {target} HTTP/1.1\r\nhost: {}\r\n",
-            self.host
-        );
-        for (name, value) in headers {
-            self.buf.extend_from_slice(name.as_bytes());
-            self.buf.extend_from_slice(b": ");
-            self.buf.extend_from_slice(value);
-            self.buf.extend_from_slice(b"\r\n");
-        }
-        if !body.is_empty() || !matches!(method, "GET" | "HEAD") {
-            let _ = write!(self.buf, "content-length: {}\r\n", body.len());
-        }
-        self.buf.extend_from_slice(b"\r\n");
+        let head = RequestHead {
+            method,
+            target,
+            host: self.host,
+        };
+        head.encode(headers.iter().copied(), body.len(), self.buf);
         // The body goes straight into the send queue, not through the head's buffer.
         self.tcp.send_raw_parts(&[self.buf, body])?;
         self.in_flight.push_back(method == "HEAD");
@@ -77,6 +68,37 @@ impl ClientSession<'_, '_> {
     /// server answers before its end).
     pub fn close(&mut self) {
         self.tcp.close();
+    }
+}
+
+/// A request's head as both clients write it.
+pub(crate) struct RequestHead<'a> {
+    pub(crate) method: &'a str,
+    pub(crate) target: &'a str,
+    pub(crate) host: &'a str,
+}
+
+impl RequestHead<'_> {
+    /// Appends the head to `out`: the request line, `host`, `headers`, and the body's
+    /// `content-length` (none for an empty body of GET or HEAD).
+    pub(crate) fn encode<'h>(
+        &self,
+        headers: impl Iterator<Item = (&'h str, &'h [u8])>,
+        body_len: usize,
+        out: &mut Vec<u8>,
+    ) {
+        let (method, target, host) = (self.method, self.target, self.host);
+        let _ = write!(out, "{method} {target} HTTP/1.1\r\nhost: {host}\r\n");
+        for (name, value) in headers {
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value);
+            out.extend_from_slice(b"\r\n");
+        }
+        if body_len > 0 || !matches!(method, "GET" | "HEAD") {
+            let _ = write!(out, "content-length: {body_len}\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
     }
 }
 
