@@ -654,7 +654,7 @@ struct AgentConn {
 }
 
 /// Whether an answer leaves the connection usable for the next request.
-fn keeps_alive(response: &ClientResponse<'_>) -> bool {
+fn keeps_alive(response: &HttpResponse) -> bool {
     let connection = response
         .header("connection")
         .map(<[u8]>::to_ascii_lowercase);
@@ -678,7 +678,11 @@ impl AnswerSink for OneAnswer {
 
     fn answer(&mut self, response: &ClientResponse<'_>) {
         if self.answer.is_none() {
-            self.answer = Some((HttpResponse::from_view(response), keeps_alive(response)));
+            // The head is parsed once more, for the owned headers; the connection header is
+            // read from those.
+            let response = HttpResponse::from_view(response);
+            let keep = keeps_alive(&response);
+            self.answer = Some((response, keep));
         }
     }
 }
