@@ -23,6 +23,9 @@ pub enum Protocol {
     Http,
     /// HTTP/1.1 over TLS (rustls).
     Https,
+    /// Reliable UDP (ark-rudp): each message a reliable ordered message on a session; FEC as
+    /// `--rudp-fec` says. Runs over `--link-loss`, `--link-reorder` and `--link-duplicate`.
+    Rudp,
 }
 
 impl Protocol {
@@ -41,6 +44,7 @@ impl Protocol {
             Protocol::Wss => "wss",
             Protocol::Http => "http",
             Protocol::Https => "https",
+            Protocol::Rudp => "rudp",
         }
     }
 }
@@ -240,6 +244,57 @@ pub struct Args {
     /// The link's seed: the same seed gives the same decisions (the way back uses seed + 1).
     #[arg(long = "link-seed", default_value_t = 1)]
     pub link_seed: u64,
+    /// For rudp: forward error correction — `off` (ARQ only), `fixed:K,M` (Reed–Solomon
+    /// groups of up to K data and M parity datagrams) or `adaptive` (parity set from the
+    /// measured loss). ARQ repairs whatever FEC cannot, in every mode.
+    #[arg(long = "rudp-fec", default_value = "adaptive", value_parser = rudp_fec)]
+    pub rudp_fec: RudpFec,
+}
+
+/// `--rudp-fec`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RudpFec {
+    /// ARQ only.
+    Off,
+    /// Fixed groups of up to `k` data and `m` parity datagrams.
+    Fixed {
+        /// Data datagrams per group.
+        k: u8,
+        /// Parity datagrams per full group.
+        m: u8,
+    },
+    /// Parity from the measured loss.
+    Adaptive,
+}
+
+impl RudpFec {
+    /// The record's spelling: `off`, `fixed:K,M`, `adaptive`.
+    pub fn name(self) -> String {
+        match self {
+            RudpFec::Off => "off".to_string(),
+            RudpFec::Fixed { k, m } => format!("fixed:{k},{m}"),
+            RudpFec::Adaptive => "adaptive".to_string(),
+        }
+    }
+}
+
+/// Parses `--rudp-fec`.
+fn rudp_fec(s: &str) -> Result<RudpFec, String> {
+    match s {
+        "off" => return Ok(RudpFec::Off),
+        "adaptive" => return Ok(RudpFec::Adaptive),
+        _ => {}
+    }
+    let bad = || format!("`{s}`: expected off, adaptive or fixed:K,M with 1 <= K, M <= 64");
+    let (k, m) = s
+        .strip_prefix("fixed:")
+        .and_then(|km| km.split_once(','))
+        .ok_or_else(bad)?;
+    let (k, m): (u8, u8) = (k.parse().map_err(|_| bad())?, m.parse().map_err(|_| bad())?);
+    if !(1..=64).contains(&k) || !(1..=64).contains(&m) {
+        return Err(bad());
+    }
+    Ok(RudpFec::Fixed { k, m })
 }
 
 /// A probability in [0, 1).

@@ -55,6 +55,12 @@ pub trait Endpoints: Sized {
     /// Whether UDP traffic uses batched syscalls (`recvmmsg`/`sendmmsg`).
     fn udp_batched(&self, args: &Args) -> bool;
 
+    /// For reliable UDP runs: what the transport did (its FEC mode, retransmissions, FEC
+    /// recoveries, ...), as the record's `rudp` object; `None` where it does not say.
+    fn rudp_stats(&self) -> Option<serde_json::Value> {
+        None
+    }
+
     /// Stops the clients, then the server, then the IO threads.
     ///
     /// # Errors
@@ -153,6 +159,7 @@ impl Endpoints for ArkEndpoints {
                 }
                 Server::Tcp(builder.start(move |_| echo.clone())?)
             }
+            Protocol::Rudp => return Err(std::io::Error::other("rudp: not yet")),
             Protocol::Udp => Server::Udp(
                 ark_udp::UdpServer::builder()
                     .bind(addr)
@@ -219,6 +226,7 @@ impl Endpoints for ArkEndpoints {
                 let client = builder.connect(server, clients::TcpClient(core))?;
                 (Client::Tcp(client), None)
             }
+            Protocol::Rudp => return Err(std::io::Error::other("rudp: not yet")),
             Protocol::Udp => {
                 let client = ark_udp::UdpClient::builder()
                     .socket_buffers(Some(args.udp_send_buffer), Some(args.udp_receive_buffer))

@@ -75,23 +75,19 @@ impl LinkSettings {
 
     /// Why these settings cannot apply to `protocol`, if they cannot.
     pub fn check(&self, protocol: Protocol) -> Result<(), String> {
-        if protocol != Protocol::Udp
-            && (self.loss > 0.0 || self.reorder > 0.0 || self.duplicate > 0.0)
-        {
-            return Err(format!(
+        let disorders = self.loss > 0.0 || self.reorder > 0.0 || self.duplicate > 0.0;
+        match protocol {
+            Protocol::Rudp => Ok(()),
+            _ if !disorders => Ok(()),
+            Protocol::Udp => Err(
+                "--protocol udp has no repair: a lost datagram takes a window slot for good, and a duplicate or reordered echo is counted an error, so its closed loop cannot run over --link-loss, --link-duplicate or --link-reorder (they are for --protocol rudp); udp takes --link-delay-ms, --link-jitter-ms and --link-rate-mbit"
+                    .to_string(),
+            ),
+            _ => Err(format!(
                 "--protocol {} runs over TCP, which repairs loss, reordering and duplication below the application: the link takes --link-delay-ms, --link-jitter-ms and --link-rate-mbit",
                 protocol.name()
-            ));
+            )),
         }
-        if protocol == Protocol::Udp
-            && (self.loss > 0.0 || self.duplicate > 0.0 || self.reorder > 0.0)
-        {
-            return Err(
-                "--protocol udp has no repair: a lost datagram takes a window slot for good, and a duplicate or reordered echo is counted an error, so its closed loop cannot run over --link-loss, --link-duplicate or --link-reorder (they are for reliable UDP, issue 19); udp takes --link-delay-ms, --link-jitter-ms and --link-rate-mbit"
-                    .to_string(),
-            );
-        }
-        Ok(())
     }
 }
 
@@ -107,6 +103,10 @@ pub struct LinkRecord {
     pub upstream: serde_json::Value,
     /// The server to the clients.
     pub downstream: serde_json::Value,
+    /// Bytes the endpoints put on the link (both ways, every datagram or chunk offered:
+    /// payloads, headers, acknowledgements, retransmissions, parity) per payload byte
+    /// delivered (each echo's payload counted once each way); `None` when nothing arrived.
+    pub wire_bytes_per_delivered_byte: Option<f64>,
 }
 
 fn counters_json(c: &ark_link::LinkCounters) -> serde_json::Value {
@@ -145,7 +145,7 @@ impl Relay {
     ) -> std::io::Result<Relay> {
         let (up, down) = (settings.config(false), settings.config(true));
         Ok(match protocol {
-            Protocol::Udp => Relay::Udp(UdpRelay::start(server, up, down)?),
+            Protocol::Udp | Protocol::Rudp => Relay::Udp(UdpRelay::start(server, up, down)?),
             _ => Relay::Tcp(TcpRelay::start(server, up, down)?),
         })
     }
@@ -158,15 +158,19 @@ impl Relay {
         }
     }
 
-    /// Stops the relay; the record's part.
-    pub fn finish(self, settings: LinkSettings) -> LinkRecord {
+    /// Stops the relay; the record's part. `delivered_bytes`: payload bytes delivered over
+    /// the run, both ways.
+    pub fn finish(self, settings: LinkSettings, delivered_bytes: u64) -> LinkRecord {
         let (relay, counters): (_, RelayCounters) = match self {
             Relay::Udp(relay) => ("udp", relay.stop()),
             Relay::Tcp(relay) => ("tcp", relay.stop()),
         };
+        let offered = counters.upstream.offered_bytes + counters.downstream.offered_bytes;
         LinkRecord {
             settings,
             relay,
+            wire_bytes_per_delivered_byte: (delivered_bytes > 0)
+                .then(|| offered as f64 / delivered_bytes as f64),
             upstream: counters_json(&counters.upstream),
             downstream: counters_json(&counters.downstream),
         }

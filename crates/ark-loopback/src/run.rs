@@ -266,12 +266,15 @@ fn measure_inner<E: Endpoints>(
     };
     let udp_server_buffers = endpoints.udp_server_buffers();
     let udp_batched = endpoints.udp_batched(args);
+    let rudp = endpoints.rudp_stats();
     endpoints.stop()?;
+    let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::SeqCst);
+    // Every echo of the run, warm-up and drain included, as the relay saw the whole run.
+    let delivered = get(&totals.warmup_received) + get(&totals.measured_done);
     let link = relay
         .zip(link)
-        .map(|(relay, settings)| relay.finish(settings));
+        .map(|(relay, settings)| relay.finish(settings, delivered * 2 * u64::from(args.payload)));
 
-    let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::SeqCst);
     let messages = get(&totals.messages);
     let sent = get(&totals.sent_measured);
     let missing = sent.saturating_sub(get(&totals.measured_done));
@@ -384,6 +387,7 @@ fn measure_inner<E: Endpoints>(
         cpu_percent: cpu / elapsed * 100.0,
         peak_rss_bytes: peak_rss(),
         link,
+        rudp,
         interrupted,
         ok: error.is_none(),
         error,
@@ -469,6 +473,7 @@ fn base_record(args: &Args, implementation: &'static str) -> Record {
         cpu_percent: 0.0,
         peak_rss_bytes: peak_rss(),
         link: None,
+        rudp: None,
         interrupted: false,
         ok: false,
         error: None,

@@ -41,6 +41,12 @@ impl Endpoints for RawEndpoints {
     const NAME: &'static str = "raw";
 
     fn start(args: &Args) -> io::Result<Self> {
+        if args.protocol == Protocol::Rudp {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "--protocol rudp is compared with KCP: peer-kcp-loopback",
+            ));
+        }
         if matches!(args.protocol, Protocol::Http | Protocol::Https) {
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,
@@ -129,7 +135,7 @@ impl Endpoints for RawEndpoints {
                 poller.add(Box::new(conn))?;
                 Ok(None)
             }
-            Protocol::Tcps | Protocol::Wss | Protocol::Http | Protocol::Https => {
+            Protocol::Tcps | Protocol::Wss | Protocol::Http | Protocol::Https | Protocol::Rudp => {
                 Err(io::ErrorKind::Unsupported.into())
             }
             Protocol::Websocket => {

@@ -76,6 +76,12 @@ impl Endpoints for TokioEndpoints {
     const NAME: &'static str = "tokio";
 
     fn start(args: &Args) -> io::Result<Self> {
+        if args.protocol == Protocol::Rudp {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "--protocol rudp is compared with KCP: peer-kcp-loopback",
+            ));
+        }
         if args.reconnect_every > 0 && args.protocol != Protocol::Tcps {
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,
@@ -184,6 +190,7 @@ impl Endpoints for TokioEndpoints {
         self.next_client += 1;
         let payload = args.payload as usize;
         match args.protocol {
+            Protocol::Rudp => unreachable!("refused by start"),
             Protocol::Tcp => {
                 let stream = run_on(handle, async move {
                     let stream = TcpStream::connect(server).await?;
