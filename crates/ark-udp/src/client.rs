@@ -8,7 +8,7 @@ use ark_reactor::{IoModel, Lifecycle, ReactorConfig, ReactorPool, Runtime, Stopp
 
 use crate::config::UdpConfig;
 use crate::endpoint::Mode;
-use crate::handle::UdpSessionHandle;
+use crate::handle::{EndpointShared, UdpSessionHandle};
 use crate::server::{Placement, STOP_TIMEOUT, bind_socket, granted_buffers, register, udp_options};
 use crate::session::{SendError, UdpHandler};
 use crate::stats::{UdpCounters, UdpStats};
@@ -85,6 +85,8 @@ pub struct UdpSocketHandle {
     pub(crate) counters: Arc<UdpCounters>,
     /// A client's session (its connected peer).
     pub(crate) session: Option<UdpSessionHandle>,
+    /// What the socket shares with handles (for [`wake`](Self::wake)).
+    pub(crate) shared: Arc<EndpointShared>,
     pub(crate) life: Arc<Lifecycle>,
     pub(crate) pool: Option<Arc<ReactorPool>>,
     pub(crate) own_pool: bool,
@@ -115,7 +117,8 @@ impl UdpSocketHandle {
             local_addr,
             socket_buffers,
             counters: placement.counters,
-            session: peer.map(|peer| UdpSessionHandle::new(shared, peer, true)),
+            session: peer.map(|peer| UdpSessionHandle::new(shared.clone(), peer, true)),
+            shared,
             life: placement.life,
             pool: Some(pool),
             own_pool,
@@ -150,6 +153,22 @@ impl UdpSocketHandle {
             .send(payload)
     }
 
+    /// Wakes the socket's handler from any thread: [`UdpHandler::on_wake`] runs on the socket's
+    /// thread at its next turn (several wakes before it may run once). For a layer on top
+    /// (reliable UDP, say) that keeps a mailbox of its own and must run it on the socket's
+    /// thread.
+    ///
+    /// [`UdpHandler::on_wake`]: crate::UdpHandler::on_wake
+    pub fn wake(&self) {
+        self.shared.push(|r| r.wake = true);
+    }
+
+    /// A cloneable, `Send` waker of this socket's handler: [`wake`](Self::wake) from
+    /// anywhere, without the socket's handle.
+    pub fn waker(&self) -> UdpWaker {
+        UdpWaker(self.shared.clone())
+    }
+
     /// A handle to a client's session.
     pub fn session(&self) -> Option<UdpSessionHandle> {
         self.session.clone()
@@ -164,6 +183,20 @@ impl UdpSocketHandle {
     fn begin_stop(&mut self) -> Stopping {
         let pool = self.pool.take().map(|pool| (pool, self.own_pool));
         Stopping::begin(self.life.clone(), pool, STOP_TIMEOUT)
+    }
+}
+
+/// Wakes a client's or cast socket's handler ([`UdpHandler::on_wake`]) from any thread; get
+/// one from [`UdpSocketHandle::waker`].
+///
+/// [`UdpHandler::on_wake`]: crate::UdpHandler::on_wake
+#[derive(Debug, Clone)]
+pub struct UdpWaker(Arc<EndpointShared>);
+
+impl UdpWaker {
+    /// See [`UdpSocketHandle::wake`].
+    pub fn wake(&self) {
+        self.0.push(|r| r.wake = true);
     }
 }
 

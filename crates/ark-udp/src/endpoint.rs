@@ -312,6 +312,11 @@ impl<H: UdpHandler> Endpoint<H> {
             self.io.out.push(to, &payload);
             tally.datagrams_out += 1;
         }
+        if requests.wake
+            && let Some(peer) = self.single_peer()
+        {
+            self.with_session(peer, None, |h, s| h.on_wake(s));
+        }
         for peer in requests.closes {
             match &mut self.mode {
                 Mode::Server { sessions, .. } => {
@@ -352,6 +357,11 @@ impl<H: UdpHandler> Endpoint<H> {
     /// timer. Receive-side counters are published before the replies leave, so a peer that
     /// got a reply finds its datagram (and its session) counted in `stats()`.
     fn finish_turn(&mut self, cx: &mut Context<'_>, mut tally: UdpStats, mut turn: Turn) -> Turn {
+        if let Some(peer) = self.single_peer()
+            && !self.life.is_stopping()
+        {
+            self.with_session(peer, None, |h, s| h.on_turn_end(s));
+        }
         tally.datagrams_out += std::mem::take(&mut self.io.datagrams_out);
         self.counters.add(&tally);
         let mut sent = UdpStats::default();

@@ -17,6 +17,10 @@ pub(crate) struct Requests {
     pub(crate) datagrams: VecDeque<(Option<SocketAddr>, Vec<u8>)>,
     /// Sessions to close, by peer.
     pub(crate) closes: Vec<SocketAddr>,
+    /// A client's or cast socket's handler asked to be woken ([`UdpHandler::on_wake`]).
+    ///
+    /// [`UdpHandler::on_wake`]: crate::UdpHandler::on_wake
+    pub(crate) wake: bool,
 }
 
 /// The state a socket shares with its sessions' handles.
@@ -76,7 +80,7 @@ impl EndpointShared {
         self.closed.store(true, Ordering::SeqCst);
     }
 
-    fn push(&self, f: impl FnOnce(&mut Requests)) {
+    pub(crate) fn push(&self, f: impl FnOnce(&mut Requests)) {
         f(&mut self.requests());
         if !self.pending.swap(true, Ordering::SeqCst)
             && let Some(source) = self.source.get()

@@ -63,7 +63,7 @@ mod sys;
 
 pub use ark_reactor::{IoModel, ReactorConfig, ReactorPool, Runtime, Stopping, TimerId};
 pub use cast::{UdpCast, UdpCastBuilder, UdpCastHandle};
-pub use client::{UdpClient, UdpClientBuilder, UdpClientHandle, UdpSocketHandle};
+pub use client::{UdpClient, UdpClientBuilder, UdpClientHandle, UdpSocketHandle, UdpWaker};
 pub use config::UdpConfig;
 pub use handle::UdpSessionHandle;
 pub use limits::{

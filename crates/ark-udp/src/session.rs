@@ -235,6 +235,22 @@ pub trait UdpHandler: Send + 'static {
         let _ = session;
     }
 
+    /// Client and cast sockets: the turn is ending and what was queued is about to leave
+    /// (after a batch of `on_message` calls, a timer or a wake). The place to send what a
+    /// whole batch produced — one acknowledgement for the batch, say.
+    fn on_turn_end(&mut self, session: &mut UdpSession<'_>) {
+        let _ = session;
+    }
+
+    /// Client and cast sockets: woken from another thread by [`UdpSocketHandle::wake`] (or a
+    /// [`UdpWaker`]); runs on the socket's thread.
+    ///
+    /// [`UdpSocketHandle::wake`]: crate::UdpSocketHandle::wake
+    /// [`UdpWaker`]: crate::UdpWaker
+    fn on_wake(&mut self, session: &mut UdpSession<'_>) {
+        let _ = session;
+    }
+
     /// A datagram from this peer could not be delivered whole.
     fn on_datagram_error(&mut self, session: &mut UdpSession<'_>, error: &DatagramError) {
         let _ = (session, error);

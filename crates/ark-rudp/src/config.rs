@@ -1,0 +1,86 @@
+//! A connection's settings.
+
+use std::time::Duration;
+
+use crate::congestion::Congestion;
+use crate::fec::Fec;
+
+/// The settings of reliable-UDP connections (both ends read their own).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Config {
+    /// Largest fragment payload per datagram (default 1200 B, which with the 26-byte header
+    /// and IPv6 + UDP headers stays under a 1280-byte path MTU).
+    pub mtu: usize,
+    /// Largest reliable message (default 256 KiB); at most half the receive window in
+    /// fragments.
+    pub max_message: usize,
+    /// Fragments a receiver holds past its delivery point, and so the most a sender may have
+    /// unacknowledged (default 1024).
+    pub receive_window: u16,
+    /// Payload bytes a sender buffers (waiting or unacknowledged) before `send` refuses with
+    /// `SendError::Full` (default 1 MiB).
+    pub send_buffer: usize,
+    /// The retransmission timeout before the first RTT sample (RFC 6298: 1 s).
+    pub initial_rto: Duration,
+    /// The floor of the retransmission timeout (default 10 ms: this transport is for
+    /// latency; RFC 6298's 1 s floor is meant for TCP on the open Internet).
+    pub min_rto: Duration,
+    /// The ceiling of the backed-off retransmission timeout (default 4 s).
+    pub max_rto: Duration,
+    /// The congestion controller (default NewReno).
+    pub congestion: Congestion,
+    /// The congestion window at the start, in fragments (default 32).
+    pub initial_window: u32,
+    /// The congestion window's floor, in fragments (default 8).
+    pub min_window: u32,
+    /// Forward error correction of what this end sends (default `Fec::Off`).
+    pub fec: Fec,
+    /// A FEC group closes at most this long after its first datagram, or after half the
+    /// smoothed RTT if that is shorter (default 10 ms).
+    pub fec_max_delay: Duration,
+    /// With nothing sent for this long, a keep-alive goes out (default 1 s).
+    pub keep_alive: Duration,
+    /// With nothing received for this long, the peer is taken for dead (default 10 s).
+    pub idle_timeout: Duration,
+    /// With data unacknowledged and no acknowledgement progress for this long, the peer is
+    /// taken for dead (default 10 s).
+    pub unacked_timeout: Duration,
+    /// The handshake must finish within this (default 5 s).
+    pub handshake_timeout: Duration,
+    /// A server's cookies are good for this long (default 10 s).
+    pub cookie_lifetime: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            mtu: 1200,
+            max_message: 256 * 1024,
+            receive_window: 1024,
+            send_buffer: 1024 * 1024,
+            initial_rto: Duration::from_secs(1),
+            min_rto: Duration::from_millis(10),
+            max_rto: Duration::from_secs(4),
+            congestion: Congestion::NewReno,
+            initial_window: 32,
+            min_window: 8,
+            fec: Fec::Off,
+            fec_max_delay: Duration::from_millis(10),
+            keep_alive: Duration::from_secs(1),
+            idle_timeout: Duration::from_secs(10),
+            unacked_timeout: Duration::from_secs(10),
+            handshake_timeout: Duration::from_secs(5),
+            cookie_lifetime: Duration::from_secs(10),
+        }
+    }
+}
+
+impl Config {
+    /// The largest message these settings can carry: `max_message`, cut to half the receive
+    /// window in fragments.
+    pub(crate) fn message_limit(&self) -> usize {
+        self.max_message
+            .min(usize::from(self.receive_window / 2).max(1) * self.mtu)
+    }
+}

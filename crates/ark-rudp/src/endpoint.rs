@@ -1,0 +1,237 @@
+//! [`RudpServer`] and [`RudpClient`]: builders and handles over ark-udp sockets.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use ark_reactor::{IoModel, ReactorPool, Stopping};
+use ark_udp::{
+    UdpCast, UdpCastBuilder, UdpClient as UdpClientSocket, UdpClientBuilder, UdpSocketHandle,
+};
+
+use crate::config::Config;
+use crate::connection::{Connection, ConnectionStats, Delivery};
+use crate::cookie::random_u64;
+use crate::driver::{Driver, Role};
+use crate::listener::Listener;
+use crate::session::{Mailbox, RudpHandler, RudpSessionHandle};
+
+/// Socket settings both builders share.
+macro_rules! socket_options {
+    () => {
+        /// The connections' settings (default [`Config::default`]).
+        pub fn config(mut self, config: Config) -> Self {
+            self.config = config;
+            self
+        }
+
+        /// Runs on `pool` (shared with other endpoints) instead of a pool of its own.
+        pub fn pool(mut self, pool: Arc<ReactorPool>) -> Self {
+            self.udp = self.udp.pool(pool);
+            self
+        }
+
+        /// Runs on a pool of its own with `model`.
+        pub fn io_model(mut self, model: IoModel) -> Self {
+            self.udp = self.udp.io_model(model);
+            self
+        }
+
+        /// `SO_SNDBUF` / `SO_RCVBUF` requests.
+        pub fn socket_buffers(mut self, send: Option<usize>, recv: Option<usize>) -> Self {
+            self.udp = self.udp.socket_buffers(send, recv);
+            self
+        }
+
+        /// Batched `recvmmsg`/`sendmmsg` with up to `batch` datagrams per call (on by
+        /// default).
+        pub fn batching(mut self, on: bool, batch: usize) -> Self {
+            self.udp = self.udp.batching(on, batch);
+            self
+        }
+    };
+}
+
+/// Entry point of the server side: [`RudpServer::builder`].
+#[derive(Debug)]
+pub struct RudpServer;
+
+impl RudpServer {
+    /// A builder with the default [`Config`].
+    pub fn builder() -> RudpServerBuilder {
+        RudpServerBuilder {
+            udp: UdpCast::builder(),
+            config: Config::default(),
+        }
+    }
+}
+
+/// Configures and starts a [`RudpServer`].
+#[derive(Debug)]
+pub struct RudpServerBuilder {
+    udp: UdpCastBuilder,
+    config: Config,
+}
+
+impl RudpServerBuilder {
+    socket_options!();
+
+    /// The address to bind (port 0 picks one).
+    pub fn bind(mut self, addr: impl std::net::ToSocketAddrs) -> Self {
+        self.udp = self.udp.bind(addr);
+        self
+    }
+
+    /// Binds and starts; `factory` makes the handler of each session whose handshake
+    /// completes (no state exists for a peer before that).
+    ///
+    /// # Errors
+    /// Binding or starting the pool failed.
+    pub fn start<H, F>(self, factory: F) -> io::Result<RudpServerHandle>
+    where
+        H: RudpHandler,
+        F: FnMut(SocketAddr) -> H + Send + 'static,
+    {
+        let config = Arc::new(self.config);
+        let mailbox = Arc::new(Mailbox::default());
+        let role = Role::Server {
+            listener: Listener::new(config.clone()),
+            factory: Box::new(factory),
+        };
+        let driver = Driver::new(role, &config, mailbox.clone());
+        let socket = self.udp.max_datagram(config.mtu + 128).start(driver)?;
+        let _ = mailbox.waker.set(socket.waker());
+        Ok(RudpServerHandle { socket, mailbox })
+    }
+}
+
+/// A running server.
+#[derive(Debug)]
+pub struct RudpServerHandle {
+    socket: UdpSocketHandle,
+    mailbox: Arc<Mailbox>,
+}
+
+impl RudpServerHandle {
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.socket.local_addr()
+    }
+
+    /// The granted `(SO_SNDBUF, SO_RCVBUF)`.
+    pub fn socket_buffers(&self) -> (usize, usize) {
+        self.socket.socket_buffers()
+    }
+
+    /// Every session's counters summed (closed sessions included), read on the socket's
+    /// thread; `None` if it is stopped.
+    pub fn stats(&self) -> Option<ConnectionStats> {
+        self.mailbox.stats()
+    }
+
+    /// Begins stopping: every session's `on_stopping`, a CLOSE to each peer, then
+    /// `on_close(Stopped)`; wait with [`Stopping::wait`].
+    pub fn stop(self) -> Stopping {
+        self.socket.stop()
+    }
+}
+
+/// Entry point of the client side: [`RudpClient::builder`].
+#[derive(Debug)]
+pub struct RudpClient;
+
+impl RudpClient {
+    /// A builder with the default [`Config`].
+    pub fn builder() -> RudpClientBuilder {
+        RudpClientBuilder {
+            udp: UdpClientSocket::builder(),
+            config: Config::default(),
+        }
+    }
+}
+
+/// Configures and starts a [`RudpClient`].
+#[derive(Debug)]
+pub struct RudpClientBuilder {
+    udp: UdpClientBuilder,
+    config: Config,
+}
+
+impl RudpClientBuilder {
+    socket_options!();
+
+    /// Connects to `server` and starts the handshake; `handler.on_open` runs once it
+    /// finishes (or `on_close(HandshakeTimeout)`... never: a session that never opened
+    /// closes silently, see [`RudpClientHandle::is_open`]).
+    ///
+    /// # Errors
+    /// The address does not resolve; binding or starting the pool failed.
+    pub fn connect<H: RudpHandler>(
+        self,
+        server: impl std::net::ToSocketAddrs,
+        handler: H,
+    ) -> io::Result<RudpClientHandle> {
+        let server = ark_reactor::resolve(server)?;
+        let config = Arc::new(self.config);
+        let mailbox = Arc::new(Mailbox::default());
+        let conn = Connection::client(config.clone(), Instant::now(), random_u64());
+        let role = Role::Client {
+            pending: Some((conn, handler)),
+        };
+        let driver = Driver::new(role, &config, mailbox.clone());
+        let socket = self
+            .udp
+            .max_datagram(config.mtu + 128)
+            .connect(server, driver)?;
+        let _ = mailbox.waker.set(socket.waker());
+        Ok(RudpClientHandle {
+            session: RudpSessionHandle {
+                peer: server,
+                mailbox: mailbox.clone(),
+            },
+            socket,
+            mailbox,
+        })
+    }
+}
+
+/// A running client.
+#[derive(Debug)]
+pub struct RudpClientHandle {
+    socket: UdpSocketHandle,
+    session: RudpSessionHandle,
+    mailbox: Arc<Mailbox>,
+}
+
+impl RudpClientHandle {
+    /// The local address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.socket.local_addr()
+    }
+
+    /// The granted `(SO_SNDBUF, SO_RCVBUF)`.
+    pub fn socket_buffers(&self) -> (usize, usize) {
+        self.socket.socket_buffers()
+    }
+
+    /// Sends a message from any thread (see [`RudpSessionHandle::send`]).
+    pub fn send(&self, message: &[u8], delivery: Delivery) {
+        self.session.send(message, delivery);
+    }
+
+    /// A handle to the session.
+    pub fn session(&self) -> RudpSessionHandle {
+        self.session.clone()
+    }
+
+    /// The session's counters (after it closed: its last ones); `None` if stopped.
+    pub fn stats(&self) -> Option<ConnectionStats> {
+        self.mailbox.stats()
+    }
+
+    /// Begins stopping (`on_stopping`, a CLOSE to the server, `on_close(Stopped)`).
+    pub fn stop(self) -> Stopping {
+        self.socket.stop()
+    }
+}

@@ -1,0 +1,80 @@
+//! # ark-rudp
+//!
+//! Reliable UDP for the ark networking library: sessions over [`ark_udp`] sockets with
+//!
+//! * a handshake that keeps no server state and never answers with more bytes than it got
+//!   until the client proves its address (a stateless HMAC cookie; the HELLO is padded to
+//!   1200 bytes; replayed HELLOs make no second session);
+//! * reliable ordered messages, reliable unordered ones and unreliable datagrams on the same
+//!   session; fragmentation to [`Config::mtu`] (default 1200 B);
+//! * selective acknowledgement (a cumulative point and a 64-bit map on every datagram),
+//!   RTT estimation and the retransmission timeout of RFC 6298, fast retransmit (packet and
+//!   time thresholds), NewReno congestion control with a floor (see [`Congestion`]), the
+//!   peer's receive window as flow control, keep-alives and dead-peer timeouts;
+//! * forward error correction with Reed–Solomon groups ([`Fec`]): fixed `k + m`, or adaptive
+//!   parity from the loss measured; ARQ repairs what FEC cannot.
+//!
+//! The protocol logic is a sans-IO state machine ([`Connection`], [`Listener`]) that takes
+//! datagrams and time and gives datagrams, messages and events; [`RudpServer`] and
+//! [`RudpClient`] drive it on ark-udp with the handler, handle and timer API of the other
+//! transports.
+//!
+//! ```
+//! use std::sync::mpsc;
+//! use std::time::Duration;
+//! use ark_rudp::{RudpClient, RudpHandler, RudpServer, RudpSession};
+//!
+//! struct Echo;
+//! impl RudpHandler for Echo {
+//!     fn on_message(&mut self, session: &mut RudpSession<'_>, message: &[u8]) {
+//!         let _ = session.send(message);
+//!     }
+//! }
+//!
+//! struct Ask(mpsc::Sender<Vec<u8>>);
+//! impl RudpHandler for Ask {
+//!     fn on_open(&mut self, session: &mut RudpSession<'_>) {
+//!         session.send(b"hello").unwrap();
+//!     }
+//!     fn on_message(&mut self, _: &mut RudpSession<'_>, message: &[u8]) {
+//!         self.0.send(message.to_vec()).unwrap();
+//!     }
+//! }
+//!
+//! let server = RudpServer::builder().bind("127.0.0.1:0").start(|_peer| Echo)?;
+//! let (tx, rx) = mpsc::channel();
+//! let client = RudpClient::builder().connect(server.local_addr(), Ask(tx))?;
+//! assert_eq!(rx.recv_timeout(Duration::from_secs(10))?, b"hello");
+//! client.stop().wait()?;
+//! server.stop().wait()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
+
+mod config;
+mod congestion;
+mod connection;
+mod cookie;
+mod driver;
+mod endpoint;
+mod fec;
+mod listener;
+mod packet;
+mod recv;
+mod rtt;
+mod send;
+mod session;
+
+pub use ark_reactor::{IoModel, ReactorPool, Stopping, TimerId};
+pub use config::Config;
+pub use congestion::Congestion;
+pub use connection::{CloseReason, Connection, ConnectionStats, Delivery, Event, SendError};
+pub use endpoint::{
+    RudpClient, RudpClientBuilder, RudpClientHandle, RudpServer, RudpServerBuilder,
+    RudpServerHandle,
+};
+pub use fec::Fec;
+pub use listener::{Incoming, Listener};
+pub use packet::PacketError;
+pub use session::{RudpHandler, RudpSession, RudpSessionHandle};

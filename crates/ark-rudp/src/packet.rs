@@ -1,0 +1,437 @@
+//! The wire format: one kind byte (kind in the high nibble, flags in the low one), then the
+//! kind's fields, big-endian. Every parser is total: a short or malformed datagram is a
+//! [`PacketError`], never a panic.
+//!
+//! ```text
+//! HELLO     0x50 | version u8 | nonce u64 | cookie [20] | zero padding to HELLO_SIZE
+//! COOKIE    0x60 | nonce u64 | cookie [20]
+//! ACCEPT    0x70 | nonce u64
+//! DATA      0x1F | seq u32 | ack block [16] | (FEC flag: group u32 | index u8) | fragment
+//! ACK       0x2F | ack block [16]                              (flag PING: answer at once)
+//! PARITY    0x30 | ack block [16] | group u32 | k u8 | m u8 | index u8 | shard
+//! UNRELIABLE 0x40 | message
+//! CLOSE     0x80 | code u8
+//! ack block: next expected seq u32 | bitmap u64 (bit i: seq next+1+i arrived)
+//!            | window u16 (fragments the peer may send past next) | received u16 (datagrams
+//!            of kind DATA or PARITY received so far, wrapping: the sender's loss measure)
+//! ```
+
+/// Protocol version in HELLO.
+pub(crate) const VERSION: u8 = 1;
+/// A HELLO is padded to this size, so the server's answers (COOKIE, ACCEPT) are always
+/// smaller than what the client sent: no amplification.
+pub(crate) const HELLO_SIZE: usize = 1200;
+/// Cookie bytes: a timestamp (u32 seconds) and a 16-byte MAC.
+pub(crate) const COOKIE_LEN: usize = 20;
+/// Ack block bytes.
+pub(crate) const ACK_BLOCK: usize = 16;
+/// DATA header bytes without FEC fields.
+pub(crate) const DATA_HEADER: usize = 1 + 4 + ACK_BLOCK;
+/// FEC fields of a DATA packet.
+pub(crate) const FEC_FIELDS: usize = 5;
+/// PARITY header bytes.
+pub(crate) const PARITY_HEADER: usize = 1 + ACK_BLOCK + 4 + 3;
+
+pub(crate) const KIND_DATA: u8 = 0x10;
+pub(crate) const KIND_ACK: u8 = 0x20;
+pub(crate) const KIND_PARITY: u8 = 0x30;
+pub(crate) const KIND_UNRELIABLE: u8 = 0x40;
+pub(crate) const KIND_HELLO: u8 = 0x50;
+pub(crate) const KIND_COOKIE: u8 = 0x60;
+pub(crate) const KIND_ACCEPT: u8 = 0x70;
+pub(crate) const KIND_CLOSE: u8 = 0x80;
+
+/// DATA: the first fragment of a message.
+pub(crate) const FIRST: u8 = 0x1;
+/// DATA: the last fragment of a message.
+pub(crate) const LAST: u8 = 0x2;
+/// DATA: deliver the message as soon as it is whole, not in order.
+pub(crate) const UNORDERED: u8 = 0x4;
+/// DATA: FEC fields follow the ack block.
+pub(crate) const FEC: u8 = 0x8;
+/// ACK: the peer wants an acknowledgement at once (keep-alive).
+pub(crate) const PING: u8 = 0x1;
+
+/// Why a datagram was not understood.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PacketError {
+    /// Shorter than its kind's fixed fields.
+    #[error("datagram of {len} bytes is too short for its kind ({kind:#04x})")]
+    Short {
+        /// The kind byte.
+        kind: u8,
+        /// The datagram's length.
+        len: usize,
+    },
+    /// An unknown kind byte (or none: an empty datagram).
+    #[error("unknown packet kind {0:#04x}")]
+    UnknownKind(u8),
+    /// A HELLO of another version.
+    #[error("unsupported protocol version {0}")]
+    Version(u8),
+    /// Fields that contradict each other (a FEC index outside its group, k or m of 0, ...).
+    #[error("malformed {0} packet")]
+    Malformed(&'static str),
+}
+
+/// What an ack block says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct AckBlock {
+    /// The next sequence expected in order (all before it arrived), as sent (32 bits).
+    pub(crate) next: u32,
+    /// Bit i: sequence `next + 1 + i` arrived.
+    pub(crate) bitmap: u64,
+    /// Fragments the sender may send past `next`.
+    pub(crate) window: u16,
+    /// DATA and PARITY datagrams received so far (wrapping).
+    pub(crate) received: u16,
+}
+
+impl AckBlock {
+    pub(crate) fn write(&self, out: &mut [u8]) {
+        out[0..4].copy_from_slice(&self.next.to_be_bytes());
+        out[4..12].copy_from_slice(&self.bitmap.to_be_bytes());
+        out[12..14].copy_from_slice(&self.window.to_be_bytes());
+        out[14..16].copy_from_slice(&self.received.to_be_bytes());
+    }
+
+    fn read(b: &[u8]) -> AckBlock {
+        AckBlock {
+            next: be32(&b[0..4]),
+            bitmap: u64::from_be_bytes(b[4..12].try_into().unwrap_or_default()),
+            window: be16(&b[12..14]),
+            received: be16(&b[14..16]),
+        }
+    }
+}
+
+/// FEC fields of a DATA packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FecTag {
+    pub(crate) group: u32,
+    pub(crate) index: u8,
+}
+
+/// A parsed datagram; slices borrow from it.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Packet<'a> {
+    Hello {
+        nonce: u64,
+        cookie: &'a [u8],
+    },
+    Cookie {
+        nonce: u64,
+        cookie: &'a [u8],
+    },
+    Accept {
+        nonce: u64,
+    },
+    Data {
+        flags: u8,
+        seq: u32,
+        ack: AckBlock,
+        fec: Option<FecTag>,
+        fragment: &'a [u8],
+    },
+    Ack {
+        ping: bool,
+        ack: AckBlock,
+    },
+    Parity {
+        ack: AckBlock,
+        group: u32,
+        k: u8,
+        m: u8,
+        index: u8,
+        shard: &'a [u8],
+    },
+    Unreliable(&'a [u8]),
+    Close(u8),
+}
+
+fn be32(b: &[u8]) -> u32 {
+    u32::from_be_bytes(b.try_into().unwrap_or_default())
+}
+
+fn be16(b: &[u8]) -> u16 {
+    u16::from_be_bytes(b.try_into().unwrap_or_default())
+}
+
+fn be64(b: &[u8]) -> u64 {
+    u64::from_be_bytes(b.try_into().unwrap_or_default())
+}
+
+/// Parses one datagram.
+pub(crate) fn parse(d: &[u8]) -> Result<Packet<'_>, PacketError> {
+    let Some(&first) = d.first() else {
+        return Err(PacketError::UnknownKind(0));
+    };
+    let (kind, flags) = (first & 0xF0, first & 0x0F);
+    let need = |n: usize| {
+        if d.len() < n {
+            Err(PacketError::Short {
+                kind: first,
+                len: d.len(),
+            })
+        } else {
+            Ok(())
+        }
+    };
+    match kind {
+        KIND_DATA => {
+            let fec_len = if flags & FEC != 0 { FEC_FIELDS } else { 0 };
+            need(DATA_HEADER + fec_len)?;
+            let fec = (flags & FEC != 0).then(|| FecTag {
+                group: be32(&d[DATA_HEADER..DATA_HEADER + 4]),
+                index: d[DATA_HEADER + 4],
+            });
+            Ok(Packet::Data {
+                flags,
+                seq: be32(&d[1..5]),
+                ack: AckBlock::read(&d[5..5 + ACK_BLOCK]),
+                fec,
+                fragment: &d[DATA_HEADER + fec_len..],
+            })
+        }
+        KIND_ACK => {
+            need(1 + ACK_BLOCK)?;
+            Ok(Packet::Ack {
+                ping: flags & PING != 0,
+                ack: AckBlock::read(&d[1..1 + ACK_BLOCK]),
+            })
+        }
+        KIND_PARITY => parse_parity(d, first),
+        KIND_UNRELIABLE => Ok(Packet::Unreliable(&d[1..])),
+        KIND_HELLO => {
+            need(HELLO_SIZE)?;
+            if d[1] != VERSION {
+                return Err(PacketError::Version(d[1]));
+            }
+            Ok(Packet::Hello {
+                nonce: be64(&d[2..10]),
+                cookie: &d[10..10 + COOKIE_LEN],
+            })
+        }
+        KIND_COOKIE => {
+            need(9 + COOKIE_LEN)?;
+            Ok(Packet::Cookie {
+                nonce: be64(&d[1..9]),
+                cookie: &d[9..9 + COOKIE_LEN],
+            })
+        }
+        KIND_ACCEPT => {
+            need(9)?;
+            Ok(Packet::Accept {
+                nonce: be64(&d[1..9]),
+            })
+        }
+        KIND_CLOSE => {
+            need(2)?;
+            Ok(Packet::Close(d[1]))
+        }
+        _ => Err(PacketError::UnknownKind(first)),
+    }
+}
+
+fn parse_parity(d: &[u8], first: u8) -> Result<Packet<'_>, PacketError> {
+    if d.len() < PARITY_HEADER + 2 {
+        return Err(PacketError::Short {
+            kind: first,
+            len: d.len(),
+        });
+    }
+    let at = 1 + ACK_BLOCK;
+    let (k, m, index) = (d[at + 4], d[at + 5], d[at + 6]);
+    let shard = &d[PARITY_HEADER..];
+    if k == 0 || m == 0 || index >= m || shard.len() % 2 != 0 {
+        return Err(PacketError::Malformed("parity"));
+    }
+    Ok(Packet::Parity {
+        ack: AckBlock::read(&d[1..at]),
+        group: be32(&d[at..at + 4]),
+        k,
+        m,
+        index,
+        shard,
+    })
+}
+
+/// Writes a HELLO into `out` (at least [`HELLO_SIZE`] bytes); returns its length.
+pub(crate) fn write_hello(out: &mut [u8], nonce: u64, cookie: &[u8; COOKIE_LEN]) -> usize {
+    out[..HELLO_SIZE].fill(0);
+    out[0] = KIND_HELLO;
+    out[1] = VERSION;
+    out[2..10].copy_from_slice(&nonce.to_be_bytes());
+    out[10..10 + COOKIE_LEN].copy_from_slice(cookie);
+    HELLO_SIZE
+}
+
+/// Writes a COOKIE; returns its length.
+pub(crate) fn write_cookie(out: &mut [u8], nonce: u64, cookie: &[u8; COOKIE_LEN]) -> usize {
+    out[0] = KIND_COOKIE;
+    out[1..9].copy_from_slice(&nonce.to_be_bytes());
+    out[9..9 + COOKIE_LEN].copy_from_slice(cookie);
+    9 + COOKIE_LEN
+}
+
+/// Writes an ACCEPT; returns its length.
+pub(crate) fn write_accept(out: &mut [u8], nonce: u64) -> usize {
+    out[0] = KIND_ACCEPT;
+    out[1..9].copy_from_slice(&nonce.to_be_bytes());
+    9
+}
+
+/// Writes an ACK; returns its length.
+pub(crate) fn write_ack(out: &mut [u8], ack: &AckBlock, ping: bool) -> usize {
+    out[0] = KIND_ACK | if ping { PING } else { 0 };
+    ack.write(&mut out[1..1 + ACK_BLOCK]);
+    1 + ACK_BLOCK
+}
+
+/// Writes a CLOSE; returns its length.
+pub(crate) fn write_close(out: &mut [u8], code: u8) -> usize {
+    out[0] = KIND_CLOSE;
+    out[1] = code;
+    2
+}
+
+/// Writes a DATA header (`fec`: its tag); returns the header's length.
+pub(crate) fn write_data_header(
+    out: &mut [u8],
+    flags: u8,
+    seq: u32,
+    ack: &AckBlock,
+    fec: Option<FecTag>,
+) -> usize {
+    out[0] = KIND_DATA | flags | if fec.is_some() { FEC } else { 0 };
+    out[1..5].copy_from_slice(&seq.to_be_bytes());
+    ack.write(&mut out[5..5 + ACK_BLOCK]);
+    match fec {
+        Some(tag) => {
+            out[DATA_HEADER..DATA_HEADER + 4].copy_from_slice(&tag.group.to_be_bytes());
+            out[DATA_HEADER + 4] = tag.index;
+            DATA_HEADER + FEC_FIELDS
+        }
+        None => DATA_HEADER,
+    }
+}
+
+/// Writes a PARITY header; returns its length.
+pub(crate) fn write_parity_header(
+    out: &mut [u8],
+    ack: &AckBlock,
+    group: u32,
+    (k, m, index): (u8, u8, u8),
+) -> usize {
+    out[0] = KIND_PARITY;
+    ack.write(&mut out[1..1 + ACK_BLOCK]);
+    let at = 1 + ACK_BLOCK;
+    out[at..at + 4].copy_from_slice(&group.to_be_bytes());
+    out[at + 4] = k;
+    out[at + 5] = m;
+    out[at + 6] = index;
+    PARITY_HEADER
+}
+
+/// Widens a 32-bit wire sequence to the 64-bit one nearest `expected`.
+pub(crate) fn widen(wire: u32, expected: u64) -> u64 {
+    const SPAN: u64 = 1 << 32;
+    let candidate = (expected & !(SPAN - 1)) | u64::from(wire);
+    if candidate + SPAN / 2 <= expected {
+        candidate + SPAN
+    } else if candidate > expected + SPAN / 2 && candidate >= SPAN {
+        candidate - SPAN
+    } else {
+        candidate
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_round_trips() {
+        let ack = AckBlock {
+            next: 7,
+            bitmap: 0b101,
+            window: 512,
+            received: 65_535,
+        };
+        let mut b = [0u8; 1500];
+        let n = write_data_header(&mut b, FIRST | LAST, u32::MAX, &ack, None);
+        b[n..n + 3].copy_from_slice(b"abc");
+        assert_eq!(
+            parse(&b[..n + 3]),
+            Ok(Packet::Data {
+                flags: FIRST | LAST,
+                seq: u32::MAX,
+                ack,
+                fec: None,
+                fragment: b"abc"
+            })
+        );
+        let tag = FecTag { group: 9, index: 3 };
+        let n = write_data_header(&mut b, FIRST, 1, &ack, Some(tag));
+        assert!(
+            matches!(parse(&b[..n]), Ok(Packet::Data { fec: Some(t), flags, .. }) if t == tag && flags == FIRST | FEC)
+        );
+        let n = write_ack(&mut b, &ack, true);
+        assert_eq!(parse(&b[..n]), Ok(Packet::Ack { ping: true, ack }));
+        let n = write_hello(&mut b, 42, &[1; COOKIE_LEN]);
+        assert_eq!(n, HELLO_SIZE);
+        assert_eq!(
+            parse(&b[..n]),
+            Ok(Packet::Hello {
+                nonce: 42,
+                cookie: &[1; COOKIE_LEN]
+            })
+        );
+        let n = write_cookie(&mut b, 42, &[2; COOKIE_LEN]);
+        assert!(n < HELLO_SIZE, "a cookie answer is smaller than the hello");
+        let n = write_parity_header(&mut b, &ack, 5, (8, 2, 1));
+        b[n..n + 4].fill(9);
+        assert!(matches!(
+            parse(&b[..n + 4]),
+            Ok(Packet::Parity {
+                group: 5,
+                k: 8,
+                m: 2,
+                index: 1,
+                ..
+            })
+        ));
+        let n = write_close(&mut b, 3);
+        assert_eq!(parse(&b[..n]), Ok(Packet::Close(3)));
+    }
+
+    #[test]
+    fn truncated_and_garbage_datagrams_are_errors() {
+        let mut b = [0u8; 1500];
+        let n = write_data_header(&mut b, FIRST, 1, &AckBlock::default(), None);
+        for len in 0..n {
+            assert!(parse(&b[..len]).is_err(), "{len} bytes");
+        }
+        assert_eq!(parse(&[0xF3]), Err(PacketError::UnknownKind(0xF3)));
+        assert!(parse(&[KIND_HELLO, VERSION, 0]).is_err());
+        let n = write_parity_header(&mut b, &AckBlock::default(), 1, (8, 2, 2));
+        assert_eq!(
+            parse(&b[..n + 2]),
+            Err(PacketError::Malformed("parity")),
+            "index past m"
+        );
+        let n = write_hello(&mut b, 1, &[0; COOKIE_LEN]);
+        b[1] = 9;
+        assert_eq!(parse(&b[..n]), Err(PacketError::Version(9)));
+    }
+
+    #[test]
+    fn sequences_widen_across_the_wrap() {
+        assert_eq!(widen(5, 3), 5);
+        assert_eq!(widen(u32::MAX, 1 << 32), u64::from(u32::MAX));
+        assert_eq!(widen(2, u64::from(u32::MAX) - 1), (1 << 32) + 2);
+        assert_eq!(widen(u32::MAX - 1, (1 << 32) + 3), u64::from(u32::MAX) - 1);
+        assert_eq!(widen(0, 0), 0);
+    }
+}
