@@ -375,6 +375,25 @@ impl ark_udp::UdpHandler for UdpClient {
     }
 }
 
+/// Reliable-UDP client handler.
+#[derive(Debug)]
+pub struct RudpClient(pub Core);
+
+impl ark_rudp::RudpHandler for RudpClient {
+    fn on_open(&mut self, session: &mut ark_rudp::RudpSession<'_>) {
+        self.0.pump(|m| session.send(m).is_ok());
+    }
+    fn on_message(&mut self, session: &mut ark_rudp::RudpSession<'_>, message: &[u8]) {
+        self.0.on_echo(message, |m| session.send(m).is_ok());
+    }
+    fn on_close(&mut self, reason: &ark_rudp::CloseReason) {
+        match reason {
+            ark_rudp::CloseReason::Stopped => self.0.flush_rtt(),
+            _ => self.0.on_disconnect(),
+        }
+    }
+}
+
 /// WebSocket client handler.
 #[derive(Debug)]
 pub struct WsClient(pub Core);

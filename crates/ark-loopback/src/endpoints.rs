@@ -10,7 +10,7 @@ use std::time::Duration;
 use ark_frame::LengthPrefix;
 use ark_reactor::{IoModel, ReactorConfig, ReactorPool};
 
-use crate::args::{Args, IoModelArg, Protocol, Switch};
+use crate::args::{Args, IoModelArg, Protocol, RudpFec, Switch};
 use crate::clients::{self, Core};
 use crate::servers::Echo;
 use crate::tls::TlsMaterial;
@@ -74,6 +74,7 @@ enum Server {
     Udp(ark_udp::UdpServerHandle),
     Ws(ark_ws::WsServerHandle),
     Http(ark_http::HttpServerHandle),
+    Rudp(ark_rudp::RudpServerHandle),
 }
 
 /// A running ark client of any protocol.
@@ -82,6 +83,7 @@ enum Client {
     Udp(ark_udp::UdpClientHandle),
     Ws(ark_ws::WsClientHandle),
     Http(ark_http::HttpClientHandle),
+    Rudp(ark_rudp::RudpClientHandle),
 }
 
 /// ark's servers and clients on one [`ReactorPool`] (shared, sharded), or each on a pool of
@@ -94,6 +96,8 @@ pub struct ArkEndpoints {
     pools: Vec<Arc<ReactorPool>>,
     server: Option<Server>,
     clients: Vec<Client>,
+    /// `--rudp-fec` as the record spells it.
+    rudp_fec: String,
 }
 
 impl std::fmt::Debug for ArkEndpoints {
@@ -141,6 +145,7 @@ impl Endpoints for ArkEndpoints {
             pools,
             server: None,
             clients: Vec::new(),
+            rudp_fec: args.rudp_fec.name(),
         })
     }
 
@@ -159,7 +164,18 @@ impl Endpoints for ArkEndpoints {
                 }
                 Server::Tcp(builder.start(move |_| echo.clone())?)
             }
-            Protocol::Rudp => return Err(std::io::Error::other("rudp: not yet")),
+            Protocol::Rudp => Server::Rudp(
+                ark_rudp::RudpServer::builder()
+                    .bind(addr)
+                    .config(rudp_config(args))
+                    .socket_buffers(
+                        Some(args.udp_send_buffer),
+                        Some(args.udp_server_receive_buffer),
+                    )
+                    .batching(args.udp_batch == Switch::On, 32)
+                    .pool(pool)
+                    .start(move |_| echo.clone())?,
+            ),
             Protocol::Udp => Server::Udp(
                 ark_udp::UdpServer::builder()
                     .bind(addr)
@@ -190,6 +206,7 @@ impl Endpoints for ArkEndpoints {
         let local = match &server {
             Server::Tcp(s) => s.local_addr(),
             Server::Udp(s) => s.local_addr(),
+            Server::Rudp(s) => s.local_addr(),
             Server::Ws(s) => s.local_addr(),
             Server::Http(s) => s.local_addr(),
         };
@@ -226,7 +243,16 @@ impl Endpoints for ArkEndpoints {
                 let client = builder.connect(server, clients::TcpClient(core))?;
                 (Client::Tcp(client), None)
             }
-            Protocol::Rudp => return Err(std::io::Error::other("rudp: not yet")),
+            Protocol::Rudp => {
+                let client = ark_rudp::RudpClient::builder()
+                    .config(rudp_config(args))
+                    .socket_buffers(Some(args.udp_send_buffer), Some(args.udp_receive_buffer))
+                    .batching(args.udp_batch == Switch::On, 32)
+                    .pool(pool)
+                    .connect(server, clients::RudpClient(core))?;
+                let buffers = client.socket_buffers();
+                (Client::Rudp(client), Some(buffers))
+            }
             Protocol::Udp => {
                 let client = ark_udp::UdpClient::builder()
                     .socket_buffers(Some(args.udp_send_buffer), Some(args.udp_receive_buffer))
@@ -278,8 +304,40 @@ impl Endpoints for ArkEndpoints {
     fn udp_server_buffers(&self) -> Option<(usize, usize)> {
         match &self.server {
             Some(Server::Udp(s)) => Some(s.socket_buffers()),
+            Some(Server::Rudp(s)) => Some(s.socket_buffers()),
             _ => None,
         }
+    }
+
+    fn rudp_stats(&self) -> Option<serde_json::Value> {
+        let Some(Server::Rudp(server)) = &self.server else {
+            return None;
+        };
+        let mut server_side = server.stats()?;
+        let mut client_side = ark_rudp::ConnectionStats::default();
+        for client in &self.clients {
+            if let Client::Rudp(c) = client {
+                client_side.add(&c.stats()?);
+            }
+        }
+        let json = |s: &ark_rudp::ConnectionStats| {
+            serde_json::json!({
+                "data_sent": s.data_sent,
+                "retransmissions": s.retransmissions,
+                "parity_sent": s.parity_sent,
+                "fec_recoveries": s.fec_recovered,
+                "acks_sent": s.acks_sent,
+                "duplicates": s.duplicates,
+                "malformed": s.malformed,
+            })
+        };
+        let per_side = (json(&server_side), json(&client_side));
+        server_side.add(&client_side);
+        let mut total = json(&server_side);
+        total["fec"] = self.rudp_fec.clone().into();
+        total["server"] = per_side.0;
+        total["clients"] = per_side.1;
+        Some(total)
     }
 
     fn udp_batched(&self, args: &Args) -> bool {
@@ -295,6 +353,7 @@ impl Endpoints for ArkEndpoints {
                 Client::Udp(c) => stopping.push(c.stop()),
                 Client::Ws(c) => stopping.push(c.stop()),
                 Client::Http(c) => stopping.push(c.stop()),
+                Client::Rudp(c) => stopping.push(c.stop()),
             }
         }
         for stop in stopping {
@@ -305,6 +364,7 @@ impl Endpoints for ArkEndpoints {
             Some(Server::Udp(s)) => s.stop().wait()?,
             Some(Server::Ws(s)) => s.stop().wait()?,
             Some(Server::Http(s)) => s.stop().wait()?,
+            Some(Server::Rudp(s)) => s.stop().wait()?,
             None => {}
         }
         for pool in self.pools {
@@ -312,4 +372,15 @@ impl Endpoints for ArkEndpoints {
         }
         Ok(())
     }
+}
+
+/// The reliable-UDP settings of a run: `--rudp-fec` on both ends, the rest the defaults.
+fn rudp_config(args: &Args) -> ark_rudp::Config {
+    let mut config = ark_rudp::Config::default();
+    config.fec = match args.rudp_fec {
+        RudpFec::Off => ark_rudp::Fec::Off,
+        RudpFec::Fixed { k, m } => ark_rudp::Fec::Fixed { k, m },
+        RudpFec::Adaptive => ark_rudp::Fec::Adaptive,
+    };
+    config
 }

@@ -82,6 +82,15 @@ impl ark_udp::UdpHandler for Echo {
     }
 }
 
+impl ark_rudp::RudpHandler for Echo {
+    fn on_message(&mut self, session: &mut ark_rudp::RudpSession<'_>, message: &[u8]) {
+        self.before_echo(message);
+        if session.send(message).is_err() {
+            self.rejected();
+        }
+    }
+}
+
 impl ark_ws::WsHandler for Echo {
     fn on_message(&mut self, session: &mut ark_ws::WsSession<'_>, message: ark_ws::Message) {
         if let ark_ws::Message::Binary(data) = message {

@@ -32,7 +32,8 @@ pub struct Config {
     pub congestion: Congestion,
     /// The congestion window at the start, in fragments (default 32).
     pub initial_window: u32,
-    /// The congestion window's floor, in fragments (default 8).
+    /// The congestion window's floor, in fragments (default 16: random loss on a lossy link
+    /// never throttles a flow below 16 fragments per round trip).
     pub min_window: u32,
     /// Forward error correction of what this end sends (default `Fec::Off`).
     pub fec: Fec,
@@ -64,7 +65,7 @@ impl Default for Config {
             max_rto: Duration::from_secs(4),
             congestion: Congestion::NewReno,
             initial_window: 32,
-            min_window: 8,
+            min_window: 16,
             fec: Fec::Off,
             fec_max_delay: Duration::from_millis(10),
             keep_alive: Duration::from_secs(1),

@@ -471,9 +471,8 @@ impl Connection {
     }
 
     fn on_ack(&mut self, ack: &AckBlock, now: Instant) {
-        let out = self
-            .send
-            .on_ack(ack, now, self.rtt.srtt().max(self.rtt.latest()));
+        let rtt = self.rtt.srtt().max(self.rtt.latest());
+        let out = self.send.on_ack(ack, now, (rtt, self.fec_delay()));
         if out.forged {
             self.stats.forged_acks += 1;
             return;
@@ -582,7 +581,7 @@ impl Connection {
             self.fec_tx.add(&out[..len]);
         }
         self.tx_count += 1;
-        self.send.sent(seq, now, self.tx_count);
+        self.send.sent(seq, now, self.tx_count, tag.is_some());
         self.stats.data_sent += 1;
         self.stats.retransmissions += u64::from(retransmission);
         if self.rto_deadline.is_none() {

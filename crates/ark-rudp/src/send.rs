@@ -22,6 +22,8 @@ pub(crate) struct Outgoing {
     /// The connection's DATA+PARITY count just after its last sending.
     pub(crate) tx_mark: u64,
     pub(crate) transmissions: u32,
+    /// Its last sending was in a FEC group: parity may still repair it.
+    protected: bool,
     acked: bool,
     /// Counted in `in_flight`.
     flying: bool,
@@ -95,6 +97,7 @@ impl Sender {
                 serial: 0,
                 tx_mark: 0,
                 transmissions: 0,
+                protected: false,
                 acked: false,
                 flying: false,
             });
@@ -127,8 +130,9 @@ impl Sender {
         self.queue.get(seq.checked_sub(self.base)? as usize)
     }
 
-    /// Records that `seq` was sent at `now`, `tx_mark` being the count after it.
-    pub(crate) fn sent(&mut self, seq: u64, now: Instant, tx_mark: u64) {
+    /// Records that `seq` was sent at `now`, `tx_mark` being the count after it; `protected`:
+    /// in a FEC group.
+    pub(crate) fn sent(&mut self, seq: u64, now: Instant, tx_mark: u64, protected: bool) {
         let index = (seq - self.base) as usize;
         if index == self.unsent {
             self.unsent += 1;
@@ -139,14 +143,21 @@ impl Sender {
         o.serial = self.serial;
         o.tx_mark = tx_mark;
         o.transmissions += 1;
+        o.protected = protected;
         if !o.flying {
             o.flying = true;
             self.in_flight += 1;
         }
     }
 
-    /// Applies an acknowledgement received at `now`; `rtt` is the loss detection's time.
-    pub(crate) fn on_ack(&mut self, ack: &AckBlock, now: Instant, rtt: Duration) -> AckOutcome {
+    /// Applies an acknowledgement received at `now`; `rtt` is the loss detection's time, and
+    /// `fec_wait` how much longer a FEC-protected fragment gets (its parity may be on the way).
+    pub(crate) fn on_ack(
+        &mut self,
+        ack: &AckBlock,
+        now: Instant,
+        (rtt, fec_wait): (Duration, Duration),
+    ) -> AckOutcome {
         let mut out = AckOutcome::default();
         let next = widen(ack.next, self.base);
         let sent_end = self.base + self.unsent as u64;
@@ -170,7 +181,7 @@ impl Sender {
         }
         self.release_acked();
         if out.newly_acked > 0 {
-            self.detect_losses(now, rtt, &mut out);
+            self.detect_losses(now, (rtt, fec_wait), &mut out);
         }
         out
     }
@@ -209,17 +220,26 @@ impl Sender {
     }
 
     /// Declares lost what a later acknowledged fragment overtook by the packet threshold or by
-    /// 9/8 of the RTT.
-    fn detect_losses(&mut self, now: Instant, rtt: Duration, out: &mut AckOutcome) {
-        let late = rtt * 9 / 8;
+    /// 9/8 of the RTT. A FEC-protected fragment is judged by time only, with `fec_wait` more:
+    /// declaring it lost before its group's parity could arrive would repair it twice.
+    fn detect_losses(
+        &mut self,
+        now: Instant,
+        (rtt, fec_wait): (Duration, Duration),
+        out: &mut AckOutcome,
+    ) {
+        // RFC 9002 section 6.1.2: 9/8 of the RTT, never under the timer granularity.
+        let late = (rtt * 9 / 8).max(Duration::from_millis(1));
         for (i, o) in self.queue.iter_mut().enumerate().take(self.unsent) {
             if o.acked || !o.flying || o.serial >= self.largest_acked_serial {
                 continue;
             }
-            let overtaken = o.serial + PACKET_THRESHOLD <= self.largest_acked_serial;
+            let overtaken =
+                !o.protected && o.serial + PACKET_THRESHOLD <= self.largest_acked_serial;
+            let wait = if o.protected { late + fec_wait } else { late };
             let old = o
                 .sent_at
-                .is_some_and(|t| now.saturating_duration_since(t) >= late);
+                .is_some_and(|t| now.saturating_duration_since(t) >= wait);
             if overtaken || old {
                 o.flying = false;
                 self.in_flight -= 1;
@@ -280,7 +300,7 @@ mod tests {
     fn send_all(s: &mut Sender, now: Instant) -> Vec<u64> {
         let mut sent = Vec::new();
         while let Some(seq) = s.next_to_send(usize::MAX) {
-            s.sent(seq, now, 0);
+            s.sent(seq, now, 0, false);
             sent.push(seq);
         }
         sent
@@ -294,10 +314,10 @@ mod tests {
         assert_eq!(s.end(), 3);
         assert_eq!(send_all(&mut s, t), vec![0, 1, 2]);
         assert_eq!(s.get(2).unwrap().flags, LAST);
-        let out = s.on_ack(&ack(2, 0), t, Duration::from_millis(10));
+        let out = s.on_ack(&ack(2, 0), t, (Duration::from_millis(10), Duration::ZERO));
         assert_eq!(out.newly_acked, 2);
         assert_eq!(s.buffered, 500, "acknowledged fragments are released");
-        s.on_ack(&ack(3, 0), t, Duration::from_millis(10));
+        s.on_ack(&ack(3, 0), t, (Duration::from_millis(10), Duration::ZERO));
         assert_eq!((s.buffered, s.in_flight, s.has_unacked()), (0, 0, false));
     }
 
@@ -307,12 +327,16 @@ mod tests {
         let mut s = Sender::new(0, 1024);
         s.push(b"a", 1000, false);
         s.push(b"b", 1000, false);
-        s.sent(0, t, 0);
-        let out = s.on_ack(&ack(2, 0), t, Duration::from_millis(10));
+        s.sent(0, t, 0, false);
+        let out = s.on_ack(&ack(2, 0), t, (Duration::from_millis(10), Duration::ZERO));
         assert!(out.forged);
         assert_eq!(out.newly_acked, 0);
         // A SACK bit past what was sent is ignored.
-        let out = s.on_ack(&ack(0, 0b1111), t, Duration::from_millis(10));
+        let out = s.on_ack(
+            &ack(0, 0b1111),
+            t,
+            (Duration::from_millis(10), Duration::ZERO),
+        );
         assert_eq!(out.newly_acked, 0);
     }
 
@@ -325,10 +349,10 @@ mod tests {
         }
         send_all(&mut s, t);
         // 0 lost, 1..=3 acknowledged: 0 is overtaken by 3.
-        let out = s.on_ack(&ack(0, 0b111), t, Duration::from_secs(1));
+        let out = s.on_ack(&ack(0, 0b111), t, (Duration::from_secs(1), Duration::ZERO));
         assert_eq!(out.lost.len(), 1);
         assert_eq!(s.next_to_send(usize::MAX), Some(0));
-        s.sent(0, t, 0);
+        s.sent(0, t, 0, false);
         let later = t + Duration::from_millis(50);
         assert_eq!(s.on_timeout(later, Duration::from_millis(40)), 2, "0 and 4");
     }
@@ -341,7 +365,7 @@ mod tests {
             s.push(b"m", 1000, false);
         }
         assert_eq!(send_all(&mut s, t), vec![0, 1], "peer window of 2");
-        s.on_ack(&ack(2, 0), t, Duration::from_secs(1));
+        s.on_ack(&ack(2, 0), t, (Duration::from_secs(1), Duration::ZERO));
         assert_eq!(s.next_to_send(0), None, "congestion window of 0");
     }
 }
