@@ -1,0 +1,84 @@
+//! The KCP peer (`peer-kcp-loopback`) end to end: both modes complete a reliable-UDP run over a
+//! lossy, delayed link cleanly, and it refuses every other protocol.
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn kcp(mode: &str) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_peer-kcp-loopback"));
+    command.env("PEER_KCP_MODE", mode);
+    command
+}
+
+fn record(out: &Output) -> Value {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or(Value::Null)
+}
+
+const LOSSY_RUN: [&str; 16] = [
+    "--protocol",
+    "rudp",
+    "--payload",
+    "1024",
+    "--clients",
+    "4",
+    "--window",
+    "4",
+    "--seconds",
+    "0.5",
+    "--warmup",
+    "0.1",
+    "--link-loss",
+    "0.05",
+    "--link-delay-ms",
+    "5",
+];
+
+#[test]
+fn both_modes_run_clean_over_a_lossy_link() {
+    for (mode, implementation) in [("fast", "kcp-fast"), ("default", "kcp-default")] {
+        let out = kcp(mode).args(LOSSY_RUN).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let record = record(&out);
+        assert!(out.status.success(), "{mode}: {stderr} {record}");
+        assert_eq!(record["ok"], true, "{mode}: {record}");
+        assert_eq!(record["implementation"], implementation);
+        assert_eq!(record["protocol"], "rudp");
+        assert!(record["messages"].as_u64().unwrap() > 0, "{mode}: {record}");
+        for field in [
+            "content_errors",
+            "order_errors",
+            "unexpected_messages",
+            "disconnect_errors",
+            "unfinished_messages",
+        ] {
+            assert_eq!(record[field], 0, "{mode}: {field} in {record}");
+        }
+        let rudp = &record["rudp"];
+        assert_eq!(rudp["mode"], mode, "{record}");
+        assert!(rudp["fec"].is_null(), "KCP has no FEC: {record}");
+        // 5 % loss each way over the whole run: some data segment was sent again.
+        assert!(rudp["retransmissions"].as_u64().unwrap() > 0, "{record}");
+        assert!(record["link"].is_object(), "the run went through the relay");
+    }
+}
+
+#[test]
+fn other_protocols_and_modes_are_refused() {
+    let out = kcp("fast")
+        .args(["--protocol", "udp", "--seconds", "0.1"])
+        .output()
+        .unwrap();
+    let record = record(&out);
+    assert!(!out.status.success());
+    assert_eq!(record["ok"], false, "{record}");
+    let error = record["error"].as_str().unwrap_or_default();
+    assert!(error.contains("rudp only"), "{record}");
+
+    let out = kcp("turbo").args(["--protocol", "rudp"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
