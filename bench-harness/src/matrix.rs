@@ -1,6 +1,72 @@
 //! Loopback benchmark matrices: arknet's built-in ones and user TOML files.
 
+use std::hash::{Hash, Hasher};
+
 use serde::{Deserialize, Serialize};
+
+/// A real-valued case parameter (`link_loss = 0.05`): compared and hashed by its bits, so
+/// that cases stay `Eq + Hash`. Parameters are written down, not computed, so the same value
+/// written twice has the same bits.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Real(pub f64);
+
+impl Real {
+    fn is_zero(&self) -> bool {
+        self.0 == 0.0
+    }
+}
+
+impl PartialEq for Real {
+    fn eq(&self, other: &Real) -> bool {
+        self.0.to_bits() == other.0.to_bits()
+    }
+}
+
+impl Eq for Real {}
+
+impl Hash for Real {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.to_bits().hash(state);
+    }
+}
+
+/// `v` in at most six decimals, without trailing zeros: `0.05` → `0.05`, `20.0` → `20`.
+pub fn decimal(v: f64) -> String {
+    let s = format!("{v:.6}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" {
+        "0".to_string()
+    } else {
+        s.to_string()
+    }
+}
+
+/// The words a case's link and FEC add to its label: ` loss 5% delay 20±5ms fec adaptive`
+/// (each only when not zero or empty; ` seed N` only with a link and a seed other than 1). Shared by [`LoopbackCase::variant`] and the report's case keys.
+pub fn link_variant(loss: f64, delay_ms: f64, jitter_ms: f64, seed: u64, fec: &str) -> String {
+    let mut variant = String::new();
+    if loss != 0.0 {
+        variant += &format!(" loss {}%", decimal(loss * 100.0));
+    }
+    if delay_ms != 0.0 || jitter_ms != 0.0 {
+        variant += &format!(" delay {}", decimal(delay_ms));
+        if jitter_ms != 0.0 {
+            variant += &format!("±{}", decimal(jitter_ms));
+        }
+        variant += "ms";
+    }
+    if !variant.is_empty() && seed != DEFAULT_SEED {
+        variant += &format!(" seed {seed}");
+    }
+    if !fec.is_empty() {
+        variant += &format!(" fec {fec}");
+    }
+    variant
+}
+
+/// ark-loopback's `--link-seed` default.
+const DEFAULT_SEED: u64 = 1;
 
 /// One loopback configuration (a case of a matrix).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -32,6 +98,32 @@ pub struct LoopbackCase {
     /// one request in flight per connection).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub load_generator: String,
+    /// `--link-loss`: the conditioned link's loss probability per packet, each way (0 and no
+    /// delay or jitter: no link).
+    #[serde(default, skip_serializing_if = "Real::is_zero")]
+    pub link_loss: Real,
+    /// `--link-delay-ms`: the link's one-way delay, each way.
+    #[serde(default, skip_serializing_if = "Real::is_zero")]
+    pub link_delay_ms: Real,
+    /// `--link-jitter-ms`: the link's jitter, each way.
+    #[serde(default, skip_serializing_if = "Real::is_zero")]
+    pub link_jitter_ms: Real,
+    /// `--link-seed` (given only with a link; default 1, ark-loopback's).
+    #[serde(default = "default_seed", skip_serializing_if = "is_default_seed")]
+    pub link_seed: u64,
+    /// `--rudp-fec` (rudp): `off`, `fixed:K,M` or `adaptive`; empty (the default) gives no
+    /// flag, the program's default. Applies to ark: KCP, which has no FEC, runs only the
+    /// cases with `off` or none (see [`LoopbackCase::asks_for_fec`]).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub rudp_fec: String,
+}
+
+fn default_seed() -> u64 {
+    DEFAULT_SEED
+}
+
+fn is_default_seed(seed: &u64) -> bool {
+    *seed == DEFAULT_SEED
 }
 
 fn on() -> bool {
@@ -62,12 +154,36 @@ impl LoopbackCase {
                 .then(|| ("--reconnect-every", self.reconnect_every.to_string())),
         )
         .chain((!self.tls_resumption).then(|| ("--tls-resumption", "off".to_string())))
+        .chain(
+            [
+                ("--link-loss", decimal(self.link_loss.0)),
+                ("--link-delay-ms", decimal(self.link_delay_ms.0)),
+                ("--link-jitter-ms", decimal(self.link_jitter_ms.0)),
+                ("--link-seed", self.link_seed.to_string()),
+            ]
+            .into_iter()
+            .filter(|_| self.has_link()),
+        )
+        .chain((!self.rudp_fec.is_empty()).then(|| ("--rudp-fec", self.rudp_fec.clone())))
         .flat_map(|(flag, value)| [flag.to_string(), value])
         .collect()
     }
 
+    /// Whether the case asks for a conditioned link (loss, delay or jitter).
+    pub fn has_link(&self) -> bool {
+        !(self.link_loss.is_zero() && self.link_delay_ms.is_zero() && self.link_jitter_ms.is_zero())
+    }
+
+    /// Whether the case asks for FEC: a `rudp_fec` other than `off` (empty gives no flag).
+    /// Implementations without FEC (KCP) skip these cases, so that they run once per link
+    /// setting, beside ark's `off` (ARQ only).
+    pub fn asks_for_fec(&self) -> bool {
+        !self.rudp_fec.is_empty() && self.rudp_fec != "off"
+    }
+
     /// The connection variant: `""`, or ` reconnect N` with ` resumption off` when TLS
-    /// resumption is off, and ` GET by wrk` for wrk's load.
+    /// resumption is off, ` GET by wrk` for wrk's load, and the link and FEC (` loss 5% delay
+    /// 20±5ms fec adaptive`, [`link_variant`]).
     pub fn variant(&self) -> String {
         let mut variant = String::new();
         if self.reconnect_every > 0 {
@@ -79,6 +195,13 @@ impl LoopbackCase {
         if !self.load_generator.is_empty() {
             variant += &format!(" GET by {}", self.load_generator);
         }
+        variant += &link_variant(
+            self.link_loss.0,
+            self.link_delay_ms.0,
+            self.link_jitter_ms.0,
+            self.link_seed,
+            &self.rudp_fec,
+        );
         variant
     }
 
@@ -118,6 +241,36 @@ impl LoopbackCase {
             && record["reconnect_every"].as_u64().unwrap_or(0) == self.reconnect_every
             && record["tls_resumption"].as_bool().unwrap_or(true) == self.tls_resumption
             && record["load_generator"].as_str().unwrap_or("") == self.load_generator
+            && self.link_matches(record)
+            && self.fec_matches(record)
+    }
+
+    /// The record's `link.settings` are this case's (loss, delay, jitter, seed). A record
+    /// without a link matches a case without one, or is a failed run (`ok` not true), which
+    /// may stop before its link starts.
+    fn link_matches(&self, record: &serde_json::Value) -> bool {
+        let settings = &record["link"]["settings"];
+        if settings.is_null() {
+            return !self.has_link() || record["ok"] != true;
+        }
+        let same = |name: &str, value: Real| settings[name].as_f64() == Some(value.0);
+        same("loss", self.link_loss)
+            && same("delay_ms", self.link_delay_ms)
+            && same("jitter_ms", self.link_jitter_ms)
+            && settings["seed"].as_u64().unwrap_or(DEFAULT_SEED) == self.link_seed
+    }
+
+    /// The record's `rudp.fec` is the case's `rudp_fec` where the case gives one. A record
+    /// without (`null`: an implementation without FEC, KCP) matches only `off`, unless it is
+    /// a failed run.
+    fn fec_matches(&self, record: &serde_json::Value) -> bool {
+        if self.rudp_fec.is_empty() {
+            return true;
+        }
+        match record["rudp"]["fec"].as_str() {
+            Some(fec) => fec == self.rudp_fec,
+            None => self.rudp_fec == "off" || record["ok"] != true,
+        }
     }
 
     /// The IO threads a record of this case reports: every endpoint's own thread (clients +
@@ -141,6 +294,9 @@ const BASELINE_IO: [(&str, u32); 6] = [
     ("owned", 1),
 ];
 
+/// Loss probabilities of the rudp matrix.
+pub const RUDP_LOSS: [f64; 5] = [0.0, 0.01, 0.05, 0.10, 0.20];
+
 /// A named built-in matrix.
 pub fn builtin(name: &str) -> Option<Vec<LoopbackCase>> {
     let case = |protocol: &str, payload, clients, window, (io_model, io_threads): (&str, u32)| {
@@ -155,6 +311,11 @@ pub fn builtin(name: &str) -> Option<Vec<LoopbackCase>> {
             reconnect_every: 0,
             tls_resumption: true,
             load_generator: String::new(),
+            link_loss: Real(0.0),
+            link_delay_ms: Real(0.0),
+            link_jitter_ms: Real(0.0),
+            link_seed: DEFAULT_SEED,
+            rudp_fec: String::new(),
         }
     };
     let mut cases = Vec::new();
@@ -244,6 +405,28 @@ pub fn builtin(name: &str) -> Option<Vec<LoopbackCase>> {
                 }
             }
         }
+        "rudp" => {
+            // Reliable UDP over a conditioned link: ARQ only, fixed FEC and adaptive FEC
+            // (ark; KCP runs the `off` cases), per loss, link delay and window.
+            for (delay, jitter) in [(0.0, 0.0), (20.0, 5.0)] {
+                for window in [1, 16] {
+                    for loss in RUDP_LOSS {
+                        for fec in ["off", "fixed:8,2", "adaptive"] {
+                            let mut c = case("rudp", 1024, 16, window, ("shared", 1));
+                            c.link_loss = Real(loss);
+                            c.link_delay_ms = Real(delay);
+                            c.link_jitter_ms = Real(jitter);
+                            c.rudp_fec = fec.to_string();
+                            cases.push(c);
+                        }
+                    }
+                }
+            }
+            // Plain UDP of the same shape, no link: what reliability costs on a clean link.
+            for window in [1, 16] {
+                cases.push(case("udp", 1024, 16, window, ("shared", 1)));
+            }
+        }
         _ => return None,
     }
     Some(cases)
@@ -293,6 +476,21 @@ mod tests {
         );
         assert!(mtu[0].flags(1.0, 0.0).contains(&"ipv4".to_string()));
         assert!(builtin("nope").is_none());
+        let rudp = builtin("rudp").unwrap();
+        assert_eq!(
+            rudp.len(),
+            5 * 2 * 2 * 3 + 2,
+            "and plain udp, windows 1 and 16"
+        );
+        assert_eq!(
+            rudp.iter().collect::<std::collections::HashSet<_>>().len(),
+            62,
+            "every rudp case differs"
+        );
+        let arq = rudp
+            .iter()
+            .filter(|c| c.protocol == "rudp" && !c.asks_for_fec());
+        assert_eq!(arq.count(), 20, "KCP runs beside these");
         let udp_busy = builtin("baseline")
             .unwrap()
             .into_iter()
@@ -326,5 +524,119 @@ mod tests {
         };
         assert!(owned.matches(&record(17)));
         assert!(!owned.matches(&record(1)));
+    }
+
+    fn rudp_case() -> LoopbackCase {
+        builtin("rudp")
+            .unwrap()
+            .into_iter()
+            .find(|c| {
+                c.link_loss == Real(0.05)
+                    && c.link_delay_ms == Real(20.0)
+                    && c.window == 16
+                    && c.rudp_fec == "adaptive"
+            })
+            .unwrap()
+    }
+
+    #[test]
+    fn a_rudp_case_gives_its_link_and_fec_in_flags_and_label() {
+        let c = rudp_case();
+        let flags = c.flags(1.0, 0.25).join(" ");
+        assert!(
+            flags.ends_with(
+                "--link-loss 0.05 --link-delay-ms 20 --link-jitter-ms 5 --link-seed 1 --rudp-fec adaptive"
+            ),
+            "{flags}"
+        );
+        assert!(flags.starts_with("--protocol rudp --payload 1024 --clients 16 --window 16"));
+        assert_eq!(
+            c.label(),
+            "rudp 1024B 16c w16 shared×1 loss 5% delay 20±5ms fec adaptive"
+        );
+        assert!(c.asks_for_fec());
+        // Without a link: no link flags, only the FEC.
+        let plain = builtin("rudp")
+            .unwrap()
+            .into_iter()
+            .find(|c| !c.has_link() && c.rudp_fec == "off")
+            .unwrap();
+        let flags = plain.flags(1.0, 0.0);
+        assert!(!flags.iter().any(|f| f.starts_with("--link")), "{flags:?}");
+        assert_eq!(flags[flags.len() - 2..], ["--rudp-fec", "off"]);
+        assert_eq!(plain.variant(), " fec off");
+        assert!(!plain.asks_for_fec());
+        // Other cases keep their flags and labels.
+        let tcp = &builtin("baseline").unwrap()[0];
+        assert_eq!(tcp.variant(), "");
+        assert!(!tcp.flags(1.0, 0.0).iter().any(|f| f.starts_with("--link")));
+        assert_eq!(link_variant(0.1, 0.0, 0.0, 7, ""), " loss 10% seed 7");
+        assert_eq!(
+            link_variant(0.0, 20.0, 0.0, 7, "off"),
+            " delay 20ms seed 7 fec off"
+        );
+        assert_eq!(link_variant(0.0, 0.0, 0.0, 7, ""), "");
+    }
+
+    #[test]
+    fn a_rudp_case_matches_records_of_its_link_and_fec() {
+        let c = rudp_case();
+        let record = |loss: f64, fec: serde_json::Value, ok: bool| {
+            serde_json::json!({"protocol": "rudp", "payload_bytes": 1024, "clients": 16,
+                "window": 16, "io_model": "shared", "io_threads": 1, "address_family": "ipv4",
+                "link": {"settings": {"loss": loss, "burst": 1.0, "delay_ms": 20.0,
+                    "jitter_ms": 5.0, "reorder": 0.0, "duplicate": 0.0, "rate_mbit": 0.0,
+                    "seed": 1}},
+                "rudp": {"fec": fec}, "ok": ok})
+        };
+        assert!(c.matches(&record(0.05, "adaptive".into(), true)));
+        assert!(!c.matches(&record(0.01, "adaptive".into(), true)));
+        assert!(!c.matches(&record(0.05, "off".into(), true)));
+        // KCP reports no FEC: it matches only the `off` case of the link.
+        assert!(!c.matches(&record(0.05, serde_json::Value::Null, true)));
+        let mut off = c.clone();
+        off.rudp_fec = "off".to_string();
+        assert!(off.matches(&record(0.05, serde_json::Value::Null, true)));
+        // A run that failed before its link and transport started says neither.
+        let mut failed = record(0.05, serde_json::Value::Null, false);
+        failed["link"] = serde_json::Value::Null;
+        failed["rudp"] = serde_json::Value::Null;
+        assert!(c.matches(&failed));
+        failed["ok"] = true.into();
+        assert!(
+            !c.matches(&failed),
+            "a successful run over a link reports it"
+        );
+        // A case without a link matches records without one only.
+        let mut plain = off.clone();
+        plain.link_loss = Real(0.0);
+        plain.link_delay_ms = Real(0.0);
+        plain.link_jitter_ms = Real(0.0);
+        assert!(!plain.matches(&record(0.05, "off".into(), true)));
+        assert!(plain.matches(&failed));
+    }
+
+    #[test]
+    fn link_and_fec_fields_are_optional_in_files_and_round_trip() {
+        let cases = from_toml(
+            "[[case]]\nprotocol = \"rudp\"\npayload = 1024\nclients = 16\nwindow = 16\nio_model = \"shared\"\nio_threads = 1\nlink_loss = 0.1\nlink_delay_ms = 20\nrudp_fec = \"fixed:8,2\"\n",
+        )
+        .unwrap();
+        let c = &cases[0];
+        assert_eq!(
+            (c.link_loss, c.link_delay_ms, c.link_seed),
+            (Real(0.1), Real(20.0), 1)
+        );
+        assert!(
+            c.flags(1.0, 0.0)
+                .join(" ")
+                .contains("--link-delay-ms 20 --link-jitter-ms 0")
+        );
+        let json = serde_json::to_value(c).unwrap();
+        assert_eq!(json["link_loss"], 0.1);
+        assert!(json.get("link_jitter_ms").is_none() && json.get("link_seed").is_none());
+        assert_eq!(&serde_json::from_value::<LoopbackCase>(json).unwrap(), c);
+        let tcp = serde_json::to_value(&builtin("baseline").unwrap()[0]).unwrap();
+        assert!(tcp.get("link_loss").is_none() && tcp.get("rudp_fec").is_none());
     }
 }

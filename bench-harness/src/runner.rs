@@ -34,7 +34,7 @@ pub fn peer_main<E: ark_loopback::endpoints::Endpoints>(
     ark_loopback::run::main_for::<E>(&args, Some(crate::alloc_counter::allocations))
 }
 
-/// One case: a label for progress output, the program and its arguments.
+/// One case: a label for progress output, the program, its arguments and environment.
 #[derive(Debug, Clone)]
 pub struct Case {
     /// Human-readable case name.
@@ -43,6 +43,9 @@ pub struct Case {
     pub program: PathBuf,
     /// Arguments passed to the binary (the runner appends `--repetition N`).
     pub args: Vec<String>,
+    /// Variables set for the process (and so for what it starts), on top of the runner's
+    /// environment; the command line names them first (`NAME=value program ...`).
+    pub env: Vec<(String, String)>,
 }
 
 /// What one case process produced.
@@ -65,10 +68,21 @@ pub fn run_with_timeout(
     args: &[String],
     timeout: Duration,
 ) -> Result<(bool, String, String), String> {
+    run_with_env(binary, args, &[], timeout)
+}
+
+/// [`run_with_timeout`] with `env` set for the process.
+pub fn run_with_env(
+    binary: &Path,
+    args: &[String],
+    env: &[(String, String)],
+    timeout: Duration,
+) -> Result<(bool, String, String), String> {
     use std::io::Read;
     use std::process::Stdio;
     let mut child = Command::new(binary)
         .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -115,41 +129,59 @@ pub fn run_with_timeout(
 /// a pair was measurably favoured). `group` 1 keeps list order.
 pub fn order(cases: usize, group: usize, repetition: u32) -> Vec<usize> {
     let group = group.max(1);
+    let sizes: Vec<usize> = (0..cases)
+        .step_by(group)
+        .map(|start| group.min(cases - start))
+        .collect();
+    order_groups(&sizes, repetition)
+}
+
+/// [`order`] with groups of their own sizes: `sizes` are the lengths of the consecutive
+/// groups (a configuration run by only some implementations has a smaller group).
+pub fn order_groups(sizes: &[usize], repetition: u32) -> Vec<usize> {
     let shift = (repetition.max(1) - 1) as usize;
-    (0..cases)
-        .map(|i| {
-            let start = i - i % group;
-            let size = group.min(cases - start);
-            start + (i - start + shift) % size
-        })
-        .collect()
+    let mut order = Vec::new();
+    for &size in sizes.iter().filter(|s| **s > 0) {
+        let start = order.len();
+        order.extend((0..size).map(|i| start + (i + shift) % size));
+    }
+    order
 }
 
 /// Runs `cases` × `repetitions` fresh processes, repetition-major (every case of round 1 in
-/// [`order`], then round 2, ...), calling `on_outcome` after each with its case;
-/// `on_outcome` returns `false` to stop the run.
+/// [`order_groups`] of `groups`, the sizes of the consecutive groups, then round 2, ...),
+/// calling `on_outcome` after each with its case; `on_outcome` returns `false` to stop the
+/// run. Cases past the groups' sum (all of them for `&[]`) are groups of one: list order.
 pub fn run_repetition_major(
     cases: &[Case],
     repetitions: u32,
-    group: usize,
+    groups: &[usize],
     timeout: Duration,
     mut on_outcome: impl FnMut(&Case, &Outcome) -> bool,
 ) {
+    let grouped: usize = groups.iter().sum();
+    let mut sizes = groups.to_vec();
+    sizes.extend(std::iter::repeat_n(1, cases.len().saturating_sub(grouped)));
     for repetition in 1..=repetitions {
-        for case in order(cases.len(), group, repetition)
+        for case in order_groups(&sizes, repetition)
             .into_iter()
+            .filter(|i| *i < cases.len())
             .map(|i| &cases[i])
         {
             let mut args = case.args.clone();
             args.push("--repetition".to_string());
             args.push(repetition.to_string());
             let binary = &case.program;
-            let command_line = std::iter::once(binary.display().to_string())
+            let command_line = case
+                .env
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .chain(std::iter::once(binary.display().to_string()))
                 .chain(args.iter().cloned())
                 .collect::<Vec<_>>()
                 .join(" ");
             let started = std::time::Instant::now();
-            let result = match run_with_timeout(binary, &args, timeout) {
+            let result = match run_with_env(binary, &args, &case.env, timeout) {
                 Err(e) => Err(e),
                 Ok((success, stdout, stderr)) => {
                     let last = stdout.lines().rev().find(|l| !l.trim().is_empty());
@@ -190,5 +222,13 @@ mod tests {
         assert_eq!(order(4, 1, 2), [0, 1, 2, 3]);
         // A short last group rotates within itself.
         assert_eq!(order(5, 2, 2), [1, 0, 3, 2, 4]);
+    }
+
+    #[test]
+    fn groups_of_their_own_sizes_rotate_within_themselves() {
+        // A configuration of three implementations, then two run by one only.
+        assert_eq!(order_groups(&[3, 1, 1], 1), [0, 1, 2, 3, 4]);
+        assert_eq!(order_groups(&[3, 1, 1], 2), [1, 2, 0, 3, 4]);
+        assert_eq!(order_groups(&[2, 0, 3], 2), [1, 0, 3, 4, 2]);
     }
 }

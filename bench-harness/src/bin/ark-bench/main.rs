@@ -12,7 +12,9 @@
 //! `--implementations ark,tokio,raw` every case also runs `peer-tokio-loopback <flags>` and
 //! `peer-raw-loopback <flags>` (built next to this binary), one after the other within each
 //! repetition, the order rotated from one repetition to the next, and the report gives the
-//! ratios ark/tokio and ark/raw.
+//! ratios ark/tokio and ark/raw. For reliable UDP (`--matrix rudp`), `--implementations
+//! ark,kcp-fast,kcp-default` adds `peer-kcp-loopback` in KCP's two modes
+//! (`PEER_KCP_MODE=fast|default`); KCP has no FEC, so it runs only the cases without FEC.
 
 mod pair;
 mod report;
@@ -76,7 +78,8 @@ enum Command {
 
 #[derive(clap::Args, Debug)]
 struct RunArgs {
-    /// baseline, dimensions, udp-limits, or a TOML file of `[[case]]` tables.
+    /// baseline, dimensions, udp-limits, mtu, tls, http, rudp, or a TOML file of `[[case]]`
+    /// tables.
     #[arg(long)]
     matrix: String,
     /// Repetitions of every case.
@@ -99,8 +102,10 @@ struct RunArgs {
     timeout: u64,
     /// Implementations to run for every case, one after the other within each repetition
     /// (the order rotated per repetition): `ark` (`ark-bench loopback`), `tokio`
-    /// (`peer-tokio-loopback`) and `raw` (`peer-raw-loopback`), the peers built next to
-    /// ark-bench.
+    /// (`peer-tokio-loopback`), `raw` (`peer-raw-loopback`), `kcp-fast` and `kcp-default`
+    /// (`peer-kcp-loopback` with `PEER_KCP_MODE=fast` or `default`), the peers built next to
+    /// ark-bench. Each runs the cases it can: tokio and raw all but rudp, KCP the rudp cases
+    /// without FEC (`rudp_fec` `off` or not given).
     #[arg(long, value_delimiter = ',', default_value = "ark")]
     implementations: Vec<Implementation>,
     /// Where the traffic goes: `loopback` (server and clients in one process), or `netns`
@@ -114,7 +119,10 @@ struct RunArgs {
     connect: Option<String>,
     /// With `--connect`: a shell command that starts each case's server, e.g. `ssh -tt hostA
     /// /opt/ark/target/release/{program} {flags}`. `{program}` becomes `ark-bench loopback`,
-    /// `peer-tokio-loopback` or `peer-raw-loopback`; `{flags}` the case's flags with
+    /// `peer-tokio-loopback`, `peer-raw-loopback` or `peer-kcp-loopback`; `{env}` the
+    /// program's environment (`PEER_KCP_MODE=fast` or `=default` for KCP, else nothing: write
+    /// `ssh hostA env {env} .../{program} {flags}` to run KCP through ssh; a local command
+    /// inherits it anyway); `{flags}` the case's flags with
     /// `--role server --bind` the unspecified address and the port of `--connect`.
     #[arg(long, requires = "connect")]
     server_command: Option<String>,
@@ -141,6 +149,10 @@ enum Implementation {
     Tokio,
     /// The raw-syscall floor, `peer-raw-loopback <flags>`.
     Raw,
+    /// KCP's fast mode (rudp), `PEER_KCP_MODE=fast peer-kcp-loopback <flags>`.
+    KcpFast,
+    /// KCP's default mode (rudp), `PEER_KCP_MODE=default peer-kcp-loopback <flags>`.
+    KcpDefault,
 }
 
 impl Implementation {
@@ -149,15 +161,49 @@ impl Implementation {
             Implementation::Ark => "ark",
             Implementation::Tokio => "tokio",
             Implementation::Raw => "raw",
+            Implementation::KcpFast => "kcp-fast",
+            Implementation::KcpDefault => "kcp-default",
+        }
+    }
+
+    /// The peer program's name (`None`: ark, which is `ark-bench loopback`).
+    fn peer(self) -> Option<&'static str> {
+        match self {
+            Implementation::Ark => None,
+            Implementation::Tokio => Some("peer-tokio-loopback"),
+            Implementation::Raw => Some("peer-raw-loopback"),
+            Implementation::KcpFast | Implementation::KcpDefault => Some("peer-kcp-loopback"),
+        }
+    }
+
+    /// The environment the program needs: KCP's mode.
+    fn env(self) -> Vec<(String, String)> {
+        let mode = match self {
+            Implementation::KcpFast => "fast",
+            Implementation::KcpDefault => "default",
+            _ => return Vec::new(),
+        };
+        vec![("PEER_KCP_MODE".to_string(), mode.to_string())]
+    }
+
+    /// Whether this implementation runs `case`. The tokio and raw peers have no reliable UDP;
+    /// KCP is reliable UDP only, and has no FEC: it runs the rudp cases without
+    /// (`rudp_fec` `off` or not given), once per link setting, beside ark's ARQ.
+    fn runs(self, case: &LoopbackCase) -> bool {
+        let rudp = case.protocol == "rudp";
+        match self {
+            Implementation::Ark => true,
+            Implementation::Tokio | Implementation::Raw => !rudp,
+            Implementation::KcpFast | Implementation::KcpDefault => rudp && !case.asks_for_fec(),
         }
     }
 
     /// The program and the arguments before the case's flags.
     fn program(self, ark_bench: &Path) -> Result<(PathBuf, Vec<String>), String> {
-        match self {
-            Implementation::Ark => Ok((ark_bench.to_path_buf(), vec!["loopback".to_string()])),
-            Implementation::Tokio | Implementation::Raw => {
-                let peer = ark_bench.with_file_name(format!("peer-{}-loopback", self.name()));
+        match self.peer() {
+            None => Ok((ark_bench.to_path_buf(), vec!["loopback".to_string()])),
+            Some(peer) => {
+                let peer = ark_bench.with_file_name(peer);
                 if peer.is_file() {
                     Ok((peer, Vec::new()))
                 } else {
@@ -269,6 +315,14 @@ fn run(args: &RunArgs) -> Result<(), String> {
         .iter()
         .map(|i| i.program(&binary))
         .collect::<Result<Vec<_>, _>>()?;
+    if let Some(template) = &args.server_command
+        && !template.contains("{env}")
+        && implementations.iter().any(|i| !i.env().is_empty())
+    {
+        eprintln!(
+            "warning: --server-command has no {{env}}: PEER_KCP_MODE reaches the server only if the command passes its environment on (ssh does not)"
+        );
+    }
     let root = repo_root();
     let topology = match args.topology {
         Topology::Loopback => None,
@@ -279,6 +333,23 @@ fn run(args: &RunArgs) -> Result<(), String> {
         }
     };
     let placement = placement(args, topology.as_ref());
+    // Which implementation runs which case: every case has at least one, or it is an error.
+    let mut per_implementation = serde_json::Map::new();
+    for i in &implementations {
+        let n = cases.iter().filter(|c| i.runs(c)).count();
+        per_implementation.insert(i.name().to_string(), n.into());
+    }
+    let idle: Vec<String> = cases
+        .iter()
+        .filter(|c| !implementations.iter().any(|i| i.runs(c)))
+        .map(LoopbackCase::label)
+        .collect();
+    if !idle.is_empty() {
+        return Err(format!(
+            "no implementation of --implementations runs {}",
+            idle.join("; ")
+        ));
+    }
     let settings = serde_json::json!({
         "topology": placement.clone().map_or_else(|| "loopback".into(), serde_json::Value::Object),
         "matrix": name,
@@ -290,7 +361,9 @@ fn run(args: &RunArgs) -> Result<(), String> {
         "keep_going": args.keep_going,
         "implementations": implementations.iter().map(|i| i.name()).collect::<Vec<_>>(),
         "sources_sha256": sources_sha256(&root),
-        "order": "repetition-major; every case in a fresh process (`ark-bench loopback ...`, `peer-tokio-loopback ...`, `peer-raw-loopback ...`); within a repetition each case runs every implementation back to back, in the listed order rotated by (repetition - 1)",
+        "order": "repetition-major; every case in a fresh process (`ark-bench loopback ...`, `peer-tokio-loopback ...`, `peer-raw-loopback ...`, `PEER_KCP_MODE=fast|default peer-kcp-loopback ...`); within a repetition each case runs every implementation that runs it back to back, in the listed order rotated by (repetition - 1)",
+        "implementations_run": "ark every case; tokio and raw every case but rudp; kcp-fast and kcp-default the rudp cases without FEC (rudp_fec off or not given): KCP has none",
+        "runs_per_repetition": per_implementation,
     });
     let mut metadata = Metadata::collect("loopback", &root, settings);
     if metadata.git_dirty {
@@ -318,8 +391,14 @@ fn run(args: &RunArgs) -> Result<(), String> {
     // rotates their order from one repetition to the next).
     let mut specs: Vec<(&LoopbackCase, Implementation)> = Vec::new();
     let mut runner_cases: Vec<Case> = Vec::new();
+    let mut groups: Vec<usize> = Vec::new();
     for (index, c) in cases.iter().enumerate() {
+        groups.push(0);
         for (implementation, (program, prefix)) in implementations.iter().zip(&programs) {
+            if !implementation.runs(c) {
+                continue;
+            }
+            *groups.last_mut().expect("pushed") += 1;
             specs.push((c, *implementation));
             let mut command: Vec<String> = prefix.clone();
             command.extend(c.flags(args.seconds, args.warmup));
@@ -330,6 +409,7 @@ fn run(args: &RunArgs) -> Result<(), String> {
                     label: format!("{} {}", implementation.name(), c.label()),
                     program: binary.clone(),
                     args,
+                    env: implementation.env(),
                 });
                 continue;
             }
@@ -349,10 +429,13 @@ fn run(args: &RunArgs) -> Result<(), String> {
                 }
                 (None, None) => (program.clone(), command),
             };
+            // The environment goes to `ark-bench pair` too, whose server and clients inherit
+            // it (through `ip netns exec` as well); `--server-command` gets it as `{env}`.
             runner_cases.push(Case {
                 label: format!("{} {}", implementation.name(), c.label()),
                 program,
                 args: command,
+                env: implementation.env(),
             });
         }
     }
@@ -363,7 +446,7 @@ fn run(args: &RunArgs) -> Result<(), String> {
     run_repetition_major(
         &runner_cases,
         args.repetitions,
-        implementations.len(),
+        &groups,
         Duration::from_secs(args.timeout),
         |case, outcome| {
             done += 1;
@@ -391,6 +474,11 @@ fn run(args: &RunArgs) -> Result<(), String> {
             let ok = record["ok"] == true;
             if let Some(object) = record.as_object_mut() {
                 object.insert("repetition".into(), outcome.repetition.into());
+                // The case as the harness asked for it: a run that failed early says less
+                // of itself (no link, no rudp), and the report places it by this.
+                if let Ok(case) = serde_json::to_value(spec) {
+                    object.insert("case".into(), case);
+                }
                 object.insert("command_line".into(), outcome.command_line.clone().into());
                 for (field, value) in placement.iter().flatten() {
                     object.insert(format!("placement_{field}"), value.clone());
@@ -424,6 +512,7 @@ fn run(args: &RunArgs) -> Result<(), String> {
     metadata.finished_utc = Some(bench_harness::metadata::utc_now());
     metadata.settings["binary_sha256"] = sha256_file(&binary).unwrap_or_default().into();
     for (implementation, (program, _)) in implementations.iter().zip(&programs) {
+        // kcp-fast and kcp-default: one program, its hash under both names.
         metadata.settings[format!("{}_program_sha256", implementation.name())] =
             sha256_file(program).unwrap_or_default().into();
     }
@@ -538,8 +627,10 @@ fn placement(
     value.as_object().cloned()
 }
 
-/// `template` with `{program}` and `{flags}` filled for one case of `implementation`: its
-/// server listens on the unspecified address of the case's family and `connect`'s port.
+/// `template` with `{program}`, `{env}` and `{flags}` filled for one case of
+/// `implementation`: its server listens on the unspecified address of the case's family and
+/// `connect`'s port; `{env}` is the program's environment as `NAME=value` words (KCP's mode),
+/// empty for the others.
 fn server_command(
     template: &str,
     implementation: Implementation,
@@ -547,10 +638,12 @@ fn server_command(
     ipv6: bool,
     flags: &[String],
 ) -> String {
-    let program = match implementation {
-        Implementation::Ark => "ark-bench loopback".to_string(),
-        other => format!("peer-{}-loopback", other.name()),
-    };
+    let program = implementation.peer().unwrap_or("ark-bench loopback");
+    let env: Vec<String> = implementation
+        .env()
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
     let port = connect.rsplit(':').next().unwrap_or("0");
     let bind = if ipv6 {
         format!("[::]:{port}")
@@ -559,7 +652,8 @@ fn server_command(
     };
     let flags = format!("{} --role server --bind {bind}", flags.join(" "));
     template
-        .replace("{program}", &program)
+        .replace("{program}", program)
+        .replace("{env}", &env.join(" "))
         .replace("{flags}", &flags)
 }
 
@@ -601,4 +695,50 @@ fn failed(case: &LoopbackCase, implementation: &str, error: String) -> serde_jso
         "ok": false,
         "error": error,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kcp_runs_the_rudp_cases_without_fec_and_tokio_and_raw_the_others() {
+        let rudp = builtin("rudp").unwrap();
+        let runs = |i: Implementation| rudp.iter().filter(|c| i.runs(c)).count();
+        assert_eq!(runs(Implementation::Ark), 62);
+        // Once per link setting (5 losses × 2 delays) and window.
+        assert_eq!(runs(Implementation::KcpFast), 20);
+        assert_eq!(runs(Implementation::KcpDefault), 20);
+        assert!(
+            rudp.iter()
+                .filter(|c| Implementation::KcpFast.runs(c))
+                .all(|c| c.rudp_fec == "off")
+        );
+        // Only the two plain udp cases.
+        assert_eq!(runs(Implementation::Tokio) + runs(Implementation::Raw), 4);
+        let mut given_none = rudp[0].clone();
+        given_none.rudp_fec = String::new();
+        assert!(Implementation::KcpDefault.runs(&given_none));
+        let tcp = &builtin("baseline").unwrap()[0];
+        assert!(Implementation::Tokio.runs(tcp) && !Implementation::KcpFast.runs(tcp));
+    }
+
+    #[test]
+    fn kcp_modes_go_to_the_environment_and_the_server_template() {
+        assert_eq!(
+            Implementation::KcpFast.env(),
+            [("PEER_KCP_MODE".to_string(), "fast".to_string())]
+        );
+        assert!(Implementation::Ark.env().is_empty());
+        let flags = ["--protocol".to_string(), "rudp".to_string()];
+        let template = "ssh -tt a env {env} /opt/{program} {flags}";
+        assert_eq!(
+            server_command(template, Implementation::KcpDefault, "h:9", false, &flags),
+            "ssh -tt a env PEER_KCP_MODE=default /opt/peer-kcp-loopback --protocol rudp --role server --bind 0.0.0.0:9"
+        );
+        assert_eq!(
+            server_command(template, Implementation::Ark, "h:9", false, &flags),
+            "ssh -tt a env  /opt/ark-bench loopback --protocol rudp --role server --bind 0.0.0.0:9"
+        );
+    }
 }

@@ -1,10 +1,13 @@
 //! `ark-bench report` and `ark-bench compare`.
 
+mod rudp;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use bench_harness::chart::{BarGroup, grouped_bars_svg};
+use bench_harness::matrix::link_variant;
 use bench_harness::metadata::Metadata;
 use bench_harness::result_set::ResultSet;
 use bench_harness::stats::{Summary, percent_change, thousands};
@@ -26,6 +29,15 @@ fn key(r: &Value) -> Key {
     if let Some(generator) = r["load_generator"].as_str() {
         protocol += &format!(" GET by {generator}");
     }
+    // A conditioned link and reliable UDP's FEC: `rudp loss 5% delay 20±5ms fec adaptive`.
+    let link = rudp::link_of(r);
+    protocol += &link_variant(
+        link.loss,
+        link.delay_ms,
+        link.jitter_ms,
+        link.seed,
+        rudp::fec_of(r).unwrap_or(""),
+    );
     (
         protocol,
         r["payload_bytes"].as_u64().unwrap_or(0),
@@ -78,11 +90,23 @@ fn load(dir: &Path) -> Result<BTreeMap<String, Vec<Value>>, String> {
     Ok(matrices)
 }
 
+/// A record's number `name`; a dotted name reaches into objects
+/// (`link.wire_bytes_per_delivered_byte`).
+fn value(r: &Value, name: &str) -> Option<f64> {
+    name.split('.').fold(r, |v, part| &v[part]).as_f64()
+}
+
+/// The summary of `name` over the ok runs of `records`.
 fn field(records: &[&Value], name: &str) -> Option<Summary> {
+    field_by(records, |r| value(r, name))
+}
+
+/// The summary of what `of` reads from the ok runs of `records`.
+fn field_by(records: &[&Value], of: impl Fn(&Value) -> Option<f64>) -> Option<Summary> {
     let values: Vec<f64> = records
         .iter()
         .filter(|r| r["ok"] == true)
-        .filter_map(|r| r[name].as_f64())
+        .filter_map(|r| of(r))
         .collect();
     Summary::of(&values)
 }
@@ -137,7 +161,7 @@ fn ratio(a: &[&Value], b: &[&Value], name: &str) -> Option<Summary> {
             let rb = b
                 .iter()
                 .find(|rb| rb["ok"] == true && rb["repetition"] == ra["repetition"])?;
-            let (x, y) = (ra[name].as_f64()?, rb[name].as_f64()?);
+            let (x, y) = (value(ra, name)?, value(rb, name)?);
             (y > 0.0).then(|| x / y)
         })
         .collect();
@@ -408,6 +432,11 @@ pub(crate) fn render(dir: &Path) -> Result<(), String> {
             "## Matrix `{matrix}`\n\n{} records. Settings: `{settings}`\n",
             records.len()
         );
+        // Reliable UDP has a section of its own (per link, FEC and KCP mode); the other
+        // protocols the tables below.
+        let (rudp, records): (Vec<Value>, Vec<Value>) =
+            records.iter().cloned().partition(rudp::is_rudp);
+        let records = &records;
         let cases = group(records);
         let names = ordered(records);
         let compared = names.len() > 1 && names[0] == "ark";
@@ -448,22 +477,33 @@ pub(crate) fn render(dir: &Path) -> Result<(), String> {
                 .and_then(|m| m.settings["topology"]["mtu"].as_u64());
             mtu_table(&cases, mtu, &names, &mut out);
         }
-        let failed: Vec<&Value> = records.iter().filter(|r| r["ok"] != true).collect();
+        if !rudp.is_empty() {
+            rudp::section(dir, matrix, (&rudp, &records), &mut out)?;
+        }
+        let failed: Vec<&Value> = records
+            .iter()
+            .chain(&rudp)
+            .filter(|r| r["ok"] != true)
+            .collect();
         if !failed.is_empty() {
             let _ = writeln!(out, "### Failed runs\n");
             for r in failed {
+                let k = key(r);
                 let _ = writeln!(
                     out,
-                    "- rep {} {} {}: {}",
+                    "- rep {} {} {} ({}): {}",
                     r["repetition"],
                     implementation(r),
-                    label(&key(r)),
+                    k.0,
+                    label(&k),
                     r["error"]
                 );
             }
             let _ = writeln!(out);
         }
-        charts(dir, matrix, &cases, &names, &mut out)?;
+        if !records.is_empty() {
+            charts(dir, matrix, &cases, &names, &mut out)?;
+        }
     }
     std::fs::write(dir.join("report.md"), out).map_err(|e| e.to_string())?;
     docs_index(dir)?;

@@ -245,6 +245,7 @@ fn run(args: &RunArgs) -> Result<(), String> {
         .iter()
         .map(|&(table, kind, shape, capacity)| Case {
             program: binary.clone(),
+            env: Vec::new(),
             label: format!(
                 "{table} {} body={} block={} batch={} cap={capacity}",
                 kind.name(),
@@ -283,7 +284,8 @@ fn run(args: &RunArgs) -> Result<(), String> {
     run_repetition_major(
         &runner_cases,
         args.repetitions,
-        1,
+        // Every case a group of its own: list order.
+        &[],
         std::time::Duration::from_secs(600),
         |case, outcome| {
             done += 1;
