@@ -478,7 +478,7 @@ pub(crate) fn render(dir: &Path) -> Result<(), String> {
             mtu_table(&cases, mtu, &names, &mut out);
         }
         if !rudp.is_empty() {
-            rudp::section(dir, matrix, (&rudp, &records), &mut out)?;
+            rudp::section(dir, matrix, (&rudp, records), &mut out)?;
         }
         let failed: Vec<&Value> = records
             .iter()
