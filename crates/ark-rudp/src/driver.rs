@@ -30,11 +30,13 @@ struct Entry<H> {
 /// The server's or the client's side.
 pub(crate) enum Role<H> {
     Server {
-        listener: Listener,
+        listener: Box<Listener>,
         factory: Factory<H>,
     },
     /// A client's one connection, made when the socket opens.
-    Client { pending: Option<(Connection, H)> },
+    Client {
+        pending: Option<Box<(Connection, H)>>,
+    },
 }
 
 /// The connections of one socket.
@@ -325,8 +327,9 @@ fn hello_of(datagram: &[u8], nonce: u64) -> bool {
 impl<H: RudpHandler> UdpHandler for Driver<H> {
     fn on_open(&mut self, session: &mut UdpSession<'_>) {
         if let Role::Client { pending } = &mut self.role
-            && let Some((conn, handler)) = pending.take()
+            && let Some(pair) = pending.take()
         {
+            let (conn, handler) = *pair;
             let peer = session.peer_addr();
             self.insert(peer, conn, handler);
         }

@@ -96,7 +96,7 @@ impl RudpServerBuilder {
         let config = Arc::new(self.config);
         let mailbox = Arc::new(Mailbox::default());
         let role = Role::Server {
-            listener: Listener::new(config.clone()),
+            listener: Box::new(Listener::new(config.clone())),
             factory: Box::new(factory),
         };
         let driver = Driver::new(role, &config, mailbox.clone());
@@ -177,7 +177,7 @@ impl RudpClientBuilder {
         let mailbox = Arc::new(Mailbox::default());
         let conn = Connection::client(config.clone(), Instant::now(), random_u64());
         let role = Role::Client {
-            pending: Some((conn, handler)),
+            pending: Some(Box::new((conn, handler))),
         };
         let driver = Driver::new(role, &config, mailbox.clone());
         let socket = self

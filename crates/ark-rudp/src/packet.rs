@@ -244,7 +244,7 @@ fn parse_parity(d: &[u8], first: u8) -> Result<Packet<'_>, PacketError> {
     let at = 1 + ACK_BLOCK;
     let (k, m, index) = (d[at + 4], d[at + 5], d[at + 6]);
     let shard = &d[PARITY_HEADER..];
-    if k == 0 || m == 0 || index >= m || shard.len() % 2 != 0 {
+    if k == 0 || m == 0 || index >= m || !shard.len().is_multiple_of(2) {
         return Err(PacketError::Malformed("parity"));
     }
     Ok(Packet::Parity {
