@@ -471,8 +471,7 @@ impl Connection {
     }
 
     fn on_ack(&mut self, ack: &AckBlock, now: Instant) {
-        let rtt = self.rtt.srtt().max(self.rtt.latest());
-        let out = self.send.on_ack(ack, now, (rtt, self.fec_delay()));
+        let out = self.send.on_ack(ack, now, self.loss_times());
         if out.forged {
             self.stats.forged_acks += 1;
             return;
@@ -590,6 +589,12 @@ impl Connection {
         len
     }
 
+    /// Loss detection's times: the RTT it judges by, and the extra wait of FEC-protected
+    /// fragments.
+    fn loss_times(&self) -> (Duration, Duration) {
+        (self.rtt.srtt().max(self.rtt.latest()), self.fec_delay())
+    }
+
     /// The group's closing time: `fec_max_delay`, or half the smoothed RTT if shorter.
     fn fec_delay(&self) -> Duration {
         self.config.fec_max_delay.min(self.rtt.srtt() / 2)
@@ -604,6 +609,7 @@ impl Connection {
             }
             State::Established => [
                 self.rto_deadline,
+                self.send.loss_deadline(),
                 self.fec_tx.deadline(self.fec_delay()),
                 Some(self.last_sent + self.config.keep_alive),
                 Some(self.last_received + self.config.idle_timeout),
@@ -639,6 +645,11 @@ impl Connection {
                     return self.close_with(reason, true);
                 }
                 self.fec_tx.close_if_due(now, self.fec_delay());
+                if self.send.loss_deadline().is_some_and(|d| d <= now) {
+                    for sent_at in self.send.on_loss_timer(now, self.loss_times()) {
+                        self.cc.on_loss(sent_at, now);
+                    }
+                }
                 if self.rto_deadline.is_some_and(|d| d <= now) {
                     self.on_rto(now);
                 }

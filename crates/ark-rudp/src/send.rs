@@ -56,6 +56,9 @@ pub(crate) struct Sender {
     pub(crate) in_flight: usize,
     serial: u64,
     largest_acked_serial: u64,
+    /// When a fragment overtaken by an acknowledged one becomes late enough to be declared
+    /// lost even if no further acknowledgement comes (RFC 9002's loss timer).
+    loss_deadline: Option<Instant>,
     /// The peer's next expected sequence and window.
     peer_next: u64,
     peer_window: u64,
@@ -73,6 +76,7 @@ impl Sender {
             in_flight: 0,
             serial: 0,
             largest_acked_serial: 0,
+            loss_deadline: None,
             peer_next: first,
             peer_window: initial_window,
             spare: Vec::new(),
@@ -203,8 +207,14 @@ impl Sender {
         }
         out.newly_acked += 1;
         if o.serial > self.largest_acked_serial {
-            self.largest_acked_serial = o.serial;
             out.newest = o.sent_at.map(|t| (t, o.transmissions == 1, o.tx_mark));
+            // Only a fragment sent once tells what it overtook: which copy of a resent one
+            // arrived is unknown, and a late first copy acknowledged after the resend would
+            // declare lost everything sent before the resend (a storm of spurious resends
+            // under mere reordering).
+            if o.transmissions == 1 {
+                self.largest_acked_serial = o.serial;
+            }
         }
     }
 
@@ -230,6 +240,7 @@ impl Sender {
     ) {
         // RFC 9002 section 6.1.2: 9/8 of the RTT, never under the timer granularity.
         let late = (rtt * 9 / 8).max(Duration::from_millis(1));
+        self.loss_deadline = None;
         for (i, o) in self.queue.iter_mut().enumerate().take(self.unsent) {
             if o.acked || !o.flying || o.serial >= self.largest_acked_serial {
                 continue;
@@ -237,16 +248,35 @@ impl Sender {
             let overtaken =
                 !o.protected && o.serial + PACKET_THRESHOLD <= self.largest_acked_serial;
             let wait = if o.protected { late + fec_wait } else { late };
-            let old = o
-                .sent_at
-                .is_some_and(|t| now.saturating_duration_since(t) >= wait);
-            if overtaken || old {
+            let Some(sent_at) = o.sent_at else {
+                continue;
+            };
+            if overtaken || now.saturating_duration_since(sent_at) >= wait {
                 o.flying = false;
                 self.in_flight -= 1;
-                out.lost.extend(o.sent_at);
+                out.lost.push(sent_at);
                 self.retransmit.push_back(self.base + i as u64);
+            } else {
+                let due = sent_at + wait;
+                self.loss_deadline = Some(self.loss_deadline.map_or(due, |d| d.min(due)));
             }
         }
+    }
+
+    /// When the loss timer runs next, if a fragment waits for it.
+    pub(crate) fn loss_deadline(&self) -> Option<Instant> {
+        self.loss_deadline
+    }
+
+    /// The loss timer expired: the send times of the fragments now declared lost.
+    pub(crate) fn on_loss_timer(
+        &mut self,
+        now: Instant,
+        times: (Duration, Duration),
+    ) -> Vec<Instant> {
+        let mut out = AckOutcome::default();
+        self.detect_losses(now, times, &mut out);
+        out.lost
     }
 
     /// The retransmission timer expired at `now`: everything in flight for at least `rto` is
