@@ -98,6 +98,8 @@ pub struct ArkEndpoints {
     clients: Vec<Client>,
     /// `--rudp-fec` as the record spells it.
     rudp_fec: String,
+    /// The rudp settings of the run.
+    rudp_config: ark_rudp::Config,
 }
 
 impl std::fmt::Debug for ArkEndpoints {
@@ -146,6 +148,7 @@ impl Endpoints for ArkEndpoints {
             server: None,
             clients: Vec::new(),
             rudp_fec: args.rudp_fec.name(),
+            rudp_config: rudp_config(args),
         })
     }
 
@@ -167,7 +170,7 @@ impl Endpoints for ArkEndpoints {
             Protocol::Rudp => Server::Rudp(
                 ark_rudp::RudpServer::builder()
                     .bind(addr)
-                    .config(rudp_config(args))
+                    .config(self.rudp_config.clone())
                     .socket_buffers(
                         Some(args.udp_send_buffer),
                         Some(args.udp_server_receive_buffer),
@@ -245,7 +248,7 @@ impl Endpoints for ArkEndpoints {
             }
             Protocol::Rudp => {
                 let client = ark_rudp::RudpClient::builder()
-                    .config(rudp_config(args))
+                    .config(self.rudp_config.clone())
                     .socket_buffers(Some(args.udp_send_buffer), Some(args.udp_receive_buffer))
                     .batching(args.udp_batch == Switch::On, 32)
                     .pool(pool)
@@ -335,6 +338,8 @@ impl Endpoints for ArkEndpoints {
         server_side.add(&client_side);
         let mut total = json(&server_side);
         total["fec"] = self.rudp_fec.clone().into();
+        total["fec_residual"] = self.rudp_config.fec_residual.into();
+        total["fec_max_delay_ms"] = (self.rudp_config.fec_max_delay.as_secs_f64() * 1000.0).into();
         total["server"] = per_side.0;
         total["clients"] = per_side.1;
         Some(total)
@@ -382,5 +387,11 @@ fn rudp_config(args: &Args) -> ark_rudp::Config {
         RudpFec::Fixed { k, m } => ark_rudp::Fec::Fixed { k, m },
         RudpFec::Adaptive => ark_rudp::Fec::Adaptive,
     };
+    if let Some(residual) = args.rudp_fec_residual {
+        config.fec_residual = residual;
+    }
+    if let Some(ms) = args.rudp_fec_delay_ms {
+        config.fec_max_delay = Duration::from_secs_f64(ms / 1000.0);
+    }
     config
 }

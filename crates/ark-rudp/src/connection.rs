@@ -221,7 +221,7 @@ impl Connection {
             recv: Receiver::new(first_seq(nonce), usize::from(config.receive_window)),
             rtt: crate::rtt::RttEstimator::new(config.initial_rto, config.min_rto, config.max_rto),
             cc: Controller::new(config.congestion, config.initial_window, config.min_window),
-            fec_tx: FecSender::new(config.fec),
+            fec_tx: FecSender::new(config.fec, config.fec_residual),
             fec_rx: FecReceiver::new(),
             loss: LossMeter::default(),
             unreliable: VecDeque::new(),

@@ -28,9 +28,10 @@ pub enum Fec {
         /// Parity datagrams per full group (1..=64).
         m: u8,
     },
-    /// Groups of up to 16 data datagrams; parity per group from the loss the peer reports:
-    /// the fewest parity datagrams for which a group stays unrecoverable with probability
-    /// ≤ 1 % (none while no loss is measured).
+    /// Groups of up to 16 data datagrams; parity per group from the loss measured (the
+    /// peer's count of what arrived): the fewest parity datagrams for which a group stays
+    /// unrecoverable with probability at most `Config::fec_residual` (none while no loss is
+    /// measured).
     Adaptive,
 }
 
@@ -38,8 +39,6 @@ pub enum Fec {
 const ADAPTIVE_K: usize = 16;
 /// Adaptive groups: at most this many parity datagrams.
 const ADAPTIVE_MAX_M: usize = 16;
-/// Adaptive policy: the acceptable probability that a group cannot be rebuilt.
-const ADAPTIVE_RESIDUAL: f64 = 0.01;
 /// Groups a receiver keeps for rebuilding.
 const RX_GROUPS: usize = 32;
 
@@ -96,6 +95,8 @@ pub(crate) struct FecSender {
     spare: Vec<Vec<u8>>,
     /// The loss rate the connection measured (adaptive).
     pub(crate) loss: f64,
+    /// Adaptive: the acceptable probability that a group cannot be rebuilt.
+    residual: f64,
     pub(crate) parity_sent: u64,
 }
 
@@ -110,9 +111,10 @@ impl std::fmt::Debug for FecSender {
 }
 
 impl FecSender {
-    pub(crate) fn new(policy: Fec) -> Self {
+    pub(crate) fn new(policy: Fec, residual: f64) -> Self {
         FecSender {
             policy,
+            residual,
             group: 0,
             members: Vec::new(),
             used: 0,
@@ -134,7 +136,7 @@ impl FecSender {
                 Fec::Off => return None,
                 Fec::Fixed { k, .. } => usize::from(k),
                 Fec::Adaptive => {
-                    let m = parity_for(ADAPTIVE_K, self.loss, ADAPTIVE_RESIDUAL, ADAPTIVE_MAX_M);
+                    let m = parity_for(ADAPTIVE_K, self.loss, self.residual, ADAPTIVE_MAX_M);
                     if m == 0 {
                         return None;
                     }
@@ -179,7 +181,7 @@ impl FecSender {
         match self.policy {
             Fec::Off => 0,
             Fec::Fixed { k: full, m } => (usize::from(m) * k).div_ceil(usize::from(full)).max(1),
-            Fec::Adaptive => parity_for(k, self.loss, ADAPTIVE_RESIDUAL, ADAPTIVE_MAX_M).max(1),
+            Fec::Adaptive => parity_for(k, self.loss, self.residual, ADAPTIVE_MAX_M).max(1),
         }
     }
 
@@ -422,7 +424,7 @@ mod tests {
     #[test]
     fn a_group_rebuilds_any_m_lost_data_datagrams() {
         let now = Instant::now();
-        let mut tx = FecSender::new(Fec::Fixed { k: 4, m: 2 });
+        let mut tx = FecSender::new(Fec::Fixed { k: 4, m: 2 }, 0.05);
         let mut sent = Vec::new();
         for i in 0..4u8 {
             let tag = tx.next_tag(now).expect("protected");
@@ -453,14 +455,14 @@ mod tests {
     #[test]
     fn a_group_closes_by_time_and_adaptive_starts_unprotected() {
         let now = Instant::now();
-        let mut tx = FecSender::new(Fec::Fixed { k: 8, m: 2 });
+        let mut tx = FecSender::new(Fec::Fixed { k: 8, m: 2 }, 0.05);
         tx.next_tag(now);
         tx.add(&datagram(0, 50));
         tx.close_if_due(now, Duration::from_millis(5));
         assert!(tx.parity.is_empty());
         tx.close_if_due(now + Duration::from_millis(5), Duration::from_millis(5));
         assert_eq!(tx.parity.len(), 1, "ceil(2 × 1 / 8)");
-        let mut adaptive = FecSender::new(Fec::Adaptive);
+        let mut adaptive = FecSender::new(Fec::Adaptive, 0.05);
         assert_eq!(adaptive.next_tag(now), None, "no loss measured yet");
         adaptive.loss = 0.05;
         assert!(adaptive.next_tag(now).is_some());
