@@ -38,8 +38,9 @@ pub struct Config {
     /// Forward error correction of what this end sends (default `Fec::Off`).
     pub fec: Fec,
     /// A FEC group closes at most this long after its first datagram, or after half the
-    /// smoothed RTT if that is shorter (default 10 ms): its parity then still arrives before
-    /// ARQ could repair a loss. Longer groups cost fewer parity bytes and repair later.
+    /// smoothed RTT if that is shorter (default 50 ms, so half the RTT governs up to a
+    /// 100 ms RTT): its parity then still arrives before ARQ could repair a loss. Longer
+    /// groups cost fewer parity bytes per datagram and repair later.
     pub fec_max_delay: Duration,
     /// `Fec::Adaptive`: the probability, at the measured loss, that a group has more losses
     /// than parity (ARQ repairs those) — the policy's latency/overhead trade-off (default
@@ -72,7 +73,7 @@ impl Default for Config {
             initial_window: 32,
             min_window: 16,
             fec: Fec::Off,
-            fec_max_delay: Duration::from_millis(10),
+            fec_max_delay: Duration::from_millis(50),
             fec_residual: 0.05,
             keep_alive: Duration::from_secs(1),
             idle_timeout: Duration::from_secs(10),
