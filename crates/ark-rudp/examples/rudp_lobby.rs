@@ -1,0 +1,146 @@
+//! A game lobby on ark-rudp: players join, chat reliably (every player sees every line, in
+//! order) and send their positions unreliably (the newest matters, a lost one is not sent
+//! again); the server relays both to the other players through session handles, and a
+//! per-session timer sends each player the lobby's size every 100 ms.
+//!
+//! ```text
+//! cargo run --release -p ark-rudp --example rudp_lobby
+//! ```
+//!
+//! Messages: `C<text>` a chat line, `P<x>,<y>` a position, `N<count>` the lobby's size.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use ark_rudp::{
+    CloseReason, Delivery, RudpClient, RudpHandler, RudpServer, RudpSession, RudpSessionHandle,
+    TimerId,
+};
+
+/// Every player's session handle, by address.
+type Players = Arc<Mutex<HashMap<SocketAddr, RudpSessionHandle>>>;
+
+/// The server's side of one player.
+struct Player {
+    me: SocketAddr,
+    players: Players,
+    tick: Option<TimerId>,
+}
+
+impl Player {
+    fn others(&self, me: SocketAddr) -> Vec<RudpSessionHandle> {
+        let players = self.players.lock().unwrap_or_else(PoisonError::into_inner);
+        players
+            .iter()
+            .filter(|(addr, _)| **addr != me)
+            .map(|(_, h)| h.clone())
+            .collect()
+    }
+}
+
+impl RudpHandler for Player {
+    fn on_open(&mut self, session: &mut RudpSession<'_>) {
+        let mut players = self.players.lock().unwrap_or_else(PoisonError::into_inner);
+        players.insert(session.peer_addr(), session.handle());
+        drop(players);
+        self.tick = Some(session.set_timer(Duration::from_millis(100)));
+    }
+
+    fn on_message(&mut self, session: &mut RudpSession<'_>, message: &[u8]) {
+        let delivery = match message.first() {
+            Some(b'C') => Delivery::Ordered,
+            Some(b'P') => Delivery::Unreliable,
+            _ => return, // not a lobby message: ignored
+        };
+        for other in self.others(session.peer_addr()) {
+            other.send(message, delivery);
+        }
+    }
+
+    fn on_timer(&mut self, session: &mut RudpSession<'_>, _: TimerId) {
+        let count = self
+            .players
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len();
+        let _ = session.send_unreliable(format!("N{count}").as_bytes());
+        self.tick = Some(session.set_timer(Duration::from_millis(100)));
+    }
+
+    fn on_close(&mut self, reason: &CloseReason) {
+        let mut players = self.players.lock().unwrap_or_else(PoisonError::into_inner);
+        players.remove(&self.me);
+        println!("{} left ({reason}), {} still in", self.me, players.len());
+    }
+}
+
+/// What a player's client hears.
+struct Client {
+    name: &'static str,
+    heard: mpsc::Sender<(String, String)>,
+}
+
+impl RudpHandler for Client {
+    fn on_open(&mut self, session: &mut RudpSession<'_>) {
+        let _ = session.send(format!("C{} joined", self.name).as_bytes());
+    }
+
+    fn on_message(&mut self, _: &mut RudpSession<'_>, message: &[u8]) {
+        let text = String::from_utf8_lossy(message).into_owned();
+        let _ = self.heard.send((self.name.to_string(), text));
+    }
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let players: Players = Arc::default();
+    let registry = players.clone();
+    let server = RudpServer::builder()
+        .bind("127.0.0.1:0")
+        .start(move |peer| Player {
+            me: peer,
+            players: registry.clone(),
+            tick: None,
+        })?;
+    let (tx, rx) = mpsc::channel();
+    let mut clients = Vec::new();
+    for name in ["ada", "bob", "cy"] {
+        let client = RudpClient::builder().connect(
+            server.local_addr(),
+            Client {
+                name,
+                heard: tx.clone(),
+            },
+        )?;
+        clients.push(client);
+    }
+    // Everyone moves, and ada says something once all three are in.
+    std::thread::sleep(Duration::from_millis(300));
+    for (i, client) in clients.iter().enumerate() {
+        client.send(format!("P{i},{}", i * 2).as_bytes(), Delivery::Unreliable);
+    }
+    clients[0].send(b"Cada: hello, lobby", Delivery::Ordered);
+    // Listen for a second (the lobby's size keeps coming every 100 ms).
+    let (mut chat, mut sizes) = (0, 0);
+    let end = std::time::Instant::now() + Duration::from_secs(1);
+    while let Ok((who, text)) =
+        rx.recv_timeout(end.saturating_duration_since(std::time::Instant::now()))
+    {
+        match text.as_bytes().first() {
+            Some(b'N') => sizes += 1,
+            Some(b'C') => {
+                chat += 1;
+                println!("{who} heard {text}");
+            }
+            _ => println!("{who} heard {text}"),
+        }
+    }
+    println!("{chat} chat lines delivered, {sizes} lobby sizes");
+    for client in clients {
+        client.stop().wait()?;
+    }
+    server.stop().wait()?;
+    Ok(())
+}
