@@ -12,6 +12,7 @@ targets=(
     "crates/ark-tcp/fuzz session"
     "crates/ark-ws/fuzz server_frames"
     "crates/ark-http/fuzz request_decoder"
+    "crates/ark-rudp/fuzz datagrams"
 )
 if ! rustc +nightly --version >/dev/null 2>&1; then
     echo "fuzz: WARNING: no nightly toolchain on this machine; fuzz targets NOT run" >&2

@@ -11,7 +11,7 @@ bash scripts/setup-test-deps.sh
 cargo test --workspace --release "$@"
 if [ "$#" -eq 0 ]; then
     echo "== debug build: transport crates (debug assertions on)"
-    cargo test -p ark-reactor -p ark-tcp -p ark-udp -p ark-ws -p ark-tls -p ark-http -p ark-link
+    cargo test -p ark-reactor -p ark-tcp -p ark-udp -p ark-ws -p ark-tls -p ark-http -p ark-link -p ark-rudp
     echo "== fuzz smoke"
     bash scripts/fuzz.sh 20
 fi

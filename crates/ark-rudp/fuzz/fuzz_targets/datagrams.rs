@@ -1,0 +1,86 @@
+//! Arbitrary datagrams into an established client/server pair and into the listener,
+//! interleaved with real traffic and time: nothing panics, and the pair still carries
+//! messages both ways between the forged datagrams.
+#![no_main]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use ark_rudp::{Config, Connection, Delivery, Fec, Incoming, Listener};
+use libfuzzer_sys::fuzz_target;
+
+/// A client and the server connection its handshake made.
+fn pair(config: &Arc<Config>, listener: &mut Listener, now: Instant) -> (Connection, Connection) {
+    let peer: SocketAddr = "127.0.0.1:4000".parse().expect("address");
+    let mut client = Connection::client(config.clone(), now, 0x1234_5678_FFFF_FFF0);
+    let (mut buf, mut reply) = (vec![0u8; 2048], vec![0u8; 64]);
+    for _ in 0..2 {
+        let n = client.poll_transmit(now, &mut buf).expect("hello");
+        match listener.handle((now, SystemTime::now()), peer, &buf[..n], &mut reply) {
+            Ok(Incoming::Reply(r)) => client.handle_datagram(now, &reply[..r]).expect("cookie"),
+            Ok(Incoming::Accept(server, r)) => {
+                client.handle_datagram(now, &reply[..r]).expect("accept");
+                return (client, *server);
+            }
+            other => panic!("handshake: {other:?}"),
+        }
+    }
+    panic!("no connection after two hellos")
+}
+
+/// Moves every datagram `from` has to `to`.
+fn exchange(from: &mut Connection, to: &mut Connection, now: Instant, buf: &mut [u8]) {
+    for _ in 0..1000 {
+        let Some(n) = from.poll_transmit(now, buf) else {
+            return;
+        };
+        let _ = to.handle_datagram(now, &buf[..n]);
+    }
+}
+
+fuzz_target!(|input: &[u8]| {
+    let Some((&mode, mut rest)) = input.split_first() else {
+        return;
+    };
+    let mut config = Config::default();
+    config.fec = match mode % 3 {
+        0 => Fec::Off,
+        1 => Fec::Fixed { k: 4, m: 2 },
+        _ => Fec::Adaptive,
+    };
+    config.receive_window = 64;
+    let config = Arc::new(config);
+    let mut listener = Listener::new(config.clone());
+    let mut now = Instant::now();
+    let (mut client, mut server) = pair(&config, &mut listener, now);
+    let mut buf = vec![0u8; 2048];
+    let peer: SocketAddr = "127.0.0.1:4001".parse().expect("address");
+    let mut step = 0u32;
+    while let Some((&len, tail)) = rest.split_first() {
+        let n = usize::from(len).min(tail.len());
+        let (datagram, tail) = tail.split_at(n);
+        rest = tail;
+        step += 1;
+        let _ = match step % 3 {
+            0 => server.handle_datagram(now, datagram),
+            1 => client.handle_datagram(now, datagram),
+            _ => listener
+                .handle((now, SystemTime::now()), peer, datagram, &mut buf)
+                .map(|_| ()),
+        };
+        let _ = client.send(&datagram[..n.min(3000)], Delivery::Ordered);
+        let _ = server.send(datagram, Delivery::Unordered);
+        exchange(&mut client, &mut server, now, &mut buf);
+        exchange(&mut server, &mut client, now, &mut buf);
+        while let Some(m) = server.recv() {
+            server.recycle(m);
+        }
+        while let Some(m) = client.recv() {
+            client.recycle(m);
+        }
+        now += Duration::from_millis(u64::from(len % 50));
+        client.handle_timeout(now);
+        server.handle_timeout(now);
+    }
+});
