@@ -53,7 +53,8 @@ pub struct Config {
     /// With data unacknowledged and no acknowledgement progress for this long, the peer is
     /// taken for dead (default 10 s).
     pub unacked_timeout: Duration,
-    /// The handshake must finish within this (default 5 s).
+    /// The handshake must finish within this (default 10 s; HELLO is sent again after 250 ms,
+    /// doubling up to the initial RTO).
     pub handshake_timeout: Duration,
     /// A server's cookies are good for this long (default 10 s).
     pub cookie_lifetime: Duration,
@@ -78,7 +79,7 @@ impl Default for Config {
             keep_alive: Duration::from_secs(1),
             idle_timeout: Duration::from_secs(10),
             unacked_timeout: Duration::from_secs(10),
-            handshake_timeout: Duration::from_secs(5),
+            handshake_timeout: Duration::from_secs(10),
             cookie_lifetime: Duration::from_secs(10),
         }
     }

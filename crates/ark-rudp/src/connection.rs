@@ -488,6 +488,7 @@ impl Connection {
             self.cc.on_loss(*sent_at, now);
         }
         if out.newly_acked > 0 {
+            self.rtt.reset_backoff();
             self.last_progress = now;
             self.rto_deadline = self.send.has_unacked().then(|| now + self.rtt.rto());
         }
@@ -511,9 +512,11 @@ impl Connection {
                 if now < *next_hello || out.len() < HELLO_SIZE {
                     return None;
                 }
+                // Again after 250 ms, doubling up to 1 s, until the handshake timeout.
+                let wait = Duration::from_millis(250) * (1 << (*attempts).min(2));
                 *attempts += 1;
-                let backoff = self.config.initial_rto.min(Duration::from_millis(200));
-                *next_hello = now + backoff * (1 << (*attempts).min(5));
+                *next_hello =
+                    now + wait.min(self.config.initial_rto.max(Duration::from_millis(250)));
                 return Some(packet::write_hello(out, self.nonce, cookie));
             }
             State::Established => {}
@@ -580,6 +583,11 @@ impl Connection {
             self.fec_tx.add(&out[..len]);
         }
         self.tx_count += 1;
+        if !self.send.has_unacked() {
+            // The no-progress clock of `unacked_timeout` starts when data goes in flight, not
+            // at the last progress before a quiet spell.
+            self.last_progress = now;
+        }
         self.send.sent(seq, now, self.tx_count, tag.is_some());
         self.stats.data_sent += 1;
         self.stats.retransmissions += u64::from(retransmission);

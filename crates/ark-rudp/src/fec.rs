@@ -181,7 +181,8 @@ impl FecSender {
         match self.policy {
             Fec::Off => 0,
             Fec::Fixed { k: full, m } => (usize::from(m) * k).div_ceil(usize::from(full)).max(1),
-            Fec::Adaptive => parity_for(k, self.loss, self.residual, ADAPTIVE_MAX_M).max(1),
+            // A small group may need none: its members then go unprotected (ARQ repairs).
+            Fec::Adaptive => parity_for(k, self.loss, self.residual, ADAPTIVE_MAX_M),
         }
     }
 
@@ -193,9 +194,14 @@ impl FecSender {
         if k == 0 {
             return;
         }
-        let m = self.parity_count(k);
+        // Every group closed gets a new id, parity or not: a receiver keeps what it got of a
+        // group by id, and a reused id would mix two groups' datagrams.
         let group = self.group;
         self.group = self.group.wrapping_add(1);
+        let m = self.parity_count(k);
+        if m == 0 {
+            return;
+        }
         let longest = self.members[..k].iter().map(Vec::len).max().unwrap_or(0);
         let shard_bytes = shard_size(longest);
         let encoder = match self.encoder.as_mut() {
@@ -314,10 +320,16 @@ impl FecReceiver {
         let mut spare = std::mem::take(&mut self.spare);
         if let Some(g) = self.group(tag.group)
             && !g.done
-            && !g.originals.iter().any(|(i, _)| *i == tag.index)
         {
-            g.originals
-                .push((tag.index, Self::copy(&mut spare, datagram)));
+            match g.originals.iter().find(|(i, _)| *i == tag.index) {
+                None => g
+                    .originals
+                    .push((tag.index, Self::copy(&mut spare, datagram))),
+                // A duplicate is the same datagram; anything else means the group's members
+                // cannot be trusted (forged, or ids mixed up): never rebuild from it.
+                Some((_, kept)) if kept.as_slice() != datagram => g.done = true,
+                Some(_) => {}
+            }
         }
         self.spare.append(&mut spare);
     }
@@ -466,6 +478,39 @@ mod tests {
         assert_eq!(adaptive.next_tag(now), None, "no loss measured yet");
         adaptive.loss = 0.05;
         assert!(adaptive.next_tag(now).is_some());
+    }
+
+    #[test]
+    fn a_group_closed_without_parity_still_uses_up_its_id() {
+        let now = Instant::now();
+        let mut tx = FecSender::new(Fec::Adaptive, 0.05);
+        tx.loss = 0.01;
+        assert_eq!(tx.next_tag(now).map(|t| t.group), Some(0));
+        tx.add(&datagram(0, 40));
+        // One member at 1 % loss needs no parity.
+        tx.close_if_due(now + Duration::from_millis(5), Duration::from_millis(5));
+        assert!(tx.parity.is_empty());
+        assert_eq!(tx.next_tag(now).map(|t| (t.group, t.index)), Some((1, 0)));
+    }
+
+    #[test]
+    fn a_group_with_two_different_datagrams_at_one_index_is_never_rebuilt() {
+        let now = Instant::now();
+        let mut tx = FecSender::new(Fec::Fixed { k: 2, m: 1 }, 0.05);
+        let mut sent = Vec::new();
+        for i in 0..2u8 {
+            let tag = tx.next_tag(now).unwrap();
+            let d = datagram(i, 60);
+            tx.add(&d);
+            sent.push((tag, d));
+        }
+        let mut rx = FecReceiver::new();
+        rx.on_data(sent[0].0, &sent[0].1);
+        rx.on_data(sent[0].0, &datagram(9, 60)); // same group and index, other bytes
+        let (group, k, m, index, shard) = &tx.parity[0];
+        let mut never = |_: &[u8]| panic!("rebuilt from a group that mixes datagrams");
+        rx.on_parity((*group, *k, *m, *index), shard, &mut never);
+        assert_eq!(rx.recovered, 0);
     }
 
     #[test]

@@ -68,6 +68,13 @@ impl RttEstimator {
         (base * (1u32 << self.backoff.min(16))).min(self.max_rto)
     }
 
+    /// New data was acknowledged: the path works again, the back-off ends (as QUIC resets its
+    /// probe count on any acknowledgement; without it, a run of lost retransmissions, which
+    /// give no RTT sample, would keep doubling the timeout).
+    pub(crate) fn reset_backoff(&mut self) {
+        self.backoff = 0;
+    }
+
     /// The timer expired: double the timeout (RFC 6298 5.5).
     pub(crate) fn back_off(&mut self) {
         self.backoff = self.backoff.saturating_add(1);
