@@ -21,7 +21,8 @@ pub struct Config {
     /// Payload bytes a sender buffers (waiting or unacknowledged) before `send` refuses with
     /// `SendError::Full` (default 1 MiB).
     pub send_buffer: usize,
-    /// The retransmission timeout before the first RTT sample (RFC 6298: 1 s).
+    /// The retransmission timeout before the first RTT sample (default 250 ms; RFC 6298 says
+    /// 1 s for TCP on the open Internet). A client takes its first sample from the handshake.
     pub initial_rto: Duration,
     /// The floor of the retransmission timeout (default 10 ms: this transport is for
     /// latency; RFC 6298's 1 s floor is meant for TCP on the open Internet).
@@ -67,7 +68,7 @@ impl Default for Config {
             max_message: 256 * 1024,
             receive_window: 1024,
             send_buffer: 1024 * 1024,
-            initial_rto: Duration::from_secs(1),
+            initial_rto: Duration::from_millis(250),
             min_rto: Duration::from_millis(10),
             max_rto: Duration::from_secs(4),
             congestion: Congestion::NewReno,

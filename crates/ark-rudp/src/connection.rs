@@ -135,6 +135,9 @@ enum State {
         cookie: [u8; COOKIE_LEN],
         next_hello: Instant,
         attempts: u32,
+        /// When the first HELLO with this cookie left, and how many did: one, and its ACCEPT
+        /// gives the first RTT sample (Karn's rule).
+        cookie_hellos: Option<(Instant, u32)>,
     },
     Established,
     /// Closed; whether our CLOSE still has to leave.
@@ -192,6 +195,9 @@ pub struct Connection {
     state: State,
     nonce: u64,
     accept_pending: bool,
+    /// A server's ACCEPT, sent once at this instant and not yet answered: the client's first
+    /// datagram after it gives the server's first RTT sample.
+    accepted_at: Option<Instant>,
     started: Instant,
     send: Sender,
     recv: Receiver,
@@ -228,6 +234,7 @@ impl Connection {
             state,
             nonce,
             accept_pending: false,
+            accepted_at: None,
             started: now,
             ack_pending: false,
             tx_count: 0,
@@ -249,6 +256,7 @@ impl Connection {
             cookie: [0; COOKIE_LEN],
             next_hello: now,
             attempts: 0,
+            cookie_hellos: None,
         };
         Connection::new(config, now, nonce, state)
     }
@@ -257,8 +265,21 @@ impl Connection {
     pub(crate) fn accepted(config: Arc<Config>, now: Instant, nonce: u64) -> Connection {
         let mut conn = Connection::new(config, now, nonce, State::Established);
         conn.accept_pending = true;
+        conn.accepted_at = Some(now);
         conn.events.push_back(Event::Connected);
         conn
+    }
+
+    /// A server's first datagram from its client: the round trip since the ACCEPT is the
+    /// first RTT sample — if the ACCEPT went once and the client answered within the initial
+    /// RTO (a client that waits before sending would inflate it).
+    fn first_answer(&mut self, now: Instant) {
+        if let Some(sent) = self.accepted_at.take() {
+            let rtt = now.saturating_duration_since(sent);
+            if rtt <= self.config.initial_rto {
+                self.rtt.sample(rtt);
+            }
+        }
     }
 
     /// The nonce of the handshake that made this connection.
@@ -384,6 +405,7 @@ impl Connection {
                 fragment,
             } => {
                 self.implicit_accept();
+                self.first_answer(now);
                 self.rx_count += 1;
                 self.on_ack(&ack, now);
                 if let Some(tag) = fec {
@@ -417,8 +439,12 @@ impl Connection {
             }
             Packet::Close(_) => self.close_with(CloseReason::PeerClosed, false),
             Packet::Cookie { nonce, cookie } => self.on_cookie(nonce, cookie, now),
-            Packet::Accept { nonce } if nonce == self.nonce => self.implicit_accept(),
-            Packet::Hello { nonce, .. } if nonce == self.nonce => self.accept_pending = true,
+            Packet::Accept { nonce } if nonce == self.nonce => self.on_accept(now),
+            Packet::Hello { nonce, .. } if nonce == self.nonce => {
+                // The ACCEPT is sent again: its round trip no longer tells the RTT.
+                self.accepted_at = None;
+                self.accept_pending = true;
+            }
             Packet::Accept { .. } | Packet::Hello { .. } => {}
         }
         Ok(())
@@ -434,16 +460,33 @@ impl Connection {
         }
     }
 
+    /// The server's ACCEPT arrived at `now`: established, with the handshake's round trip
+    /// as the first RTT sample when one HELLO carried the cookie.
+    fn on_accept(&mut self, now: Instant) {
+        if let State::Handshaking {
+            cookie_hellos: Some((sent, 1)),
+            ..
+        } = self.state
+        {
+            self.rtt.sample(now.saturating_duration_since(sent));
+        }
+        self.implicit_accept();
+    }
+
     fn on_cookie(&mut self, nonce: u64, cookie: &[u8], now: Instant) {
         if let State::Handshaking {
             cookie: ours,
             next_hello,
+            cookie_hellos,
             ..
         } = &mut self.state
             && nonce == self.nonce
             && let Ok(c) = <[u8; COOKIE_LEN]>::try_from(cookie)
         {
-            *ours = c;
+            if *ours != c {
+                *ours = c;
+                *cookie_hellos = None;
+            }
             *next_hello = now; // answer with the cookie at once
         }
     }
@@ -508,15 +551,19 @@ impl Connection {
                 cookie,
                 next_hello,
                 attempts,
+                cookie_hellos,
             } => {
                 if now < *next_hello || out.len() < HELLO_SIZE {
                     return None;
                 }
-                // Again after 250 ms, doubling up to 1 s, until the handshake timeout.
+                // Again after 250 ms, 500 ms, then every second, until the handshake timeout.
                 let wait = Duration::from_millis(250) * (1 << (*attempts).min(2));
                 *attempts += 1;
-                *next_hello =
-                    now + wait.min(self.config.initial_rto.max(Duration::from_millis(250)));
+                *next_hello = now + wait;
+                if *cookie != [0; COOKIE_LEN] {
+                    let (first, count) = cookie_hellos.get_or_insert((now, 0));
+                    *cookie_hellos = Some((*first, *count + 1));
+                }
                 return Some(packet::write_hello(out, self.nonce, cookie));
             }
             State::Established => {}

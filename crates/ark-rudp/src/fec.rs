@@ -279,10 +279,11 @@ impl FecReceiver {
         }
     }
 
-    /// The group `id`, made if it is newer than every group kept; `None` for an old one.
-    fn group(&mut self, id: u32) -> Option<&mut RxGroup> {
+    /// The index of group `id`, made if it is newer than every group kept; `None` for an old
+    /// one.
+    fn group(&mut self, id: u32) -> Option<usize> {
         if let Some(i) = self.groups.iter().position(|g| g.id == id) {
-            return self.groups.get_mut(i);
+            return Some(i);
         }
         let newer = self
             .groups
@@ -291,21 +292,24 @@ impl FecReceiver {
         if !newer {
             return None;
         }
-        if self.groups.len() >= RX_GROUPS
-            && let Some(old) = self.groups.pop_front()
-        {
-            self.retire(old);
+        let mut group = if self.groups.len() >= RX_GROUPS {
+            self.groups.pop_front().map(|old| self.retire(old))
+        } else {
+            None
         }
-        self.groups.push_back(RxGroup {
-            id,
-            ..RxGroup::default()
-        });
-        self.groups.back_mut()
+        .unwrap_or_default();
+        group.id = id;
+        self.groups.push_back(group);
+        Some(self.groups.len() - 1)
     }
 
-    fn retire(&mut self, group: RxGroup) {
-        let bufs = group.originals.into_iter().chain(group.recovery);
+    /// Empties a group for reuse: its buffers go back to the spares, its lists keep their
+    /// room.
+    fn retire(&mut self, mut group: RxGroup) -> RxGroup {
+        let bufs = group.originals.drain(..).chain(group.recovery.drain(..));
         self.spare.extend(bufs.map(|(_, b)| b));
+        (group.k, group.m, group.shard_bytes, group.done) = (0, 0, 0, false);
+        group
     }
 
     fn copy(spare: &mut Vec<Vec<u8>>, bytes: &[u8]) -> Vec<u8> {
@@ -317,21 +321,23 @@ impl FecReceiver {
 
     /// A protected DATA datagram arrived (whole, FEC fields included).
     pub(crate) fn on_data(&mut self, tag: FecTag, datagram: &[u8]) {
-        let mut spare = std::mem::take(&mut self.spare);
-        if let Some(g) = self.group(tag.group)
-            && !g.done
-        {
-            match g.originals.iter().find(|(i, _)| *i == tag.index) {
-                None => g
-                    .originals
-                    .push((tag.index, Self::copy(&mut spare, datagram))),
-                // A duplicate is the same datagram; anything else means the group's members
-                // cannot be trusted (forged, or ids mixed up): never rebuild from it.
-                Some((_, kept)) if kept.as_slice() != datagram => g.done = true,
-                Some(_) => {}
-            }
+        let Some(i) = self.group(tag.group) else {
+            return;
+        };
+        let g = &mut self.groups[i];
+        if g.done {
+            return;
         }
-        self.spare.append(&mut spare);
+        match g.originals.iter().find(|(i, _)| *i == tag.index) {
+            None => {
+                let copy = Self::copy(&mut self.spare, datagram);
+                g.originals.push((tag.index, copy));
+            }
+            // A duplicate is the same datagram; anything else means the group's members
+            // cannot be trusted (forged, or ids mixed up): never rebuild from it.
+            Some((_, kept)) if kept.as_slice() != datagram => g.done = true,
+            Some(_) => {}
+        }
     }
 
     /// A PARITY datagram arrived; `rebuilt` gets each data datagram it lets us rebuild.
@@ -341,19 +347,17 @@ impl FecReceiver {
         shard: &[u8],
         rebuilt: &mut impl FnMut(&[u8]),
     ) {
-        let mut spare = std::mem::take(&mut self.spare);
-        let Some(g) = self.group(id) else {
-            self.spare = spare;
+        let Some(i) = self.group(id) else {
             return;
         };
+        let g = &mut self.groups[i];
         let consistent = g.k == 0 || (g.k == k && g.m == m && g.shard_bytes == shard.len());
         if g.done || !consistent || g.recovery.iter().any(|(i, _)| *i == index) {
-            self.spare = spare;
             return;
         }
         (g.k, g.m, g.shard_bytes) = (k, m, shard.len());
-        g.recovery.push((index, Self::copy(&mut spare, shard)));
-        self.spare = spare;
+        let copy = Self::copy(&mut self.spare, shard);
+        g.recovery.push((index, copy));
         self.try_rebuild(id, rebuilt);
     }
 
