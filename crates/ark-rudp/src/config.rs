@@ -43,6 +43,10 @@ pub struct Config {
     /// 100 ms RTT): its parity then still arrives before ARQ could repair a loss. Longer
     /// groups cost fewer parity bytes per datagram and repair later.
     pub fec_max_delay: Duration,
+    /// A FEC group waits at least this long for data (default 1 ms), even when half the RTT
+    /// is shorter: on a fast link ARQ repairs within about the RTO floor anyway, and groups
+    /// of one or two datagrams would cost a parity datagram each.
+    pub fec_min_delay: Duration,
     /// `Fec::Adaptive`: the probability, at the measured loss, that a group has more losses
     /// than parity (ARQ repairs those) — the policy's latency/overhead trade-off (default
     /// 0.05; 0.01 buys a lower p99 for more parity, 0.2 fewer bytes for a higher one).
@@ -76,6 +80,7 @@ impl Default for Config {
             min_window: 16,
             fec: Fec::Off,
             fec_max_delay: Duration::from_millis(50),
+            fec_min_delay: Duration::from_millis(1),
             fec_residual: 0.05,
             keep_alive: Duration::from_secs(1),
             idle_timeout: Duration::from_secs(10),

@@ -650,9 +650,12 @@ impl Connection {
         (self.rtt.srtt().max(self.rtt.latest()), self.fec_delay())
     }
 
-    /// The group's closing time: `fec_max_delay`, or half the smoothed RTT if shorter.
+    /// The group's closing time: half the smoothed RTT, within `fec_min_delay` and
+    /// `fec_max_delay`.
     fn fec_delay(&self) -> Duration {
-        self.config.fec_max_delay.min(self.rtt.srtt() / 2)
+        (self.rtt.srtt() / 2)
+            .max(self.config.fec_min_delay)
+            .min(self.config.fec_max_delay)
     }
 
     /// When [`handle_timeout`](Self::handle_timeout) must run next.
