@@ -368,7 +368,8 @@ impl Connection {
         self.events.pop_front()
     }
 
-    /// Closes the connection: a CLOSE goes to the peer, then nothing more.
+    /// Closes the connection: messages queued and not yet sent leave once, then a CLOSE goes
+    /// to the peer, then nothing more (what is lost on the way is not repeated).
     pub fn close(&mut self) {
         self.close_with(CloseReason::Local, true);
     }
@@ -543,6 +544,12 @@ impl Connection {
     /// Writes the next datagram to send into `out` (at least `Config::mtu` + 64 bytes, and
     /// 1200 for a client's HELLO); returns its length, or `None` when nothing is due.
     pub fn poll_transmit(&mut self, now: Instant, out: &mut [u8]) -> Option<usize> {
+        // Closing: what was queued leaves once, before the CLOSE (nothing is repeated).
+        if matches!(self.state, State::Closed { send_close: true })
+            && let Some(seq) = self.send.next_to_send(usize::MAX)
+        {
+            return Some(self.transmit_data(seq, now, out));
+        }
         match &mut self.state {
             State::Closed { send_close } => {
                 return std::mem::take(send_close).then(|| packet::write_close(out, CLOSE_NORMAL));

@@ -311,13 +311,6 @@ impl<H: RudpHandler> Driver<H> {
                     e.handler.on_stopping(&mut session);
                 }
                 // What on_stopping sent leaves before the CLOSE (once: nothing is repeated).
-                while let Some(n) = e.conn.poll_transmit(now, &mut self.out) {
-                    let _ = if self.connected {
-                        udp.send(&self.out[..n])
-                    } else {
-                        udp.send_to(peer, &self.out[..n])
-                    };
-                }
                 e.conn.close();
                 let _ = e.conn.poll_event();
             }

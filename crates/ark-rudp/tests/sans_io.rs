@@ -410,3 +410,24 @@ fn a_connection_quiet_for_longer_than_the_unacked_timeout_still_sends() {
     assert_eq!(sim.client_events, vec![Event::Connected]);
     assert_eq!(sim.server_events, vec![Event::Connected]);
 }
+
+/// A message sent just before `close()` still leaves, before the CLOSE: the peer gets the
+/// message, then `PeerClosed`.
+#[test]
+fn a_message_sent_just_before_close_arrives_before_the_close() {
+    let mut sim = connected(sim_config(Fec::Off));
+    sim.client.send(b"goodbye", Delivery::Ordered).unwrap();
+    sim.client.close();
+    let mut got = Vec::new();
+    sim.run(Duration::from_secs(5), 10_000, |sim| {
+        while let Some(m) = sim.server().recv() {
+            got.push(m);
+        }
+        sim.server().is_closed()
+    });
+    assert_eq!(got, vec![b"goodbye".to_vec()]);
+    assert_eq!(
+        sim.server_events,
+        vec![Event::Connected, Event::Closed(CloseReason::PeerClosed)]
+    );
+}
