@@ -273,7 +273,8 @@ impl<H: RudpHandler> Driver<H> {
         }
     }
 
-    /// Removes a connection: its timers end, its handler hears `reason` (if it was opened).
+    /// Removes a connection: its timers end, its handler hears `reason` (a server's if it was
+    /// opened; a client's always, so a failed handshake is heard too).
     fn end(&mut self, peer: SocketAddr, reason: CloseReason) {
         let Some(mut e) = self.entries.remove(&peer) else {
             return;
@@ -289,7 +290,7 @@ impl<H: RudpHandler> Driver<H> {
         for timer in timers {
             self.timers.cancel(timer);
         }
-        if e.opened {
+        if e.opened || self.connected {
             e.handler.on_close(&reason);
         }
     }

@@ -162,8 +162,8 @@ impl RudpClientBuilder {
     socket_options!();
 
     /// Connects to `server` and starts the handshake; `handler.on_open` runs once it
-    /// finishes (or `on_close(HandshakeTimeout)`... never: a session that never opened
-    /// closes silently, see [`RudpClientHandle::is_open`]).
+    /// finishes, or `on_close(CloseReason::HandshakeTimeout)` if it does not within
+    /// `Config::handshake_timeout`.
     ///
     /// # Errors
     /// The address does not resolve; binding or starting the pool failed.

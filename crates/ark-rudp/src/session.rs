@@ -33,7 +33,9 @@ pub trait RudpHandler: Send + 'static {
         let _ = session;
     }
 
-    /// The session ended; exactly once per opened session.
+    /// The session ended; exactly once per opened session, and for a client also when its
+    /// handshake failed (`CloseReason::HandshakeTimeout`, without `on_open`) or it stopped
+    /// before the handshake finished.
     fn on_close(&mut self, reason: &CloseReason) {
         let _ = reason;
     }

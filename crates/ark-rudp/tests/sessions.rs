@@ -498,3 +498,33 @@ fn a_client_whose_server_vanished_fills_its_buffer_and_closes_once() {
     let swallowed = hole.join().unwrap();
     assert!(swallowed >= 16, "{swallowed} datagrams swallowed");
 }
+
+/// A client whose server never answers hears `on_close(HandshakeTimeout)` once, without
+/// `on_open`; a client stopped before its handshake finished hears `on_close(Stopped)`.
+#[test]
+fn a_client_hears_of_a_handshake_that_fails_or_is_stopped() {
+    let silent = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut config = Config::default();
+    config.handshake_timeout = Duration::from_millis(300);
+    let (reporter, notes) = Reporter::new(false);
+    let client = RudpClient::builder()
+        .config(config)
+        .connect(silent.local_addr().unwrap(), reporter)
+        .unwrap();
+    assert_eq!(
+        next_note(&notes, WAIT),
+        Note::Close(CloseReason::HandshakeTimeout(Duration::from_millis(300)))
+    );
+    client.stop().wait().unwrap();
+    assert!(
+        notes.recv_timeout(Duration::from_millis(200)).is_err(),
+        "once"
+    );
+
+    let (reporter, notes) = Reporter::new(false);
+    let client = RudpClient::builder()
+        .connect(silent.local_addr().unwrap(), reporter)
+        .unwrap();
+    client.stop().wait().unwrap();
+    assert_eq!(next_note(&notes, WAIT), Note::Close(CloseReason::Stopped));
+}
