@@ -187,6 +187,20 @@ fn joined(values: &[Option<Summary>], digits: usize) -> String {
         .join(" / ")
 }
 
+/// Each column's runs that ended ok over its runs, side by side: `3/3 / 2/3`.
+fn ok_runs<'a, 'b>(columns: impl Iterator<Item = &'b [&'a Value]>) -> String
+where
+    'a: 'b,
+{
+    columns
+        .map(|runs| {
+            let good = runs.iter().filter(|r| r["ok"] == true).count();
+            format!("{good}/{}", runs.len())
+        })
+        .collect::<Vec<_>>()
+        .join(" / ")
+}
+
 /// The implementations of `records` in report order: ark, tokio, raw, then any other by name.
 fn ordered(records: &[Value]) -> Vec<String> {
     let rank = |n: &str| match n {
@@ -709,14 +723,7 @@ fn comparison(rows: &[(&Key, &Runs<'_>)], names: &[String], out: &mut String) {
         } else {
             "–".to_string()
         };
-        let ok = (0..names.len())
-            .map(|i| {
-                let runs = of(i);
-                let good = runs.iter().filter(|r| r["ok"] == true).count();
-                format!("{good}/{}", runs.len())
-            })
-            .collect::<Vec<_>>()
-            .join(" / ");
+        let ok = ok_runs((0..names.len()).map(of));
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {loss_cell} | {ok} |",

@@ -10,7 +10,7 @@ use bench_harness::matrix::decimal;
 use bench_harness::stats::{Summary, thousands};
 use serde_json::Value;
 
-use super::{field_by, implementation, ratio, ratio_cell, table_header, value};
+use super::{field_by, implementation, ok_runs, ratio, ratio_cell, table_header, value};
 
 /// Whether `r` is a reliable-UDP run.
 pub(super) fn is_rudp(r: &Value) -> bool {
@@ -250,14 +250,7 @@ pub(super) fn section(
         for &loss in rows.keys() {
             let per_column: Vec<&[&Value]> =
                 columns.iter().map(|c| runs_of(rows, loss, c)).collect();
-            let ok = per_column
-                .iter()
-                .map(|runs| {
-                    let good = runs.iter().filter(|r| r["ok"] == true).count();
-                    format!("{good}/{}", runs.len())
-                })
-                .collect::<Vec<_>>()
-                .join(" / ");
+            let ok = ok_runs(per_column.iter().copied());
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {ok} |",
