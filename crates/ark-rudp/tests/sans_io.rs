@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use ark_link::LinkConfig;
 use ark_rudp::{CloseReason, Config, Delivery, Event, Fec, SendError};
-use util::{Flow, Scenario, Side, Sim, exchange, sim_config};
+use util::{Flow, Scenario, Side, Sim, Traffic, exchange, sim_config};
 
 const MESSAGES: usize = 2_000;
 /// Messages per direction with FEC on (the workspace builds the Reed–Solomon codec optimised
@@ -171,6 +171,12 @@ impl Mixed {
         }
     }
 
+    fn unreliable_sent(&self) -> usize {
+        (0..self.total).filter(|i| i % 3 == 2).count()
+    }
+}
+
+impl Traffic for Mixed {
     fn pump(&mut self, conn: &mut ark_rudp::Connection) {
         while self.sent < self.total {
             let delivery = mixed(self.side, self.sent, &mut self.scratch);
@@ -208,10 +214,6 @@ impl Mixed {
     fn done(&self) -> bool {
         (0..self.total).all(|i| i % 3 == 2 || self.seen[i])
     }
-
-    fn unreliable_sent(&self) -> usize {
-        (0..self.total).filter(|i| i % 3 == 2).count()
-    }
 }
 
 #[test]
@@ -230,19 +232,8 @@ fn unordered_and_unreliable_messages_share_the_connection() {
     let mut sim = Sim::new(config.clone(), config, 0xFEED, link(61), link(62));
     let mut up = Mixed::new(Side::Client, 1_500);
     let mut down = Mixed::new(Side::Server, 1_500);
-    sim.run(Duration::from_secs(120), 3_000_000, |sim| {
-        up.pump(&mut sim.client);
-        down.drain(&mut sim.client);
-        if let Some(server) = sim.server.as_mut() {
-            down.pump(server);
-            up.drain(server);
-        }
-        up.done() && down.done()
-    });
-    sim.run_for(Duration::from_secs(2), |sim| {
-        down.drain(&mut sim.client);
-        up.drain(sim.server());
-    });
+    sim.exchange((&mut up, &mut down), Duration::from_secs(120), 3_000_000);
+    sim.settle((&mut up, &mut down), Duration::from_secs(2));
     for flow in [&up, &down] {
         let sent = flow.unreliable_sent();
         assert!(
@@ -275,15 +266,7 @@ fn sequences_wrap_around_the_32_bit_space() {
         let mut sim = Sim::new(config.clone(), config, nonce, link(81), link(82));
         let mut up = Flow::new(Side::Client, 200);
         let mut down = Flow::new(Side::Server, 200);
-        sim.run(Duration::from_secs(120), 1_000_000, |sim| {
-            up.pump(&mut sim.client);
-            down.drain(&mut sim.client);
-            if let Some(server) = sim.server.as_mut() {
-                down.pump(server);
-                up.drain(server);
-            }
-            up.done() && down.done()
-        });
+        sim.exchange((&mut up, &mut down), Duration::from_secs(120), 1_000_000);
         let (client, server) = sim.stats();
         for stats in [client, server] {
             assert!(stats.data_sent > 100, "past the wrap: {stats:?}");
@@ -391,22 +374,13 @@ fn a_connection_quiet_for_longer_than_the_unacked_timeout_still_sends() {
     let mut sim = connected(config);
     let mut up = Flow::new(Side::Client, 10);
     let mut down = Flow::new(Side::Server, 10);
-    let exchange = |sim: &mut Sim, up: &mut Flow, down: &mut Flow| {
-        sim.run(Duration::from_secs(60), 100_000, |sim| {
-            up.pump(&mut sim.client);
-            down.drain(&mut sim.client);
-            down.pump(sim.server());
-            up.drain(sim.server());
-            up.done() && down.done()
-        });
-    };
-    exchange(&mut sim, &mut up, &mut down);
+    sim.exchange((&mut up, &mut down), Duration::from_secs(60), 100_000);
     // Quiet for 5 s: keep-alives only (answered, so not idle).
     sim.run_for(Duration::from_secs(5), |_| {});
     assert!(sim.client.is_established() && sim.server().is_established());
     up.total = 20;
     down.total = 20;
-    exchange(&mut sim, &mut up, &mut down);
+    sim.exchange((&mut up, &mut down), Duration::from_secs(60), 100_000);
     assert_eq!(sim.client_events, vec![Event::Connected]);
     assert_eq!(sim.server_events, vec![Event::Connected]);
 }

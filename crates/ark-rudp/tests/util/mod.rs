@@ -383,6 +383,55 @@ impl Flow {
     }
 }
 
+/// One direction's traffic in a simulation: queued by `pump`, checked as it arrives by
+/// `drain`, finished when `done`.
+pub trait Traffic {
+    fn pump(&mut self, conn: &mut Connection);
+    fn drain(&mut self, receiver: &mut Connection);
+    fn done(&self) -> bool;
+}
+
+impl Traffic for Flow {
+    fn pump(&mut self, conn: &mut Connection) {
+        Flow::pump(self, conn);
+    }
+    fn drain(&mut self, receiver: &mut Connection) {
+        Flow::drain(self, receiver);
+    }
+    fn done(&self) -> bool {
+        Flow::done(self)
+    }
+}
+
+impl Sim {
+    /// Runs until `up` (client to server) and `down` (back) are both done; panics past
+    /// `limit` of simulated time or `max_turns` turns.
+    pub fn exchange<T: Traffic>(
+        &mut self,
+        (up, down): (&mut T, &mut T),
+        limit: Duration,
+        max_turns: u64,
+    ) {
+        self.run(limit, max_turns, |sim| {
+            up.pump(&mut sim.client);
+            down.drain(&mut sim.client);
+            if let Some(server) = sim.server.as_mut() {
+                down.pump(server);
+                up.drain(server);
+            }
+            up.done() && down.done()
+        });
+    }
+
+    /// Runs `for_` more, taking (and checking) whatever still arrives either way.
+    pub fn settle<T: Traffic>(&mut self, (up, down): (&mut T, &mut T), for_: Duration) {
+        self.run_for(for_, |sim| {
+            down.drain(&mut sim.client);
+            up.drain(sim.server());
+        });
+    }
+}
+
 /// A link direction with `delay` and the seed, otherwise clean.
 pub fn link(seed: u64, delay: Duration) -> LinkConfig {
     LinkConfig {
@@ -467,19 +516,8 @@ pub fn exchange(scenario: Scenario, fec: ark_rudp::Fec, seed: u64, total: usize)
     );
     let mut up = Flow::new(Side::Client, total);
     let mut down = Flow::new(Side::Server, total);
-    sim.run(Duration::from_secs(120), 3_000_000, |sim| {
-        up.pump(&mut sim.client);
-        down.drain(&mut sim.client);
-        if let Some(server) = sim.server.as_mut() {
-            down.pump(server);
-            up.drain(server);
-        }
-        up.done() && down.done()
-    });
-    sim.run_for(Duration::from_secs(2), |sim| {
-        down.drain(&mut sim.client);
-        up.drain(sim.server());
-    });
+    sim.exchange((&mut up, &mut down), Duration::from_secs(120), 3_000_000);
+    sim.settle((&mut up, &mut down), Duration::from_secs(2));
     let label = format!("{scenario:?} {fec:?} seed {seed}");
     assert_eq!(sim.accepts, 1, "{label}: one connection");
     assert_eq!(sim.client_events, vec![Event::Connected], "{label}: client");
