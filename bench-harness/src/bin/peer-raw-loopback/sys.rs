@@ -73,19 +73,23 @@ pub fn epoll_wait(epoll: &OwnedFd, events: &mut [libc::epoll_event]) -> io::Resu
     }
 }
 
-/// Cache line: slots start on one. (On the AMD EPYC VM this was measured on, 16 KiB datagrams
-/// received into a buffer at page offset 16, where a large `Vec` lands, ran at 24–32 k round
-/// trips per second against 40–55 k at other offsets.)
+/// Cache line: slots smaller than a page are this far apart. (On the AMD EPYC VM this was
+/// measured on, 16 KiB datagrams received into a buffer at page offset 16, where a large `Vec`
+/// lands, ran at 24–32 k round trips per second against 40–55 k at other offsets; at offset 64,
+/// where aligning to a line put them, 43–51 k against 44–53 k half-way into a page.)
 const LINE: usize = 64;
+/// Page: slot 0 starts half-way into one.
+const PAGE: usize = 4096;
 
 /// Preallocated `recvmmsg`/`sendmmsg` headers over `slots` buffers of `slot` bytes, each with
-/// its peer address (or none, on a connected socket), each starting on a cache line:
+/// its peer address (or none, on a connected socket), each starting on a cache line (slots of
+/// a page or more half-way into a page):
 /// datagrams are received into the slots and can be sent back from them.
 pub struct Batch {
     data: Vec<u8>,
-    /// Where the first slot starts in `data` (its first cache line).
+    /// Where the first slot starts in `data` (half-way into a page).
     start: usize,
-    /// Bytes from one slot to the next: `slot` rounded up to a cache line.
+    /// Bytes from one slot to the next: `slot` rounded up to a cache line, or to a page.
     stride: usize,
     slot: usize,
     with_addr: bool,
@@ -102,9 +106,17 @@ impl Batch {
     /// `slots` buffers of `slot` bytes, each with a peer address if `with_addr` (a server's
     /// socket), without for a connected socket.
     pub fn new(slots: usize, slot: usize, with_addr: bool) -> Self {
-        let stride = slot.div_ceil(LINE) * LINE;
-        let data = vec![0; slots * stride + LINE];
-        let start = data.as_ptr().align_offset(LINE);
+        // As ark-udp lays out its slots: half-way into a page, every slot of a page or more at
+        // that offset. At 16 bytes into a page (where a 128 KiB buffer from mmap starts, or 64
+        // after aligning to a line) the kernel's and our copies alias on the low address bits
+        // and run several times slower.
+        let stride = if slot >= PAGE {
+            slot.next_multiple_of(PAGE)
+        } else {
+            slot.next_multiple_of(LINE)
+        };
+        let data = vec![0; slots * stride + PAGE];
+        let start = (PAGE / 2 + PAGE - data.as_ptr() as usize % PAGE) % PAGE;
         let mut batch = Batch {
             data,
             start,
