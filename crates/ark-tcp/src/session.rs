@@ -294,6 +294,27 @@ impl Session<'_> {
         Ok(())
     }
 
+    /// Queues `parts` as [`send_raw_parts`](Self::send_raw_parts) does, then lets `edit`
+    /// change those queued bytes in place (all parts, joined) — a WebSocket client masks a
+    /// frame's payload this way while it is still in cache, with no buffer of its own.
+    ///
+    /// # Errors
+    /// As [`send_raw_parts`](Self::send_raw_parts); `edit` runs only when the parts were queued.
+    pub fn send_raw_parts_edited(
+        &mut self,
+        parts: &[&[u8]],
+        edit: impl FnOnce(&mut [u8]),
+    ) -> Result<(), SendError> {
+        let total = parts.iter().map(|p| p.len()).sum();
+        let queue = self.link.room_for(total)?;
+        let start = queue.len();
+        for part in parts {
+            queue.extend_from_slice(part);
+        }
+        edit(&mut queue[start..]);
+        Ok(())
+    }
+
     /// Queues all of `bytes` as they are, without framing, and leaves `bytes` empty (as
     /// `Vec::append` does). When nothing is queued the two buffers are swapped instead of
     /// copied, so `bytes` comes back holding the queue's empty storage: a caller that keeps
