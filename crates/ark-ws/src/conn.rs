@@ -13,6 +13,7 @@ use tungstenite::{Error, Message, WebSocket};
 use crate::close::{CloseCode, Initiator, OpenError, WsClose};
 use crate::config::WsConfig;
 use crate::handle::{Request as HandleRequest, WsSessionHandle, WsShared};
+use crate::inbound::{Frames, Inbound, Rules};
 use crate::session::{Request, WsHandler, WsSession};
 use crate::stream::MemStream;
 
@@ -110,6 +111,8 @@ pub(crate) struct WsConn<H> {
     client: bool,
     /// The opening handshake's deadline.
     handshake_timer: Option<TimerId>,
+    /// Received bytes of the open session (before it opens they go to tungstenite's stream).
+    frames: Frames,
 }
 
 impl<H: WsHandler> WsConn<H> {
@@ -130,6 +133,7 @@ impl<H: WsHandler> WsConn<H> {
             reported: false,
             client: false,
             handshake_timer: None,
+            frames: Frames::default(),
         }
     }
 
@@ -194,6 +198,7 @@ impl<H: WsHandler> WsConn<H> {
             let _ = tcp.append_raw(&mut stream.outbox);
         }
         stream.shrink_if_idle(keep);
+        self.frames.shrink_if_idle(keep);
     }
 
     /// Ends a session that could not open: the reason is kept for `on_close`. A server
@@ -323,7 +328,7 @@ impl<H: WsHandler> WsConn<H> {
                     }
                 },
                 State::Open(mut ws) => {
-                    let outcome = self.read_messages(&mut ws, tcp);
+                    let outcome = self.read_frames(&mut ws, tcp);
                     self.state = State::Open(ws);
                     self.after_read(tcp, outcome);
                     break;
@@ -391,6 +396,10 @@ impl<H: WsHandler> WsConn<H> {
 
     fn open(&mut self, tcp: &mut Session<'_>) {
         self.opened = true;
+        if let Some(stream) = self.stream() {
+            let rest = stream.end_handshake();
+            self.frames.push(&rest);
+        }
         if let Some(timer) = self.handshake_timer.take() {
             tcp.cancel_timer(timer);
         }
@@ -410,6 +419,44 @@ impl<H: WsHandler> WsConn<H> {
         self.take_requests(tcp);
     }
 
+    /// Delivers every whole message received; frames only tungstenite reads go to it whole,
+    /// in order (see [`crate::inbound`]).
+    fn read_frames(&mut self, ws: &mut WebSocket<MemStream>, tcp: &mut Session<'_>) -> Read {
+        loop {
+            let rules = Rules {
+                server: !self.client,
+                max_frame: self.config.max_frame,
+                max_message: self.config.max_message,
+                closing: self.close_sent.is_some() || self.close_received.is_some(),
+            };
+            match self.frames.next(rules) {
+                None => return Read::Blocked,
+                Some(Inbound::Message(message)) => self.deliver(ws, tcp, message),
+                Some(Inbound::Tungstenite(bytes)) => {
+                    ws.get_mut().push(&bytes);
+                    match self.read_messages(ws, tcp) {
+                        Read::Blocked => {}
+                        other => return other,
+                    }
+                }
+                Some(Inbound::Bad(code, reason)) => return Read::Bad(code, reason),
+            }
+        }
+    }
+
+    fn deliver(&mut self, ws: &mut WebSocket<MemStream>, tcp: &mut Session<'_>, message: Message) {
+        let (handler, mut session) = Self::view(
+            &mut self.handler,
+            ws,
+            tcp,
+            &self.config,
+            &self.shared,
+            &mut self.close_sent,
+            self.client,
+        );
+        handler.on_message(&mut session, message);
+    }
+
     fn read_messages(&mut self, ws: &mut WebSocket<MemStream>, tcp: &mut Session<'_>) -> Read {
         loop {
             match ws.read() {
@@ -420,18 +467,7 @@ impl<H: WsHandler> WsConn<H> {
                     self.shared.set_ended();
                 }
                 Ok(Message::Ping(_)) | Ok(Message::Frame(_)) => {} // pongs are automatic
-                Ok(message) => {
-                    let (handler, mut session) = Self::view(
-                        &mut self.handler,
-                        ws,
-                        tcp,
-                        &self.config,
-                        &self.shared,
-                        &mut self.close_sent,
-                        self.client,
-                    );
-                    handler.on_message(&mut session, message);
-                }
+                Ok(message) => self.deliver(ws, tcp, message),
                 Err(error) => return Read::from(error),
             }
         }
@@ -502,9 +538,12 @@ impl<H: WsHandler> TcpHandler for WsConn<H> {
     }
 
     fn on_message(&mut self, tcp: &mut Session<'_>, bytes: &[u8]) {
-        match self.stream() {
-            Some(stream) => stream.push(bytes),
-            None => return, // over: late bytes are dropped
+        match &mut self.state {
+            State::Open(_) => self.frames.push(bytes),
+            _ => match self.stream() {
+                Some(stream) => stream.push(bytes),
+                None => return, // over: late bytes are dropped
+            },
         }
         self.drive(tcp);
     }

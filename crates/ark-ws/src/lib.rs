@@ -59,6 +59,7 @@ mod close;
 mod config;
 mod conn;
 mod handle;
+mod inbound;
 mod server;
 mod session;
 mod stream;

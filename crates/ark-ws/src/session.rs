@@ -13,6 +13,7 @@ use tungstenite::{Bytes, Message, WebSocket};
 use crate::close::{CloseCode, InvalidCloseCode, WsClose};
 use crate::config::WsConfig;
 use crate::handle::{WsSessionHandle, WsShared};
+use crate::inbound::apply_mask;
 use crate::stream::MemStream;
 
 /// The HTTP upgrade request of a session (the server's received request, or the client's sent
@@ -175,9 +176,9 @@ impl WsSession<'_> {
         }
     }
 
-    /// Encodes a data message as one frame straight into the outgoing stream (one copy of
-    /// the payload, masked in the same pass on the client side with a fresh random key, as
-    /// RFC 6455 requires), instead of through tungstenite's frame buffer.
+    /// Encodes a data message as one frame straight into the TCP send queue (one copy of the
+    /// payload, masked there on the client side with a fresh random key, as RFC 6455
+    /// requires), instead of through tungstenite's frame buffer and the outgoing stream.
     fn write_data(&mut self, opcode: Data, payload: &[u8]) -> Result<(), SendError> {
         self.check(payload.len())?;
         // What tungstenite still holds (a pong it owes) goes first, if the queue has room.
@@ -194,8 +195,35 @@ impl WsSession<'_> {
             opcode: OpCode::Data(opcode),
             mask: self.client.then(rand::random::<[u8; 4]>),
         };
+        if self.queue_frame(&header, payload) {
+            return Ok(());
+        }
         self.ws.get_mut().write_frame(&header, payload);
         Ok(())
+    }
+
+    /// Frames `payload` straight into the TCP send queue (masking it there on the client
+    /// side) when everything encoded before it is queued already; `false` if it must wait
+    /// in the outgoing stream instead (the queue refused).
+    fn queue_frame(&mut self, header: &FrameHeader, payload: &[u8]) -> bool {
+        let stream = self.ws.get_mut();
+        if !stream.outbox.is_empty() && self.tcp.append_raw(&mut stream.outbox).is_err() {
+            return false;
+        }
+        let mut head = [0u8; 14]; // the longest header: 2 + 8 length bytes + 4 mask bytes
+        let mut cursor = std::io::Cursor::new(&mut head[..]);
+        if header.format(payload.len() as u64, &mut cursor).is_err() {
+            return false;
+        }
+        let head_len = cursor.position() as usize;
+        let parts = [&head[..head_len], payload];
+        match header.mask {
+            Some(mask) => self
+                .tcp
+                .send_raw_parts_edited(&parts, |queued| apply_mask(&mut queued[head_len..], mask)),
+            None => self.tcp.send_raw_parts(&parts),
+        }
+        .is_ok()
     }
 
     /// Queues a binary message (written with everything else at the end of the turn): framed

@@ -5,9 +5,11 @@ use std::io::{self, Read, Write};
 
 use tungstenite::protocol::frame::FrameHeader;
 
+use crate::inbound::apply_mask;
+
 /// Bytes received and not yet consumed by tungstenite, and bytes it wrote and we have not yet
 /// handed to the TCP session.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct MemStream {
     inbox: Vec<u8>,
     read_pos: usize,
@@ -19,9 +21,58 @@ pub(crate) struct MemStream {
     /// tungstenite then keeps only the latest pong it owes (RFC 6455 5.5.3) and writes it
     /// once the queue has room.
     pub(crate) blocked: bool,
+    /// Reads end at the end of the HTTP head (`\r\n\r\n`) while the opening handshake runs,
+    /// so tungstenite never reads frame bytes that came with it: those stay here for
+    /// [`crate::inbound::Frames`]. The count is how much of the terminator the bytes read so
+    /// far end with; 4 once the head is read.
+    head: Option<u8>,
+}
+
+impl Default for MemStream {
+    fn default() -> Self {
+        MemStream {
+            inbox: Vec::new(),
+            read_pos: 0,
+            outbox: Vec::new(),
+            peak_in: 0,
+            peak_out: 0,
+            blocked: false,
+            head: Some(0),
+        }
+    }
 }
 
 impl MemStream {
+    /// The handshake is over: hands out the bytes after the HTTP head and reads unlimited
+    /// from now on.
+    pub(crate) fn end_handshake(&mut self) -> Vec<u8> {
+        self.head = None;
+        let rest = self.inbox.split_off(self.read_pos);
+        self.inbox.clear();
+        self.read_pos = 0;
+        rest
+    }
+
+    /// How many of `bytes` tungstenite may read now: all of them, or during the handshake
+    /// those up to the end of the HTTP head.
+    fn readable(&mut self, bytes: &[u8]) -> usize {
+        let Some(matched) = &mut self.head else {
+            return bytes.len();
+        };
+        const END: &[u8; 4] = b"\r\n\r\n";
+        for (i, &b) in bytes.iter().enumerate() {
+            if *matched == 4 {
+                return i;
+            }
+            *matched = if b == END[usize::from(*matched)] {
+                *matched + 1
+            } else {
+                u8::from(b == b'\r')
+            };
+        }
+        bytes.len()
+    }
+
     /// Appends received bytes.
     pub(crate) fn push(&mut self, bytes: &[u8]) {
         if self.read_pos == self.inbox.len() {
@@ -85,28 +136,17 @@ impl MemStream {
     }
 }
 
-/// XORs `bytes` with the 4-byte `mask`, RFC 6455 section 5.3.
-fn apply_mask(bytes: &mut [u8], mask: [u8; 4]) {
-    let mut words = bytes.chunks_exact_mut(4);
-    for word in &mut words {
-        for (b, m) in word.iter_mut().zip(mask) {
-            *b ^= m;
-        }
-    }
-    for (b, m) in words.into_remainder().iter_mut().zip(mask) {
-        *b ^= m;
-    }
-}
-
 impl Read for MemStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let available = &self.inbox[self.read_pos..];
-        if available.is_empty() {
+        let (inbox, start) = (std::mem::take(&mut self.inbox), self.read_pos);
+        let limit = buf.len().min(inbox.len() - start);
+        let n = self.readable(&inbox[start..start + limit]);
+        self.inbox = inbox;
+        if n == 0 {
             // No more bytes until the socket delivers some: tungstenite resumes later.
             return Err(io::ErrorKind::WouldBlock.into());
         }
-        let n = available.len().min(buf.len());
-        buf[..n].copy_from_slice(&available[..n]);
+        buf[..n].copy_from_slice(&self.inbox[start..start + n]);
         self.read_pos += n;
         Ok(n)
     }
