@@ -88,6 +88,21 @@ impl Header {
         header
     }
 
+    /// A header holding the first `len` bytes of `bytes`, without a copy of variable length
+    /// (which compiles to a `memcpy` call: 2 % of a TCP echo benchmark's cycles).
+    ///
+    /// # Panics
+    /// If `len` is over 8.
+    #[inline]
+    pub fn from_prefix(bytes: [u8; 8], len: usize) -> Self {
+        assert!(len <= 8, "a header prefix of {len} bytes");
+        let [a, b, c, d, e, f, g, h] = bytes;
+        Header {
+            bytes: [a, b, c, d, e, f, g, h, 0],
+            len: len as u8,
+        }
+    }
+
     /// The header bytes.
     #[inline]
     pub fn as_slice(&self) -> &[u8] {

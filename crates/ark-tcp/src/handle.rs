@@ -196,7 +196,8 @@ impl SessionHandle {
         if !self.is_open() {
             return Err(SendError::Closed);
         }
-        let needed = self.shared.encoder.encoded_len(payload)?;
+        let (header, trailer) = self.shared.encoder.frame(payload)?;
+        let needed = header.as_slice().len() + payload.len() + trailer.len();
         let shared = &self.shared;
         let mut inbox = shared.inbox();
         let queued = shared.queued.load(Ordering::Relaxed) + inbox.bytes.len();

@@ -4,7 +4,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use ark_frame::{DecodeError, EncodeError, Encoder};
+use ark_frame::{DecodeError, EncodeError, Encoder, Header};
 use ark_reactor::TimerId;
 
 use crate::core::Link;
@@ -191,17 +191,32 @@ impl std::fmt::Debug for Session<'_> {
 
 /// Object-safe framing of outgoing messages.
 pub(crate) trait EncodeInto {
-    fn encode_into(&self, payload: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError>;
-    fn encoded_len(&self, payload: &[u8]) -> Result<usize, EncodeError>;
+    /// The header and trailer that frame `payload` (computed once per message).
+    fn frame(&self, payload: &[u8]) -> Result<(Header, &[u8]), EncodeError>;
+
+    /// Appends `payload` framed to `out`; the bytes it appended.
+    fn encode_into(&self, payload: &[u8], out: &mut Vec<u8>) -> Result<usize, EncodeError> {
+        let (header, trailer) = self.frame(payload)?;
+        let parts = [header.as_slice(), payload, trailer];
+        Ok(append_parts(out, &parts))
+    }
 }
 
 impl<E: Encoder> EncodeInto for E {
-    fn encode_into(&self, payload: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError> {
-        self.encode(payload, out).map(|_| ())
+    #[inline]
+    fn frame(&self, payload: &[u8]) -> Result<(Header, &[u8]), EncodeError> {
+        Ok((self.header(payload)?, self.trailer()))
     }
-    fn encoded_len(&self, payload: &[u8]) -> Result<usize, EncodeError> {
-        Ok(self.header(payload)?.as_slice().len() + payload.len() + self.trailer().len())
+}
+
+/// Appends `parts` to `out`; their total length.
+fn append_parts(out: &mut Vec<u8>, parts: &[&[u8]]) -> usize {
+    let total = parts.iter().map(|p| p.len()).sum();
+    out.reserve(total);
+    for part in parts {
+        out.extend_from_slice(part);
     }
+    total
 }
 
 impl Session<'_> {
@@ -263,9 +278,10 @@ impl Session<'_> {
     /// payload cannot be framed, [`SendError::Closed`] after `close`/`abort` or once the
     /// session is closing. Nothing is queued on error.
     pub fn send(&mut self, payload: &[u8]) -> Result<(), SendError> {
-        let needed = self.encoder.encoded_len(payload)?;
-        let queue = self.link.room_for(needed)?;
-        self.encoder.encode_into(payload, queue)?;
+        let (header, trailer) = self.encoder.frame(payload)?;
+        let parts = [header.as_slice(), payload, trailer];
+        let needed = parts.iter().map(|p| p.len()).sum();
+        append_parts(self.link.room_for(needed)?, &parts);
         self.link.count_frame_out();
         Ok(())
     }

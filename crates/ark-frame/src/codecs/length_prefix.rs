@@ -164,16 +164,11 @@ impl Encoder for LengthPrefix {
             });
         }
         let n = self.width.bytes();
-        let be = (len as u64).to_be_bytes();
-        let mut header = [0u8; 8];
-        match self.endian {
-            Endian::Big => header[..n].copy_from_slice(&be[8 - n..]),
-            Endian::Little => {
-                for (dst, src) in header[..n].iter_mut().zip(be[8 - n..].iter().rev()) {
-                    *dst = *src;
-                }
-            }
-        }
-        Ok(Header::new(&header[..n]))
+        // The length's `n` low-order bytes, in wire order, at the front of eight.
+        let bytes = match self.endian {
+            Endian::Big => ((len as u64) << (8 * (8 - n))).to_be_bytes(),
+            Endian::Little => (len as u64).to_le_bytes(),
+        };
+        Ok(Header::from_prefix(bytes, n))
     }
 }
