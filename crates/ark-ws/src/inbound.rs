@@ -7,14 +7,95 @@
 //! zero-filled and copied again into its read buffer: two copies and a fill per message that
 //! the hand-written tokio peer does not pay.
 
-use std::io::Cursor;
-
-use bytes::BytesMut;
+use bytes::{Buf, BytesMut};
 use tungstenite::Message;
-use tungstenite::protocol::frame::FrameHeader;
-use tungstenite::protocol::frame::coding::{Data, OpCode};
 
 use crate::close::CloseCode;
+
+/// Opcodes of data frames (RFC 6455 section 5.2).
+const OPCODE_CONTINUE: u8 = 0;
+pub(crate) const OPCODE_TEXT: u8 = 1;
+pub(crate) const OPCODE_BINARY: u8 = 2;
+
+/// A frame header as RFC 6455 section 5.2 lays it out; which combinations are allowed is
+/// tungstenite's to judge for every frame this crate does not take apart itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Head {
+    pub(crate) fin: bool,
+    /// RSV1-3, as the high bits of the first byte leave them.
+    pub(crate) rsv: u8,
+    pub(crate) opcode: u8,
+    pub(crate) mask: Option<[u8; 4]>,
+    /// Payload length (as sent, not checked against any limit).
+    pub(crate) len: u64,
+    /// Bytes of the header itself.
+    pub(crate) head_len: usize,
+}
+
+impl Head {
+    /// The header at the front of `buf`; `None` until all of it is there.
+    pub(crate) fn parse(buf: &[u8]) -> Option<Head> {
+        let (&first, rest) = buf.split_first()?;
+        let (&second, rest) = rest.split_first()?;
+        let (len, rest) = match second & 0x7f {
+            126 => {
+                let (bytes, rest) = rest.split_first_chunk::<2>()?;
+                (u64::from(u16::from_be_bytes(*bytes)), rest)
+            }
+            127 => {
+                let (bytes, rest) = rest.split_first_chunk::<8>()?;
+                (u64::from_be_bytes(*bytes), rest)
+            }
+            short => (u64::from(short), rest),
+        };
+        let (mask, rest) = if second & 0x80 != 0 {
+            let (mask, rest) = rest.split_first_chunk::<4>()?;
+            (Some(*mask), rest)
+        } else {
+            (None, rest)
+        };
+        Some(Head {
+            fin: first & 0x80 != 0,
+            rsv: first & 0x70,
+            opcode: first & 0x0f,
+            mask,
+            len,
+            head_len: buf.len() - rest.len(),
+        })
+    }
+
+    /// Writes a final frame's header for `len` payload bytes into `out`; the bytes written.
+    pub(crate) fn write_final(
+        opcode: u8,
+        len: usize,
+        mask: Option<[u8; 4]>,
+        out: &mut [u8; 14],
+    ) -> usize {
+        out[0] = 0x80 | opcode;
+        let mask_bit = if mask.is_some() { 0x80 } else { 0 };
+        let mut n = match len {
+            0..=125 => {
+                out[1] = mask_bit | len as u8;
+                2
+            }
+            126..=65_535 => {
+                out[1] = mask_bit | 126;
+                out[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+                4
+            }
+            _ => {
+                out[1] = mask_bit | 127;
+                out[2..10].copy_from_slice(&(len as u64).to_be_bytes());
+                10
+            }
+        };
+        if let Some(mask) = mask {
+            out[n..n + 4].copy_from_slice(&mask);
+            n += 4;
+        }
+        n
+    }
+}
 
 /// What the next received bytes are.
 pub(crate) enum Inbound {
@@ -62,57 +143,41 @@ impl Frames {
         if self.to_tungstenite > 0 {
             return self.for_tungstenite();
         }
-        let mut cursor = Cursor::new(&self.buf[..]);
-        let (header, len) = match FrameHeader::parse(&mut cursor) {
-            Ok(Some(parsed)) => parsed,
-            Ok(None) => return None,
-            // tungstenite finds the same fault and fails the connection with its code.
-            Err(_) => return Some(Inbound::Tungstenite(self.buf.split())),
+        let head = Head::parse(&self.buf)?;
+        let text = match head.opcode {
+            OPCODE_BINARY => false,
+            OPCODE_TEXT => true,
+            _ => return self.route(&head),
         };
-        let header_len = cursor.position() as usize;
-        let data = match header.opcode {
-            OpCode::Data(Data::Binary) => Some(false),
-            OpCode::Data(Data::Text) => Some(true),
-            _ => None,
-        };
-        let whole = header.is_final && !header.rsv1 && !header.rsv2 && !header.rsv3;
-        let fits = len <= rules.max_frame.min(rules.max_message) as u64;
-        match data {
-            Some(text)
-                if whole
-                    && fits
-                    && !self.fragmented
-                    && !rules.closing
-                    && header.mask.is_some() == rules.server =>
-            {
-                self.message(header, header_len, len as usize, text)
-            }
-            _ => {
-                if matches!(header.opcode, OpCode::Data(_)) {
-                    // Binary or text without FIN starts a fragmented message; a continuation
-                    // with FIN ends it (tungstenite refuses every other order).
-                    self.fragmented = !header.is_final;
-                }
-                self.to_tungstenite = header_len as u64 + len;
-                self.for_tungstenite()
-            }
+        let plain = head.fin && head.rsv == 0 && !self.fragmented && !rules.closing;
+        let fits = head.len <= rules.max_frame.min(rules.max_message) as u64;
+        if plain && fits && head.mask.is_some() == rules.server {
+            self.message(&head, text)
+        } else {
+            self.route(&head)
         }
     }
 
+    /// Sends the frame `head` starts to tungstenite.
+    fn route(&mut self, head: &Head) -> Option<Inbound> {
+        if matches!(head.opcode, OPCODE_CONTINUE | OPCODE_TEXT | OPCODE_BINARY) {
+            // Binary or text without FIN starts a fragmented message; a continuation with FIN
+            // ends it (tungstenite refuses every other order).
+            self.fragmented = !head.fin;
+        }
+        self.to_tungstenite = (head.head_len as u64).saturating_add(head.len);
+        self.for_tungstenite()
+    }
+
     /// The whole data frame at the front, once all of it is here.
-    fn message(
-        &mut self,
-        header: FrameHeader,
-        header_len: usize,
-        len: usize,
-        text: bool,
-    ) -> Option<Inbound> {
-        if self.buf.len() < header_len + len {
+    fn message(&mut self, head: &Head, text: bool) -> Option<Inbound> {
+        let len = head.len as usize;
+        if self.buf.len() - head.head_len < len {
             return None; // the buffer grows as the bytes come, not on the header's word
         }
-        let _ = self.buf.split_to(header_len);
+        self.buf.advance(head.head_len);
         let mut payload = self.buf.split_to(len);
-        if let Some(mask) = header.mask {
+        if let Some(mask) = head.mask {
             apply_mask(&mut payload, mask);
         }
         let payload = payload.freeze();
@@ -170,6 +235,39 @@ pub(crate) fn apply_mask(bytes: &mut [u8], mask: [u8; 4]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn headers_written_and_parsed_agree_with_tungstenite() {
+        use tungstenite::protocol::frame::FrameHeader;
+        use tungstenite::protocol::frame::coding::{Data, OpCode};
+        for len in [0usize, 1, 125, 126, 65_535, 65_536, 70_001] {
+            for mask in [None, Some([1, 2, 3, 4])] {
+                for (opcode, data) in [(OPCODE_BINARY, Data::Binary), (OPCODE_TEXT, Data::Text)] {
+                    let mut head = [0u8; 14];
+                    let n = Head::write_final(opcode, len, mask, &mut head);
+                    let mut cursor = std::io::Cursor::new(&head[..n]);
+                    let (theirs, their_len) = FrameHeader::parse(&mut cursor).unwrap().unwrap();
+                    assert_eq!(cursor.position() as usize, n);
+                    assert_eq!(their_len, len as u64);
+                    assert_eq!((theirs.mask, theirs.opcode), (mask, OpCode::Data(data)));
+                    assert!(theirs.is_final && !theirs.rsv1 && !theirs.rsv2 && !theirs.rsv3);
+                    let ours = Head::parse(&head[..n]).unwrap();
+                    let expected = Head {
+                        fin: true,
+                        rsv: 0,
+                        opcode,
+                        mask,
+                        len: len as u64,
+                        head_len: n,
+                    };
+                    assert_eq!(ours, expected);
+                    for cut in 0..n {
+                        assert_eq!(Head::parse(&head[..cut]), None, "{cut} of {n} bytes");
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn masking_matches_the_bytewise_rule_at_every_length() {

@@ -13,7 +13,7 @@ use tungstenite::{Bytes, Message, WebSocket};
 use crate::close::{CloseCode, InvalidCloseCode, WsClose};
 use crate::config::WsConfig;
 use crate::handle::{WsSessionHandle, WsShared};
-use crate::inbound::apply_mask;
+use crate::inbound::{Head, OPCODE_BINARY, OPCODE_TEXT, apply_mask};
 use crate::stream::MemStream;
 
 /// The HTTP upgrade request of a session (the server's received request, or the client's sent
@@ -187,17 +187,26 @@ impl WsSession<'_> {
             Err(tungstenite::Error::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock => {}
             Err(_) => return Err(SendError::Closed),
         }
+        let opcode = match opcode {
+            Data::Text => OPCODE_TEXT,
+            _ => OPCODE_BINARY,
+        };
+        let mask = self.client.then(rand::random::<[u8; 4]>);
+        if self.queue_frame(opcode, mask, payload) {
+            return Ok(());
+        }
         let header = FrameHeader {
             is_final: true,
             rsv1: false,
             rsv2: false,
             rsv3: false,
-            opcode: OpCode::Data(opcode),
-            mask: self.client.then(rand::random::<[u8; 4]>),
+            opcode: OpCode::Data(if opcode == OPCODE_TEXT {
+                Data::Text
+            } else {
+                Data::Binary
+            }),
+            mask,
         };
-        if self.queue_frame(&header, payload) {
-            return Ok(());
-        }
         self.ws.get_mut().write_frame(&header, payload);
         Ok(())
     }
@@ -205,19 +214,15 @@ impl WsSession<'_> {
     /// Frames `payload` straight into the TCP send queue (masking it there on the client
     /// side) when everything encoded before it is queued already; `false` if it must wait
     /// in the outgoing stream instead (the queue refused).
-    fn queue_frame(&mut self, header: &FrameHeader, payload: &[u8]) -> bool {
+    fn queue_frame(&mut self, opcode: u8, mask: Option<[u8; 4]>, payload: &[u8]) -> bool {
         let stream = self.ws.get_mut();
         if !stream.outbox.is_empty() && self.tcp.append_raw(&mut stream.outbox).is_err() {
             return false;
         }
-        let mut head = [0u8; 14]; // the longest header: 2 + 8 length bytes + 4 mask bytes
-        let mut cursor = std::io::Cursor::new(&mut head[..]);
-        if header.format(payload.len() as u64, &mut cursor).is_err() {
-            return false;
-        }
-        let head_len = cursor.position() as usize;
+        let mut head = [0u8; 14];
+        let head_len = Head::write_final(opcode, payload.len(), mask, &mut head);
         let parts = [&head[..head_len], payload];
-        match header.mask {
+        match mask {
             Some(mask) => self
                 .tcp
                 .send_raw_parts_edited(&parts, |queued| apply_mask(&mut queued[head_len..], mask)),
