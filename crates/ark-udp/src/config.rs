@@ -13,8 +13,9 @@ pub struct UdpConfig {
     /// Receive slot size: a longer datagram is detected as truncated and dropped. Default
     /// 65,536 (any UDP datagram).
     pub max_datagram: usize,
-    /// Datagrams per `recvmmsg`/`sendmmsg`. Default 32. Memory: `batch × max_datagram` per
-    /// socket (2 MiB by default; lower `max_datagram` for small messages).
+    /// Datagrams per `recvmmsg`/`sendmmsg`. Default 32. Memory: about `batch × max_datagram`
+    /// per socket (2 MiB by default, slots rounded up to whole pages or cache lines; lower
+    /// `max_datagram` for small messages).
     pub batch: usize,
     /// Batched syscalls (`recvmmsg`/`sendmmsg`); off uses one `recvfrom`/`sendto` per
     /// datagram. Default on.

@@ -4,7 +4,9 @@
 //! protocol, ark-tcp's sessions do the IO on ark's reactor. tungstenite reads from and writes
 //! to an in-memory stream, so its handshake and reads resume across `WouldBlock` naturally, its
 //! writes never block, and everything a turn produced — replies, automatic pongs, close frames —
-//! leaves in one write per turn.
+//! leaves in one write per turn. Whole data frames skip it: ark-ws unmasks them in place and
+//! hands out their bytes, and frames sent data straight into the TCP send queue; control frames,
+//! fragments and anything unusual go to tungstenite whole.
 //!
 //! * Small idle memory: tungstenite's read buffer is 4 KiB here (its default 128 KiB costs that
 //!   much per idle session), and the in-memory buffers are released when a session is idle.
