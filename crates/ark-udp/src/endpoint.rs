@@ -72,6 +72,13 @@ pub(crate) struct Endpoint<H> {
     counters: Arc<UdpCounters>,
     expiry_timer: Option<TimerId>,
     life: Arc<Lifecycle>,
+    /// The socket is registered for writability too: a send would block and datagrams wait.
+    /// Otherwise only for reads: a UDP socket reports writable each time a datagram it sent
+    /// is consumed, and every such event was a turn with nothing to do — one per message on
+    /// loopback, and in the shared model with two threads, a second source in the same turn,
+    /// which was then handed to a worker (1 client, window 1: 17.7 k msg/s with 1.9 context
+    /// switches per message, against 49.8 k on one thread).
+    writable_interest: bool,
     /// Keeps the owner's stop waiting until the socket is closed.
     _member: Member,
 }
@@ -108,6 +115,7 @@ impl<H: UdpHandler> Endpoint<H> {
             counters,
             expiry_timer: None,
             life,
+            writable_interest: false,
             _member: member,
         }
     }
@@ -369,10 +377,34 @@ impl<H: UdpHandler> Endpoint<H> {
         if !blocked && !self.io.out.is_empty() {
             turn = Turn::Again;
         }
+        self.want_writable(cx, blocked);
         self.io.shared.set_queued(self.io.out.data.len());
         self.io.timers.slot.arm(self.io.timers.earliest(), cx);
         self.counters.add(&sent);
         turn
+    }
+}
+
+impl<H: UdpHandler> Endpoint<H> {
+    /// Registers for writability while a send would block, and only then (see
+    /// `writable_interest`). Adding it re-checks the socket, so room that came between the
+    /// refused send and now is still reported.
+    fn want_writable(&mut self, cx: &mut Context<'_>, blocked: bool) {
+        if blocked == self.writable_interest {
+            return;
+        }
+        let interest = if blocked {
+            mio::Interest::READABLE | mio::Interest::WRITABLE
+        } else {
+            mio::Interest::READABLE
+        };
+        if cx
+            .registry()
+            .reregister(&mut self.socket, cx.token(), interest)
+            .is_ok()
+        {
+            self.writable_interest = blocked;
+        }
     }
 }
 

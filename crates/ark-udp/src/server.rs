@@ -171,7 +171,8 @@ pub(crate) fn register<H: UdpHandler>(
         let (config, counters) = (placement.config.clone(), placement.counters.clone());
         Box::new(Endpoint::new(socket, mode, config, counters, parts))
     };
-    let interest = mio::Interest::READABLE | mio::Interest::WRITABLE;
+    // Writability is asked for only while a send would block (`Endpoint::want_writable`).
+    let interest = mio::Interest::READABLE;
     let id = reactor
         .insert_with(make, interest)
         .ok_or_else(|| io::Error::other("the reactor did not take the socket"))?;
