@@ -138,7 +138,7 @@ impl WsSession<'_> {
     }
 
     /// Queues `message`: an echo can send back the [`Message`] it received. Data messages are
-    /// framed by ark-ws straight into the outgoing stream (the payload copied once, nothing
+    /// framed by ark-ws straight into the TCP send queue (the payload copied once, nothing
     /// allocated); ping and pong payloads are limited to 125 bytes; a close message starts the
     /// close handshake as [`close`](Self::close) does (without a code, the close frame carries
     /// none).
@@ -232,7 +232,7 @@ impl WsSession<'_> {
     }
 
     /// Queues a binary message (written with everything else at the end of the turn): framed
-    /// straight into the outgoing stream, the payload copied once, nothing allocated.
+    /// straight into the TCP send queue, the payload copied once, nothing allocated.
     ///
     /// # Errors
     /// [`SendError::Full`], [`SendError::TooLarge`] or [`SendError::Closed`].
