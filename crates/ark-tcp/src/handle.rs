@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use ark_reactor::SourceRef;
 
-use crate::session::{EncodeInto, SendError};
+use crate::session::{EncodeInto, SendError, append_parts};
 
 const OPEN: u8 = 0;
 const CLOSING: u8 = 1;
@@ -197,7 +197,8 @@ impl SessionHandle {
             return Err(SendError::Closed);
         }
         let (header, trailer) = self.shared.encoder.frame(payload)?;
-        let needed = header.as_slice().len() + payload.len() + trailer.len();
+        let parts = [header.as_slice(), payload, trailer];
+        let needed = parts.iter().map(|p| p.len()).sum();
         let shared = &self.shared;
         let mut inbox = shared.inbox();
         let queued = shared.queued.load(Ordering::Relaxed) + inbox.bytes.len();
@@ -208,7 +209,7 @@ impl SessionHandle {
                 limit: shared.send_limit,
             });
         }
-        shared.encoder.encode_into(payload, &mut inbox.bytes)?;
+        append_parts(&mut inbox.bytes, &parts);
         inbox.frames += 1;
         drop(inbox);
         shared.notify();

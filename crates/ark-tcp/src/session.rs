@@ -193,13 +193,6 @@ impl std::fmt::Debug for Session<'_> {
 pub(crate) trait EncodeInto {
     /// The header and trailer that frame `payload` (computed once per message).
     fn frame(&self, payload: &[u8]) -> Result<(Header, &[u8]), EncodeError>;
-
-    /// Appends `payload` framed to `out`; the bytes it appended.
-    fn encode_into(&self, payload: &[u8], out: &mut Vec<u8>) -> Result<usize, EncodeError> {
-        let (header, trailer) = self.frame(payload)?;
-        let parts = [header.as_slice(), payload, trailer];
-        Ok(append_parts(out, &parts))
-    }
 }
 
 impl<E: Encoder> EncodeInto for E {
@@ -209,14 +202,12 @@ impl<E: Encoder> EncodeInto for E {
     }
 }
 
-/// Appends `parts` to `out`; their total length.
-fn append_parts(out: &mut Vec<u8>, parts: &[&[u8]]) -> usize {
-    let total = parts.iter().map(|p| p.len()).sum();
-    out.reserve(total);
+/// Appends `parts` to `out`, reserving their total once.
+pub(crate) fn append_parts(out: &mut Vec<u8>, parts: &[&[u8]]) {
+    out.reserve(parts.iter().map(|p| p.len()).sum());
     for part in parts {
         out.extend_from_slice(part);
     }
-    total
 }
 
 impl Session<'_> {
@@ -279,9 +270,7 @@ impl Session<'_> {
     /// session is closing. Nothing is queued on error.
     pub fn send(&mut self, payload: &[u8]) -> Result<(), SendError> {
         let (header, trailer) = self.encoder.frame(payload)?;
-        let parts = [header.as_slice(), payload, trailer];
-        let needed = parts.iter().map(|p| p.len()).sum();
-        append_parts(self.link.room_for(needed)?, &parts);
+        self.queue_parts(&[header.as_slice(), payload, trailer])?;
         self.link.count_frame_out();
         Ok(())
     }
@@ -291,8 +280,7 @@ impl Session<'_> {
     /// # Errors
     /// As [`send`](Self::send), without `Encode`.
     pub fn send_raw(&mut self, bytes: &[u8]) -> Result<(), SendError> {
-        self.link.room_for(bytes.len())?.extend_from_slice(bytes);
-        Ok(())
+        self.send_raw_parts(&[bytes])
     }
 
     /// Queues `parts` one after the other as they are, without framing: all of them or,
@@ -302,12 +290,7 @@ impl Session<'_> {
     /// # Errors
     /// As [`send_raw`](Self::send_raw), for the parts' total length.
     pub fn send_raw_parts(&mut self, parts: &[&[u8]]) -> Result<(), SendError> {
-        let total = parts.iter().map(|p| p.len()).sum();
-        let queue = self.link.room_for(total)?;
-        for part in parts {
-            queue.extend_from_slice(part);
-        }
-        Ok(())
+        self.queue_parts(parts).map(drop)
     }
 
     /// Queues `parts` as [`send_raw_parts`](Self::send_raw_parts) does, then lets `edit`
@@ -321,14 +304,16 @@ impl Session<'_> {
         parts: &[&[u8]],
         edit: impl FnOnce(&mut [u8]),
     ) -> Result<(), SendError> {
-        let total = parts.iter().map(|p| p.len()).sum();
-        let queue = self.link.room_for(total)?;
-        let start = queue.len();
-        for part in parts {
-            queue.extend_from_slice(part);
-        }
-        edit(&mut queue[start..]);
+        edit(self.queue_parts(parts)?);
         Ok(())
+    }
+
+    /// Queues `parts` one after the other, all or none; the bytes queued.
+    fn queue_parts(&mut self, parts: &[&[u8]]) -> Result<&mut [u8], SendError> {
+        let queue = self.link.room_for(parts.iter().map(|p| p.len()).sum())?;
+        let start = queue.len();
+        append_parts(queue, parts);
+        Ok(&mut queue[start..])
     }
 
     /// Queues all of `bytes` as they are, without framing, and leaves `bytes` empty (as
