@@ -6,8 +6,6 @@ use std::time::Duration;
 
 use ark_reactor::TimerId;
 use tungstenite::protocol::CloseFrame;
-use tungstenite::protocol::frame::FrameHeader;
-use tungstenite::protocol::frame::coding::{Data, OpCode};
 use tungstenite::{Bytes, Message, WebSocket};
 
 use crate::close::{CloseCode, InvalidCloseCode, WsClose};
@@ -167,8 +165,8 @@ impl WsSession<'_> {
                     max: 125,
                 })
             }
-            Message::Binary(payload) => self.write_data(Data::Binary, &payload),
-            Message::Text(text) => self.write_data(Data::Text, text.as_bytes()),
+            Message::Binary(payload) => self.write_data(OPCODE_BINARY, &payload),
+            Message::Text(text) => self.write_data(OPCODE_TEXT, text.as_bytes()),
             message => {
                 self.check(message.len())?;
                 self.write(message)
@@ -179,7 +177,7 @@ impl WsSession<'_> {
     /// Encodes a data message as one frame straight into the TCP send queue (one copy of the
     /// payload, masked there on the client side with a fresh random key, as RFC 6455
     /// requires), instead of through tungstenite's frame buffer and the outgoing stream.
-    fn write_data(&mut self, opcode: Data, payload: &[u8]) -> Result<(), SendError> {
+    fn write_data(&mut self, opcode: u8, payload: &[u8]) -> Result<(), SendError> {
         self.check(payload.len())?;
         // What tungstenite still holds (a pong it owes) goes first, if the queue has room.
         match self.ws.flush() {
@@ -187,27 +185,10 @@ impl WsSession<'_> {
             Err(tungstenite::Error::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock => {}
             Err(_) => return Err(SendError::Closed),
         }
-        let opcode = match opcode {
-            Data::Text => OPCODE_TEXT,
-            _ => OPCODE_BINARY,
-        };
         let mask = self.client.then(rand::random::<[u8; 4]>);
-        if self.queue_frame(opcode, mask, payload) {
-            return Ok(());
+        if !self.queue_frame(opcode, mask, payload) {
+            self.ws.get_mut().write_frame(opcode, mask, payload);
         }
-        let header = FrameHeader {
-            is_final: true,
-            rsv1: false,
-            rsv2: false,
-            rsv3: false,
-            opcode: OpCode::Data(if opcode == OPCODE_TEXT {
-                Data::Text
-            } else {
-                Data::Binary
-            }),
-            mask,
-        };
-        self.ws.get_mut().write_frame(&header, payload);
         Ok(())
     }
 
@@ -237,7 +218,7 @@ impl WsSession<'_> {
     /// # Errors
     /// [`SendError::Full`], [`SendError::TooLarge`] or [`SendError::Closed`].
     pub fn send_binary(&mut self, data: &[u8]) -> Result<(), SendError> {
-        self.write_data(Data::Binary, data)
+        self.write_data(OPCODE_BINARY, data)
     }
 
     /// Queues a text message.
@@ -245,7 +226,7 @@ impl WsSession<'_> {
     /// # Errors
     /// As [`send_binary`](Self::send_binary).
     pub fn send_text(&mut self, text: &str) -> Result<(), SendError> {
-        self.write_data(Data::Text, text.as_bytes())
+        self.write_data(OPCODE_TEXT, text.as_bytes())
     }
 
     /// Queues a ping (payload at most 125 bytes); the peer's pong arrives as

@@ -3,9 +3,7 @@
 
 use std::io::{self, Read, Write};
 
-use tungstenite::protocol::frame::FrameHeader;
-
-use crate::inbound::apply_mask;
+use crate::inbound::{Head, apply_mask};
 
 /// Bytes received and not yet consumed by tungstenite, and bytes it wrote and we have not yet
 /// handed to the TCP session.
@@ -51,26 +49,6 @@ impl MemStream {
         self.inbox.clear();
         self.read_pos = 0;
         rest
-    }
-
-    /// How many of `bytes` tungstenite may read now: all of them, or during the handshake
-    /// those up to the end of the HTTP head.
-    fn readable(&mut self, bytes: &[u8]) -> usize {
-        let Some(matched) = &mut self.head else {
-            return bytes.len();
-        };
-        const END: &[u8; 4] = b"\r\n\r\n";
-        for (i, &b) in bytes.iter().enumerate() {
-            if *matched == 4 {
-                return i;
-            }
-            *matched = if b == END[usize::from(*matched)] {
-                *matched + 1
-            } else {
-                u8::from(b == b'\r')
-            };
-        }
-        bytes.len()
     }
 
     /// Appends received bytes.
@@ -121,27 +99,48 @@ impl MemStream {
 }
 
 impl MemStream {
-    /// Appends one whole data frame (`header`, then `payload`, masked in the same pass when
-    /// the header carries a mask) to the outbox: the payload is copied once, straight to
+    /// Appends one whole, final data frame (its header, then `payload`, masked in the same
+    /// buffer when `mask` is given) to the outbox: the payload is copied once, straight to
     /// where the TCP session takes it from.
-    pub(crate) fn write_frame(&mut self, header: &FrameHeader, payload: &[u8]) {
-        // Formatting into a Vec cannot fail.
-        let _ = header.format(payload.len() as u64, &mut self.outbox);
+    pub(crate) fn write_frame(&mut self, opcode: u8, mask: Option<[u8; 4]>, payload: &[u8]) {
+        let mut head = [0u8; 14];
+        let head_len = Head::write_final(opcode, payload.len(), mask, &mut head);
+        self.outbox.extend_from_slice(&head[..head_len]);
         let start = self.outbox.len();
         self.outbox.extend_from_slice(payload);
-        if let Some(mask) = header.mask {
+        if let Some(mask) = mask {
             apply_mask(&mut self.outbox[start..], mask);
         }
         self.peak_out = self.peak_out.max(self.outbox.len());
     }
 }
 
+/// How many of `bytes` tungstenite may read now: all of them, or during the handshake (`head`
+/// is `Some`: how much of the terminator the bytes read so far end with) those up to the end
+/// of the HTTP head.
+fn readable(head: &mut Option<u8>, bytes: &[u8]) -> usize {
+    let Some(matched) = head else {
+        return bytes.len();
+    };
+    const END: &[u8; 4] = b"\r\n\r\n";
+    for (i, &b) in bytes.iter().enumerate() {
+        if *matched == 4 {
+            return i;
+        }
+        *matched = if b == END[usize::from(*matched)] {
+            *matched + 1
+        } else {
+            u8::from(b == b'\r')
+        };
+    }
+    bytes.len()
+}
+
 impl Read for MemStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let (inbox, start) = (std::mem::take(&mut self.inbox), self.read_pos);
-        let limit = buf.len().min(inbox.len() - start);
-        let n = self.readable(&inbox[start..start + limit]);
-        self.inbox = inbox;
+        let start = self.read_pos;
+        let limit = buf.len().min(self.inbox.len() - start);
+        let n = readable(&mut self.head, &self.inbox[start..start + limit]);
         if n == 0 {
             // No more bytes until the socket delivers some: tungstenite resumes later.
             return Err(io::ErrorKind::WouldBlock.into());
@@ -201,21 +200,14 @@ mod tests {
 
     #[test]
     fn written_frames_parse_back_with_tungstenite_masked_or_not() {
+        use tungstenite::protocol::frame::FrameHeader;
         use tungstenite::protocol::frame::coding::{Data, OpCode};
         // Length encodings: 7-bit, 16-bit and 64-bit, at their edges; odd lengths too.
         for len in [0usize, 1, 5, 125, 126, 65_535, 65_536, 70_001] {
             for mask in [None, Some([0x12, 0x34, 0x56, 0x78])] {
                 let payload: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
-                let header = FrameHeader {
-                    is_final: true,
-                    rsv1: false,
-                    rsv2: false,
-                    rsv3: false,
-                    opcode: OpCode::Data(Data::Binary),
-                    mask,
-                };
                 let mut s = MemStream::default();
-                s.write_frame(&header, &payload);
+                s.write_frame(crate::inbound::OPCODE_BINARY, mask, &payload);
                 let mut cursor = std::io::Cursor::new(&s.outbox);
                 let (parsed, parsed_len) = FrameHeader::parse(&mut cursor).unwrap().unwrap();
                 assert_eq!(parsed_len, len as u64);
