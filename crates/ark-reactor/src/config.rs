@@ -1,7 +1,5 @@
 //! Reactor configuration.
 
-use std::time::Duration;
-
 use crate::context::Budget;
 
 /// Settings of one reactor, with documented defaults.
@@ -15,11 +13,6 @@ pub struct ReactorConfig {
     pub scratch_bytes: usize,
     /// Fairness budget handed to every handler turn.
     pub budget: Budget,
-    /// Shared IO model with workers: a source whose last turn took less than this is served
-    /// by the polling thread itself, because handing it to a worker (a channel send, a thread
-    /// wakeup, the way back) would cost more than the turn. Default 10 µs. `Duration::ZERO`
-    /// lends every source except the turn's last.
-    pub inline_below: Duration,
 }
 
 impl Default for ReactorConfig {
@@ -28,7 +21,6 @@ impl Default for ReactorConfig {
             events_capacity: 1024,
             scratch_bytes: 64 * 1024,
             budget: Budget::default(),
-            inline_below: Duration::from_micros(10),
         }
     }
 }

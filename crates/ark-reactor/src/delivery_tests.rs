@@ -1,18 +1,17 @@
-//! Deterministic tests of the reactor's delivery in the shared IO model: the test thread plays
-//! the worker (it holds a lent handler for as long as it likes) and injects wakes, timers and
-//! readiness while the handler is out. Nothing sleeps; every step is an explicit reactor turn.
+//! Deterministic tests of the reactor's delivery in both IO models: in the shared model the
+//! test thread plays the other threads (it holds a lent handler for as long as it likes) and
+//! injects wakes, timers and readiness while the handler is out. Nothing sleeps; every step is
+//! an explicit reactor turn.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-use crossbeam_channel::{Receiver, Sender};
 
 use crate::config::ReactorConfig;
 use crate::context::{Budget, Context, Effect};
 use crate::reactor::Reactor;
 use crate::source::{Handler, Ready, SourceId, Turn};
 use crate::timer::TimerId;
-use crate::worker::{Done, Job, serve_job};
+use crate::turn::{Job, serve_job};
 
 /// What a handler was given, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,53 +75,33 @@ impl Handler for Recorder {
     }
 }
 
-/// A source that does nothing.
-struct Filler(NoSocket);
-
-impl Handler for Filler {
-    fn source(&mut self) -> &mut dyn mio::event::Source {
-        &mut self.0
-    }
-    fn on_ready(&mut self, _: &mut Context<'_>, _: Ready) -> Turn {
-        Turn::Done
-    }
-}
-
-/// How a handler coming back from a worker is served next.
+/// How the reactor serves its sources.
 #[derive(Debug, Clone, Copy)]
 enum Path {
-    /// Its turns are costly: it goes back to a worker.
-    Worker,
-    /// Its turns are cheap: the polling thread serves it inline.
+    /// One thread: turns run inside the reactor.
     Inline,
+    /// The shared model with several threads: every turn is lent, and the test runs it.
+    Lent,
 }
 
 struct Harness {
     reactor: Reactor,
-    jobs: Receiver<Job>,
-    done: Sender<Done>,
     scratch: Vec<u8>,
     effects: Vec<Effect>,
-    path: Path,
     log: Arc<Mutex<Vec<Seen>>>,
     cancel: Arc<Mutex<Option<TimerId>>>,
 }
 
 impl Harness {
     fn new(path: Path) -> Harness {
-        let config = ReactorConfig {
-            inline_below: Duration::from_millis(100),
-            ..ReactorConfig::default()
-        };
-        let mut reactor = Reactor::new(config).unwrap();
-        let (jobs, done) = reactor.test_manual_workers();
+        let mut reactor = Reactor::new(ReactorConfig::default()).unwrap();
+        if let Path::Lent = path {
+            reactor.test_lend_every_turn();
+        }
         Harness {
             reactor,
-            jobs,
-            done,
             scratch: vec![0; 1024],
             effects: Vec::new(),
-            path,
             log: Arc::default(),
             cancel: Arc::default(),
         }
@@ -140,52 +119,37 @@ impl Harness {
             .unwrap()
     }
 
+    /// One reactor turn; lent turns wait for the test to run them.
     fn turn(&mut self) {
         self.reactor.turn(Some(Duration::ZERO)).unwrap();
     }
 
-    /// Makes the reactor lend `id` to the test's worker (through a due timer, `t0`); the test
-    /// holds the job until it gives it back. (A second source is ready in the same turn, so
-    /// `id` is not the turn's last, which the polling thread serves itself.)
+    /// Makes the reactor lend `id` (through a due timer, `t0`); the test holds the job until it
+    /// gives it back.
     fn lend(&mut self, id: SourceId) -> (Job, TimerId) {
-        self.reactor
-            .test_set_last_turn(id, Duration::from_secs(3600));
         let t0 = self.reactor.test_source_timer(id);
-        let filler = self
-            .reactor
-            .insert(Box::new(Filler(NoSocket)), mio::Interest::READABLE)
-            .unwrap();
-        self.reactor.test_source_timer(filler); // fires after t0
         self.turn();
-        let job = self
-            .jobs
-            .try_recv()
-            .expect("the handler was lent to a worker");
+        let job = self.reactor.take_job().expect("the handler was lent");
         (job, t0)
     }
 
-    /// Runs a held job as a worker would and hands the handler back; how long the turn
-    /// "took" decides the path of its next turn.
+    /// Runs a held job as one of the shared model's threads would and gives the handler back.
     fn give_back(&mut self, job: Job) {
-        let mut done = serve_job(
+        let done = serve_job(
             job,
             &mut self.scratch,
             &mut self.effects,
             self.reactor.shared(),
             Budget::default(),
         );
-        done.took = match self.path {
-            Path::Worker => Duration::from_secs(3600),
-            Path::Inline => Duration::ZERO,
-        };
-        self.done.send(done).unwrap();
+        self.reactor.give_back(done);
     }
 
-    /// Turns the reactor, serving every lent job at once, until nothing more happens.
+    /// Turns the reactor, running every lent job at once, until nothing more happens.
     fn settle(&mut self) {
         for _ in 0..50 {
             self.turn();
-            while let Ok(job) = self.jobs.try_recv() {
+            while let Some(job) = self.reactor.take_job() {
                 self.give_back(job);
             }
         }
@@ -196,42 +160,30 @@ impl Harness {
     }
 }
 
-fn wake_while_lent(path: Path) {
-    let mut h = Harness::new(path);
+#[test]
+fn a_wake_while_the_handler_is_lent_reaches_it_when_given_back() {
+    let mut h = Harness::new(Path::Lent);
     let id = h.insert(false);
     let (job, t0) = h.lend(id);
     assert!(h.reactor.wake(id));
-    h.turn(); // the wake arrives while the worker holds the handler
+    h.turn(); // the wake arrives while the handler is lent
     h.give_back(job);
     h.settle();
     let log = h.log();
-    assert_eq!(
-        log.len(),
-        2,
-        "{path:?}: the wake was not delivered: {log:?}"
-    );
+    assert_eq!(log.len(), 2, "the wake was not delivered: {log:?}");
     assert_eq!(log[0], Seen::Timer(t0));
-    assert!(matches!(log[1], Seen::Ready(_)), "{path:?}: {log:?}");
+    assert!(matches!(log[1], Seen::Ready(_)), "{log:?}");
 }
 
 #[test]
-fn a_wake_while_a_worker_holds_the_handler_reaches_it_back_on_a_worker() {
-    wake_while_lent(Path::Worker);
-}
-
-#[test]
-fn a_wake_while_a_worker_holds_the_handler_reaches_it_served_inline() {
-    wake_while_lent(Path::Inline);
-}
-
-fn timers_and_readiness_while_lent(path: Path) {
-    let mut h = Harness::new(path);
+fn timers_and_readiness_while_the_handler_is_lent_all_reach_it_in_order() {
+    let mut h = Harness::new(Path::Lent);
     let id = h.insert(false);
     let (job, t0) = h.lend(id);
     let t1 = h.reactor.test_source_timer(id);
     let t2 = h.reactor.test_source_timer(id);
     h.reactor.test_inject(id, Ready::READABLE);
-    h.turn(); // two timers and a readiness event park while the worker holds the handler
+    h.turn(); // two timers and a readiness event park while the handler is lent
     h.give_back(job);
     h.settle();
     assert_eq!(
@@ -241,52 +193,32 @@ fn timers_and_readiness_while_lent(path: Path) {
             Seen::Timer(t1),
             Seen::Timer(t2),
             Seen::Ready(Ready::READABLE)
-        ],
-        "{path:?}"
+        ]
     );
 }
 
 #[test]
-fn timers_and_readiness_while_a_worker_holds_the_handler_all_reach_it_back_on_a_worker() {
-    timers_and_readiness_while_lent(Path::Worker);
-}
-
-#[test]
-fn timers_and_readiness_while_a_worker_holds_the_handler_all_reach_it_served_inline() {
-    timers_and_readiness_while_lent(Path::Inline);
-}
-
-fn cancelled_parked_timer(path: Path) {
-    let mut h = Harness::new(path);
+fn a_timer_cancelled_while_parked_does_not_hold_back_readiness() {
+    let mut h = Harness::new(Path::Lent);
     let id = h.insert(false);
     let (job, t0) = h.lend(id);
     let t1 = h.reactor.test_source_timer(id);
     h.reactor.test_inject(id, Ready::READABLE);
     h.turn(); // t1 and the readiness park
-    // The handler's turn on the worker cancels t1, which has fired but is not delivered.
+    // The handler's lent turn cancels t1, which has fired but is not delivered.
     *h.cancel.lock().unwrap() = Some(t1);
     h.give_back(job);
     h.settle();
     assert_eq!(
         h.log(),
         [Seen::Timer(t0), Seen::Ready(Ready::READABLE)],
-        "{path:?}: a cancelled parked timer must not hold back the readiness behind it"
+        "a cancelled parked timer must not hold back the readiness behind it"
     );
 }
 
 #[test]
-fn a_timer_cancelled_while_parked_does_not_hold_back_readiness_on_a_worker() {
-    cancelled_parked_timer(Path::Worker);
-}
-
-#[test]
-fn a_timer_cancelled_while_parked_does_not_hold_back_readiness_served_inline() {
-    cancelled_parked_timer(Path::Inline);
-}
-
-#[test]
 fn a_source_over_budget_with_new_edges_runs_once_per_turn() {
-    // No workers: one loop. The source always uses its budget (Turn::Again) and gets a new
+    // One thread, one loop. The source always uses its budget (Turn::Again) and gets a new
     // readiness edge every turn; it must still run once per loop turn, not once more per turn.
     let mut reactor = Reactor::new(ReactorConfig::default()).unwrap();
     let log: Arc<Mutex<Vec<Seen>>> = Arc::default();
@@ -412,10 +344,6 @@ fn panic_is_contained(path: Path) {
         )
         .unwrap();
     let good = h.insert(false);
-    if let Path::Worker = path {
-        // Lent to the test's worker, which runs it as a worker thread would.
-        h.reactor.test_set_last_turn(bad, Duration::from_secs(3600));
-    }
     h.reactor.test_inject(bad, Ready::READABLE);
     h.reactor.test_inject(good, Ready::READABLE);
     h.settle();
@@ -442,6 +370,86 @@ fn a_panicking_handler_closes_only_its_source_served_inline() {
 }
 
 #[test]
-fn a_panicking_handler_closes_only_its_source_on_a_worker() {
-    panic_is_contained(Path::Worker);
+fn a_panicking_handler_closes_only_its_source_when_lent() {
+    panic_is_contained(Path::Lent);
+}
+
+/// Wakes its partner on every turn: work that makes more work without any poll.
+struct Pinger {
+    socket: NoSocket,
+    partner: Arc<Mutex<Option<SourceId>>>,
+}
+
+impl Handler for Pinger {
+    fn source(&mut self) -> &mut dyn mio::event::Source {
+        &mut self.socket
+    }
+    fn on_ready(&mut self, cx: &mut Context<'_>, _: Ready) -> Turn {
+        if let Some(partner) = *self.partner.lock().unwrap() {
+            cx.wake(partner);
+        }
+        Turn::Done
+    }
+}
+
+#[test]
+fn sources_waking_each_other_do_not_keep_the_shared_model_from_polling() {
+    let mut h = Harness::new(Path::Lent);
+    let (to_b, to_a) = (Arc::default(), Arc::default());
+    let pinger = |partner: &Arc<Mutex<Option<SourceId>>>| {
+        Box::new(Pinger {
+            socket: NoSocket,
+            partner: partner.clone(),
+        })
+    };
+    let a = h
+        .reactor
+        .insert(pinger(&to_b), mio::Interest::READABLE)
+        .unwrap();
+    let b = h
+        .reactor
+        .insert(pinger(&to_a), mio::Interest::READABLE)
+        .unwrap();
+    *to_b.lock().unwrap() = Some(b);
+    *to_a.lock().unwrap() = Some(a);
+    h.reactor.wake(a);
+    h.turn();
+    // Each turn given back lends the partner's at once; after the limit a thread must poll.
+    let mut taken = 0;
+    while !h.reactor.poll_overdue() {
+        let job = h
+            .reactor
+            .take_job()
+            .expect("the pair keeps waking each other");
+        h.give_back(job);
+        taken += 1;
+        assert!(taken <= crate::shared::TURNS_PER_POLL, "never overdue");
+    }
+    assert_eq!(taken, crate::shared::TURNS_PER_POLL);
+    h.turn();
+    assert!(!h.reactor.poll_overdue(), "a poll resets the count");
+}
+
+#[test]
+fn a_turn_still_waiting_for_a_thread_at_shutdown_is_closed_as_stopped() {
+    let mut h = Harness::new(Path::Lent);
+    let closed = Arc::new(Mutex::new(Vec::new()));
+    let id = h
+        .reactor
+        .insert(
+            Box::new(Panicky {
+                socket: NoSocket,
+                closed: closed.clone(),
+            }),
+            mio::Interest::READABLE,
+        )
+        .unwrap();
+    h.reactor.test_inject(id, Ready::READABLE);
+    h.turn(); // lent; no thread takes it
+    h.reactor.shutdown();
+    assert_eq!(
+        *closed.lock().unwrap(),
+        [crate::source::CloseReason::Stopped]
+    );
+    assert_eq!(h.reactor.source_count(), 0);
 }

@@ -61,7 +61,7 @@ impl SourceIds {
     }
 }
 
-/// State shared between a reactor, its workers and its handles.
+/// State shared between a reactor, the threads that run it and its handles.
 pub(crate) struct Shared {
     pub(crate) registry: mio::Registry,
     pub(crate) waker: mio::Waker,
@@ -87,7 +87,7 @@ impl Shared {
     }
 
     /// Wakes the reactor if it is blocked in `poll`. Call after publishing work (a post, a
-    /// worker result, the stop flag). Pairs with the reactor's store of `polling` followed by
+    /// wake, the stop flag, a sooner timer). Pairs with the reactor's store of `polling` followed by
     /// its check of the queues: one of the two sides always sees the other.
     pub(crate) fn notify(&self) {
         fence(Ordering::SeqCst);
@@ -142,7 +142,7 @@ impl ReactorHandle {
     /// Gives source `id` a turn soon: its handler's `on_ready` sees [`Ready::WAKE`]. For work
     /// that reached the source other than through its socket (data queued for it from another
     /// thread, a stop request). Wakes never get lost: one that arrives while the source is busy
-    /// (on a worker, say) is delivered when it is free; several before a turn merge into one.
+    /// (running on another thread, say) is delivered when it is free; several before a turn merge into one.
     /// Returns `false` if the reactor has stopped. A stale id is ignored.
     ///
     /// [`Ready::WAKE`]: crate::Ready::WAKE

@@ -9,8 +9,9 @@
 //!   threads through a [`ReactorHandle`] (a `mio::Waker` plus a crossbeam-channel queue);
 //!   graceful stop; a scratch read buffer lent to the handler that is reading; [`Counters`] of
 //!   turns, events, wakeups and the syscalls transports report.
-//! * [`ReactorPool`]: runs an [`IoModel`] — `Shared { threads }` (one loop, handlers on
-//!   `threads` workers, never two at once per source) or `Sharded { reactors }` (independent
+//! * [`ReactorPool`]: runs an [`IoModel`] — `Shared { threads }` (one loop served by
+//!   `threads` threads in turn, each polling or running handlers, never two at once per
+//!   source) or `Sharded { reactors }` (independent
 //!   loops, one thread each) — places new sources round-robin or on the least loaded reactor,
 //!   and stops and joins everything.
 //!
@@ -43,11 +44,12 @@ mod handle;
 mod lifecycle;
 mod pool;
 mod reactor;
+mod shared;
 mod slot;
 mod source;
 mod stats;
 mod timer;
-mod worker;
+mod turn;
 
 /// The mio version ark-reactor's API takes (`mio::Interest`, `mio::event::Source`, ...).
 pub use mio;

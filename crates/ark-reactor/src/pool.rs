@@ -7,19 +7,20 @@ use std::thread::JoinHandle;
 
 use crate::config::ReactorConfig;
 use crate::handle::ReactorHandle;
-use crate::reactor::{Reactor, WorkerLink};
+use crate::reactor::Reactor;
+use crate::shared::SharedLoop;
 use crate::source::{Handler, SourceId};
 use crate::stats::Stats;
-use crate::worker::run_worker;
 
 /// How IO is spread over threads (as in arknet's benchmarks).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IoModel {
     /// One readiness loop. With `threads == 1` it is a plain single-threaded loop; with more,
-    /// the polling thread hands ready sources to `threads` worker threads over a channel. A
-    /// source is never served by two threads at once and its events keep their order.
+    /// the threads take turns polling and every thread runs ready sources' handlers, the
+    /// poller included (leader/followers). A source is never served by two threads at once
+    /// and its events keep their order.
     Shared {
-        /// Threads that run handlers (0 is treated as 1).
+        /// Threads that poll and run handlers (0 is treated as 1).
         threads: usize,
     },
     /// Independent reactors, one thread and one `Poll` each; sources are spread over them.
@@ -146,11 +147,10 @@ impl ReactorPool {
         };
         let result = match model {
             IoModel::Sharded { reactors } => {
-                (0..reactors.max(1)).try_for_each(|i| pool.spawn_reactor(i, config, 0))
+                (0..reactors.max(1)).try_for_each(|i| pool.spawn_reactor(i, config))
             }
-            IoModel::Shared { threads } => {
-                pool.spawn_reactor(0, config, if threads > 1 { threads } else { 0 })
-            }
+            IoModel::Shared { threads } if threads > 1 => pool.spawn_shared(config, threads),
+            IoModel::Shared { .. } => pool.spawn_reactor(0, config),
         };
         match result {
             Ok(()) => Ok(pool),
@@ -168,38 +168,36 @@ impl ReactorPool {
         self
     }
 
-    fn spawn_reactor(
-        &mut self,
-        index: usize,
-        config: ReactorConfig,
-        workers: usize,
-    ) -> io::Result<()> {
+    /// One reactor on a thread of its own.
+    fn spawn_reactor(&mut self, index: usize, config: ReactorConfig) -> io::Result<()> {
         let mut reactor = Reactor::new(config)?;
-        if workers > 0 {
-            let (jobs_tx, jobs_rx) = crossbeam_channel::unbounded();
-            let (done_tx, done_rx) = crossbeam_channel::unbounded();
-            for w in 0..workers {
-                let (jobs, done, shared) =
-                    (jobs_rx.clone(), done_tx.clone(), reactor.shared().clone());
-                let thread = std::thread::Builder::new()
-                    .name(format!("ark-worker-{index}.{w}"))
-                    .spawn(move || {
-                        run_worker(jobs, done, shared, config.scratch_bytes, config.budget);
-                        Ok(())
-                    })?;
-                self.threads.push(thread);
-            }
-            reactor.attach_workers(WorkerLink {
-                jobs: jobs_tx,
-                done: done_rx,
-                lent: 0,
-            });
-        }
         self.handles.push(reactor.handle());
         let thread = std::thread::Builder::new()
             .name(format!("ark-reactor-{index}"))
             .spawn(move || reactor.run())?;
         self.threads.push(thread);
+        Ok(())
+    }
+
+    /// One reactor served by `threads` threads in turn.
+    fn spawn_shared(&mut self, config: ReactorConfig, threads: usize) -> io::Result<()> {
+        let reactor = Reactor::new(config)?;
+        self.handles.push(reactor.handle());
+        let core = Arc::new(SharedLoop::new(reactor)?);
+        for t in 0..threads {
+            core.add_thread();
+            let thread_core = core.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("ark-shared-{t}"))
+                .spawn(move || thread_core.run_thread());
+            match spawned {
+                Ok(thread) => self.threads.push(thread),
+                Err(e) => {
+                    core.remove_thread();
+                    return Err(e);
+                }
+            }
+        }
         Ok(())
     }
 

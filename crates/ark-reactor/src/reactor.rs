@@ -5,45 +5,40 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::Receiver;
 
 use crate::config::ReactorConfig;
 use crate::context::{Context, Effect};
 use crate::handle::{Posted, ReactorHandle, Shared, SourceIds};
+use crate::shared::{Lending, TURNS_PER_POLL};
 use crate::slot::Slot;
 use crate::source::{CloseReason, Handler, Ready, SourceId, Turn};
 use crate::stats::Stats;
 use crate::timer::{Target, TimerId, Timers};
-use crate::worker::{Done, Job, Work, run_turn};
+use crate::turn::{Done, Job, Work, run_turn};
 
 /// Token of the reactor's waker (never a source token: source indexes stay below 2^32 - 1).
 const WAKER: mio::Token = mio::Token(u32::MAX as usize);
-
-/// The link to the worker threads of the shared IO model.
-pub(crate) struct WorkerLink {
-    pub(crate) jobs: Sender<Job>,
-    pub(crate) done: Receiver<Done>,
-    /// Handlers currently held by workers (running or queued).
-    pub(crate) lent: usize,
-}
 
 /// One readiness loop: a `mio::Poll`, its events, a slab of sources with their handlers,
 /// timers, posted work and a scratch read buffer.
 ///
 /// # Threads
 ///
-/// A `Reactor` is driven by one thread calling [`run`](Self::run). In the shared IO model
-/// (see [`ReactorPool`](crate::ReactorPool)) that thread polls and dispatches, and lends
-/// handlers to worker threads, one at a time per source. Posted closures and callback timers
-/// always run on the reactor's own thread.
+/// A `Reactor` is driven by one thread calling [`run`](Self::run). In the shared IO model with
+/// several threads (see [`ReactorPool`](crate::ReactorPool)) its threads take turns: the one
+/// that polls gathers the ready sources, and any thread takes a ready source's handler out of
+/// its slot, runs its turn without holding the reactor, and gives it back; a source is never
+/// on two threads at once. Posted closures and callback timers run on the thread that polls,
+/// with the reactor held.
 ///
 /// # Delivery
 ///
 /// Everything that reaches a source — readiness, a [wake](Self::wake), a fired timer, a re-run
 /// after its budget — is first merged into the source's pending work, and delivered from
-/// there in one place: after every turn of its handler (inline or on a worker), the reactor
-/// delivers what became pending meanwhile, timers in the order they fired, then the merged
-/// readiness. Nothing that arrives while a worker holds the handler is lost, and a source runs
+/// there in one place: after every turn of its handler (on this thread or lent to another),
+/// the reactor delivers what became pending meanwhile, timers in the order they fired, then the
+/// merged readiness. Nothing that arrives while a handler is lent is lost, and a source runs
 /// at most once per loop turn for its readiness, however many edges arrive.
 ///
 /// # Draining readiness and fairness
@@ -64,7 +59,8 @@ pub(crate) struct WorkerLink {
 /// are dropped without firing; posts still queued are dropped without running. An idle reactor
 /// blocks in `poll` with no timeout: it uses no CPU.
 pub struct Reactor {
-    poll: mio::Poll,
+    /// `None` in the shared model with several threads, whose threads hold it in turn.
+    poll: Option<mio::Poll>,
     events: mio::Events,
     slots: Vec<Slot>,
     timers: Timers,
@@ -79,7 +75,8 @@ pub struct Reactor {
     serving: Vec<SourceId>,
     /// Sources that returned `Turn::Again`, each once (`Slot::again`): run next turn.
     again: Vec<SourceId>,
-    workers: Option<WorkerLink>,
+    /// The shared model with several threads: turns lent to them.
+    lending: Option<Lending>,
     config: ReactorConfig,
     now: Instant,
 }
@@ -89,7 +86,7 @@ impl std::fmt::Debug for Reactor {
         f.debug_struct("Reactor")
             .field("sources", &self.source_count())
             .field("timers", &self.timers.len())
-            .field("workers", &self.workers.is_some())
+            .field("lending", &self.lending.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -119,7 +116,7 @@ impl Reactor {
             sources: AtomicUsize::new(0),
         });
         Ok(Reactor {
-            poll,
+            poll: Some(poll),
             events: mio::Events::with_capacity(config.events_capacity.max(1)),
             slots: Vec::new(),
             timers: Timers::default(),
@@ -131,7 +128,7 @@ impl Reactor {
             queue: Vec::new(),
             serving: Vec::new(),
             again: Vec::new(),
-            workers: None,
+            lending: None,
             config,
             now: Instant::now(),
         })
@@ -141,8 +138,11 @@ impl Reactor {
         &self.shared
     }
 
-    pub(crate) fn attach_workers(&mut self, link: WorkerLink) {
-        self.workers = Some(link);
+    /// Makes this reactor the core of a shared model with several threads: every turn is lent
+    /// (see [`crate::shared`]), and the poll instance goes to the threads.
+    pub(crate) fn lend_every_turn(&mut self) -> Option<mio::Poll> {
+        self.lending = Some(Lending::default());
+        self.poll.take()
     }
 
     /// The configuration.
@@ -273,15 +273,15 @@ impl Reactor {
     }
 
     /// Removes a source: deregisters it, cancels its timers and calls
-    /// `on_close(CloseReason::Closed)`. Returns `false` for an unknown id. A source held by a
-    /// worker is removed when the worker returns it.
+    /// `on_close(CloseReason::Closed)`. Returns `false` for an unknown id. A source whose
+    /// handler is lent is removed when the handler is given back.
     pub fn remove(&mut self, id: SourceId) -> bool {
         self.close_source(id, CloseReason::Closed)
     }
 
     /// Gives a source a turn soon: its `on_ready` sees [`Ready::WAKE`]. For work that reached
     /// it other than through its socket (a stop request, data queued from another thread).
-    /// A wake is never lost: one that arrives while a worker holds the handler is delivered
+    /// A wake is never lost: one that arrives while the handler is lent is delivered
     /// when it comes back. Returns `false` for an unknown id.
     pub fn wake(&mut self, id: SourceId) -> bool {
         self.add_ready(id, Ready::WAKE)
@@ -361,34 +361,39 @@ impl Reactor {
 
     /// One loop turn: waits for readiness (at most `max_wait`, and never past the next timer;
     /// not at all while sources wait to run or work is queued), then gathers this turn's work —
-    /// new events, sources over budget before, due timers, posts and wakes, handlers back from
-    /// workers — and serves every source that has some.
+    /// new events, sources over budget before, due timers, posts and wakes — and serves every
+    /// source that has some.
     ///
     /// # Errors
     /// `poll` failed (other than by interruption).
     pub fn turn(&mut self, max_wait: Option<Duration>) -> io::Result<()> {
-        self.poll_events(max_wait)?;
-        self.now = Instant::now();
-        self.shared.counters.add_turns(1);
-        self.take_events();
-        // Sources over budget before this poll run after this turn's new events.
-        self.take_again();
-        while let Some(timer) = self.timers.pop_due(self.now) {
-            self.fire_timer(timer);
-        }
-        self.run_posts();
-        self.collect_done(false);
-        self.serve_queue();
-        Ok(())
+        let Some(mut poll) = self.poll.take() else {
+            return Err(io::Error::other(
+                "this reactor's poll instance belongs to its shared model's threads",
+            ));
+        };
+        let mut events = std::mem::replace(&mut self.events, mio::Events::with_capacity(0));
+        let timeout = self.begin_poll(max_wait);
+        let polled = poll.poll(&mut events, timeout);
+        let result = self.end_poll(&mut events, polled);
+        self.poll = Some(poll);
+        self.events = events;
+        result
     }
 
-    /// Polls, without blocking when work is already waiting.
-    fn poll_events(&mut self, max_wait: Option<Duration>) -> io::Result<()> {
-        let mut timeout = if self.queue.is_empty() && self.again.is_empty() {
+    /// Before a poll: how long it may block (at most `max_wait`, and never past the next timer;
+    /// not at all while sources wait to run or work is queued). From here to
+    /// [`end_poll`](Self::end_poll) producers wake the poll when they publish work.
+    pub(crate) fn begin_poll(&mut self, max_wait: Option<Duration>) -> Option<Duration> {
+        let idle = self.queue.is_empty()
+            && self.again.is_empty()
+            && self.lending.as_ref().is_none_or(|l| l.jobs.is_empty());
+        let now = Instant::now();
+        let mut timeout = if idle {
             let until_timer = self
                 .timers
                 .next_deadline()
-                .map(|d| d.saturating_duration_since(Instant::now()));
+                .map(|d| d.saturating_duration_since(now));
             match (until_timer, max_wait) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
@@ -399,22 +404,51 @@ impl Reactor {
         self.shared.polling.store(true, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         if self.shared.inbound.load(Ordering::SeqCst) != 0
-            || self.workers.as_ref().is_some_and(|w| !w.done.is_empty())
             || self.shared.stop.load(Ordering::SeqCst)
         {
             timeout = Some(Duration::ZERO);
         }
-        let polled = self.poll.poll(&mut self.events, timeout);
-        self.shared.polling.store(false, Ordering::SeqCst);
-        match polled {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
-            Err(e) => Err(e),
+        if let Some(lending) = &mut self.lending {
+            lending.polling = true;
+            lending.poll_until = timeout.map(|t| now + t);
         }
+        timeout
     }
 
-    fn take_events(&mut self) {
-        let mut events = std::mem::replace(&mut self.events, mio::Events::with_capacity(0));
+    /// After a poll: gathers this turn's work — the new events, sources over budget before,
+    /// due timers, posts and wakes — and serves every source that has some.
+    ///
+    /// # Errors
+    /// `poll` failed (other than by interruption).
+    pub(crate) fn end_poll(
+        &mut self,
+        events: &mut mio::Events,
+        polled: io::Result<()>,
+    ) -> io::Result<()> {
+        self.shared.polling.store(false, Ordering::SeqCst);
+        if let Some(lending) = &mut self.lending {
+            lending.polling = false;
+            lending.taken_since_poll = 0;
+        }
+        match polled {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+        self.now = Instant::now();
+        self.shared.counters.add_turns(1);
+        self.take_events(events);
+        // Sources over budget before this poll run after this turn's new events.
+        self.take_again();
+        while let Some(timer) = self.timers.pop_due(self.now) {
+            self.fire_timer(timer);
+        }
+        self.run_posts();
+        self.serve_queue();
+        Ok(())
+    }
+
+    fn take_events(&mut self, events: &mut mio::Events) {
         let mut count = 0;
         for event in events.iter() {
             if event.token() == WAKER {
@@ -428,7 +462,6 @@ impl Reactor {
             );
         }
         events.clear();
-        self.events = events;
         self.shared.counters.add_events(count);
     }
 
@@ -500,27 +533,24 @@ impl Reactor {
         }
     }
 
-    /// Serves every queued source. With workers, the turn's last source is served on this
-    /// thread: a lone request/response exchange then never changes threads, while a busy turn
-    /// still spreads over the workers. Work queued while serving waits for the next turn.
+    /// Serves every queued source (in the shared model with several threads: lends each turn).
+    /// Work queued while serving waits for the next turn.
     fn serve_queue(&mut self) {
         // This turn's queue is served from `batch`; `self.queue` collects work for the next.
         let mut batch = std::mem::take(&mut self.serving);
         std::mem::swap(&mut batch, &mut self.queue);
-        let last = batch.len().wrapping_sub(1);
-        for (i, id) in batch.drain(..).enumerate() {
+        for id in batch.drain(..) {
             if let Some(slot) = self.slot_mut(id) {
                 slot.queued = false;
-                self.serve(id, i == last);
+                self.serve(id);
             }
         }
         self.serving = batch;
     }
 
-    /// Delivers a source's pending work, in order, until none is left or a worker holds its
-    /// handler (the rest follows when the worker gives it back): the one place work reaches
-    /// handlers.
-    fn serve(&mut self, id: SourceId, inline: bool) {
+    /// Delivers a source's pending work, in order, until none is left or its handler is lent
+    /// (the rest follows when it is given back): the one place work reaches handlers.
+    fn serve(&mut self, id: SourceId) {
         loop {
             let Some(slot) = self.slot_mut(id) else {
                 return;
@@ -535,7 +565,7 @@ impl Reactor {
             let Some(work) = self.next_work(id) else {
                 return;
             };
-            if !self.lend(id, work, inline) {
+            if !self.lend(id, work) {
                 self.run_inline(id, work);
             }
         }
@@ -559,38 +589,23 @@ impl Reactor {
         slot.pending.take_ready().map(Work::Ready)
     }
 
-    /// Lends the handler to a worker unless this turn is served inline or is cheap; `false` if
-    /// it stays here.
-    fn lend(&mut self, id: SourceId, work: Work, inline: bool) -> bool {
-        if inline || self.workers.is_none() {
-            return false;
-        }
-        let inline_below = self.config.inline_below;
-        let now = self.now;
-        let slot = &mut self.slots[id.index as usize];
-        let cheap = slot.last_turn < inline_below;
-        let Some(workers) = self.workers.as_mut().filter(|_| !cheap) else {
+    /// In the shared model with several threads, takes the handler out of its slot and queues
+    /// its turn for a thread; `false` (the turn runs here) otherwise.
+    fn lend(&mut self, id: SourceId, work: Work) -> bool {
+        let Some(lending) = &mut self.lending else {
             return false;
         };
-        let Some(handler) = slot.handler.take() else {
+        let Some(handler) = self.slots[id.index as usize].handler.take() else {
             return false;
         };
-        workers.lent += 1;
-        let job = Job {
+        lending.lent += 1;
+        lending.jobs.push_back(Job {
             id,
             handler,
             work,
-            now,
-        };
-        match workers.jobs.send(job) {
-            Ok(()) => true,
-            Err(crossbeam_channel::SendError(job)) => {
-                // No worker left (they only exit after the reactor stops): keep the handler.
-                workers.lent -= 1;
-                slot.handler = Some(job.handler);
-                false
-            }
-        }
+            now: self.now,
+        });
+        true
     }
 
     /// Runs one turn of the handler on this thread and applies its effects.
@@ -599,8 +614,6 @@ impl Reactor {
         let Some(mut handler) = self.slots[index].handler.take() else {
             return;
         };
-        // Timed only where it decides something: with workers.
-        let started = self.workers.is_some().then(Instant::now);
         let mut cx = Context {
             id,
             now: self.now,
@@ -610,11 +623,7 @@ impl Reactor {
             budget: self.config.budget,
         };
         let (turn, ready) = run_turn(handler.as_mut(), &mut cx, work);
-        let slot = &mut self.slots[index];
-        slot.handler = Some(handler);
-        if let Some(started) = started {
-            slot.last_turn = started.elapsed();
-        }
+        self.slots[index].handler = Some(handler);
         let mut effects = std::mem::take(&mut self.effects);
         match turn {
             Some(turn) => self.finish_turn(id, turn, ready, &mut effects),
@@ -676,18 +685,42 @@ impl Reactor {
         }
     }
 
-    /// Takes back handlers from workers, applies their effects, and queues what arrived for
-    /// them meanwhile. With `block`, waits for at least one.
-    pub(crate) fn collect_done(&mut self, block: bool) {
-        let Some(workers) = &self.workers else { return };
-        if block
-            && workers.lent > 0
-            && let Ok(done) = workers.done.recv_timeout(Duration::from_millis(100))
-        {
-            self.return_handler(done);
-        }
-        while let Some(done) = self.workers.as_ref().and_then(|w| w.done.try_recv().ok()) {
-            self.return_handler(done);
+    /// Shared model: the oldest lent turn waiting for a thread.
+    pub(crate) fn take_job(&mut self) -> Option<Job> {
+        let lending = self.lending.as_mut()?;
+        let job = lending.jobs.pop_front()?;
+        lending.taken_since_poll += 1;
+        Some(job)
+    }
+
+    /// Shared model: nobody polls and the threads have taken [`TURNS_PER_POLL`] turns since the
+    /// last poll; the next free thread polls (without blocking) before it takes another.
+    pub(crate) fn poll_overdue(&self) -> bool {
+        self.lending
+            .as_ref()
+            .is_some_and(|l| !l.polling && l.taken_since_poll >= TURNS_PER_POLL)
+    }
+
+    /// The shared model's bookkeeping (created on first use).
+    pub(crate) fn lending_mut(&mut self) -> &mut Lending {
+        self.lending.get_or_insert_with(Lending::default)
+    }
+
+    /// Shared model: takes back a handler after its lent turn, applies what it asked for, and
+    /// lends what arrived for it (or for sources it woke) meanwhile. Wakes the polling thread
+    /// if its poll would now block too long: a source over budget waits for it, or a timer set
+    /// in this turn is due before the poll ends.
+    pub(crate) fn give_back(&mut self, done: Done) {
+        self.return_handler(done);
+        self.serve_queue();
+        let Some(lending) = &self.lending else { return };
+        let timer_sooner = match (self.timers.next_deadline(), lending.poll_until) {
+            (Some(timer), Some(until)) => timer < until,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        if lending.polling && (timer_sooner || !self.again.is_empty()) {
+            self.shared.notify();
         }
     }
 
@@ -698,15 +731,12 @@ impl Reactor {
             turn,
             ready,
             mut effects,
-            took,
             panicked,
         } = done;
-        if let Some(workers) = &mut self.workers {
-            workers.lent -= 1;
+        if let Some(lending) = &mut self.lending {
+            lending.lent -= 1;
         }
-        let slot = &mut self.slots[id.index as usize];
-        slot.handler = Some(handler);
-        slot.last_turn = took;
+        self.slots[id.index as usize].handler = Some(handler);
         if panicked {
             self.close_source(id, CloseReason::Panicked);
             return;
@@ -728,7 +758,7 @@ impl Reactor {
         }
         let slot = &mut self.slots[id.index as usize];
         let Some(mut handler) = slot.handler.take() else {
-            // Held by a worker: close when it is returned.
+            // Lent: closed when it is given back.
             slot.closing = true;
             return true;
         };
@@ -749,13 +779,11 @@ impl Reactor {
         true
     }
 
-    /// Closes everything after the loop ends.
-    fn shutdown(&mut self) {
-        // Wait for workers to hand every source back (bounded: each wait is 100 ms and a
-        // handler turn is short).
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while self.workers.as_ref().is_some_and(|w| w.lent > 0) && Instant::now() < deadline {
-            self.collect_done(true);
+    /// Closes everything after the loop ends (in the shared model, once every thread has given
+    /// back the turn it ran; turns still waiting for a thread are dropped unrun).
+    pub(crate) fn shutdown(&mut self) {
+        while let Some(job) = self.take_job() {
+            self.slots[job.id.index as usize].handler = Some(job.handler);
         }
         for index in 0..self.slots.len() {
             let slot = &self.slots[index];
@@ -772,30 +800,18 @@ impl Reactor {
         self.again.clear();
         // Dropped, not run.
         while self.posts.try_recv().is_ok() {}
-        // Disconnect the workers.
-        self.workers = None;
     }
 }
 
-/// Hooks for the crate's deterministic delivery tests: the test thread plays the worker and
-/// injects events, so no sleep or race decides what a test sees.
+/// Hooks for the crate's deterministic delivery tests: the test thread plays the shared
+/// model's other threads (it takes lent turns and gives them back when it likes) and injects
+/// events, so no sleep or race decides what a test sees.
 #[cfg(test)]
 impl Reactor {
-    /// Attaches a worker link whose other end the test holds.
-    pub(crate) fn test_manual_workers(&mut self) -> (Receiver<Job>, Sender<Done>) {
-        let (jobs_tx, jobs_rx) = crossbeam_channel::unbounded();
-        let (done_tx, done_rx) = crossbeam_channel::unbounded();
-        self.attach_workers(WorkerLink {
-            jobs: jobs_tx,
-            done: done_rx,
-            lent: 0,
-        });
-        (jobs_rx, done_tx)
-    }
-
-    /// Pretends the source's last turn took `took` (decides inline or lent).
-    pub(crate) fn test_set_last_turn(&mut self, id: SourceId, took: Duration) {
-        self.slots[id.index as usize].last_turn = took;
+    /// Lends every turn, as in the shared model, but keeps the poll instance for
+    /// [`turn`](Self::turn).
+    pub(crate) fn test_lend_every_turn(&mut self) {
+        self.lending = Some(Lending::default());
     }
 
     /// A one-shot timer of `id`, as if its handler had set it, due at the next turn.

@@ -1,14 +1,13 @@
 //! A registered source's slot in the reactor's slab, with the work waiting for its handler.
 
 use std::collections::VecDeque;
-use std::time::Duration;
 
 use crate::source::{Handler, Ready};
 use crate::timer::TimerId;
 
 /// Work that reached a source and waits for its handler: merged readiness (wakes included),
 /// timers in the order they fired, and a re-run owed after the budget ran out. Everything
-/// that arrives while a worker holds the handler lands here and is delivered when the handler
+/// that arrives while the handler is lent lands here and is delivered when the handler
 /// is back, in one place ([`Reactor::serve`](crate::Reactor)).
 #[derive(Default)]
 pub(crate) struct Pending {
@@ -46,7 +45,7 @@ impl Pending {
 pub(crate) struct Slot {
     pub(crate) generation: u32,
     pub(crate) occupied: bool,
-    /// `None` while a worker holds the handler (shared IO model) or while it runs.
+    /// `None` while the handler is lent (shared IO model) or while it runs.
     pub(crate) handler: Option<Box<dyn Handler>>,
     pub(crate) pending: Pending,
     /// In the reactor's run queue.
@@ -55,10 +54,8 @@ pub(crate) struct Slot {
     pub(crate) again: Option<Ready>,
     /// Timers this source owns, cancelled when it closes.
     pub(crate) timers: Vec<TimerId>,
-    /// Asked to close while a worker held it.
+    /// Asked to close while its handler was lent.
     pub(crate) closing: bool,
-    /// How long its last turn took (shared model: decides inline or lent).
-    pub(crate) last_turn: Duration,
 }
 
 impl Slot {

@@ -167,8 +167,8 @@ pub enum CloseReason {
 }
 
 /// The callbacks of a registered source. They run on the thread processing the source: the
-/// reactor's thread, or a worker in the shared IO model, never two threads at once for one
-/// source.
+/// reactor's thread, or in the shared IO model any of its threads, never two threads at once
+/// for one source.
 ///
 /// # Readiness contract (edge-triggered)
 ///

@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Live counters of one reactor (and its workers). Relaxed atomics: cheap to bump, readable
+/// Live counters of one reactor (over all of its threads). Relaxed atomics: cheap to bump, readable
 /// from any thread through [`ReactorHandle::stats`](crate::ReactorHandle::stats).
 ///
 /// The reactor bumps `turns`, `events` and `wakeups`; transports bump the syscall counters
@@ -38,7 +38,7 @@ bump! {
     add_turns => turns,
     /// Counts `n` readiness events.
     add_events => events,
-    /// Counts `n` wakeups by the waker (posts, stop, worker results).
+    /// Counts `n` wakeups by the waker (posts, wakes, stop, sooner timers, turns over budget).
     add_wakeups => wakeups,
     /// Counts `n` stream read syscalls (`read`, `readv`, `recv` on a stream).
     add_reads => reads,

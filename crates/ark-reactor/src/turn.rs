@@ -1,9 +1,8 @@
-//! Worker threads of the shared IO model: run handlers lent by the polling thread.
+//! One turn of a handler, run with the reactor held (single thread) or lent to a thread of the
+//! shared model.
 
 use std::sync::Arc;
 use std::time::Instant;
-
-use crossbeam_channel::{Receiver, Sender};
 
 use crate::context::{Budget, Context, Effect};
 use crate::handle::Shared;
@@ -17,7 +16,7 @@ pub(crate) enum Work {
     Timer(TimerId),
 }
 
-/// A handler lent to a worker for one turn.
+/// A handler lent for one turn (shared model with several threads).
 pub(crate) struct Job {
     pub(crate) id: SourceId,
     pub(crate) handler: Box<dyn Handler>,
@@ -32,29 +31,8 @@ pub(crate) struct Done {
     pub(crate) turn: Turn,
     pub(crate) ready: Ready,
     pub(crate) effects: Vec<Effect>,
-    /// How long the turn took.
-    pub(crate) took: std::time::Duration,
     /// The handler panicked: the source is to be closed.
     pub(crate) panicked: bool,
-}
-
-/// Serves jobs until the reactor drops its end of the job channel.
-pub(crate) fn run_worker(
-    jobs: Receiver<Job>,
-    done: Sender<Done>,
-    shared: Arc<Shared>,
-    scratch_bytes: usize,
-    budget: Budget,
-) {
-    let mut scratch = vec![0u8; scratch_bytes];
-    let mut effects = Vec::new();
-    for job in jobs {
-        let result = serve_job(job, &mut scratch, &mut effects, &shared, budget);
-        if done.send(result).is_err() {
-            break;
-        }
-        shared.notify();
-    }
 }
 
 /// Runs one lent handler's turn and packs the handler with what it asked for.
@@ -79,7 +57,6 @@ pub(crate) fn serve_job(
         shared,
         budget,
     };
-    let started = Instant::now();
     let (outcome, ready) = run_turn(handler.as_mut(), &mut cx, work);
     Done {
         id,
@@ -88,7 +65,6 @@ pub(crate) fn serve_job(
         ready,
         // Most turns have no effects; an empty Vec does not allocate.
         effects: std::mem::take(effects),
-        took: started.elapsed(),
         panicked: outcome.is_none(),
     }
 }
