@@ -453,3 +453,23 @@ fn a_turn_still_waiting_for_a_thread_at_shutdown_is_closed_as_stopped() {
     );
     assert_eq!(h.reactor.source_count(), 0);
 }
+
+#[test]
+fn a_source_whose_last_turn_was_long_is_lent_as_long() {
+    let mut h = Harness::new(Path::Lent);
+    let id = h.insert(false);
+    let (job, _) = h.lend(id);
+    assert!(!job.long, "a first turn is not known to be long");
+    h.give_back(job);
+    h.reactor.test_set_last_turn(id, crate::shared::LONG_TURN);
+    let (job, _) = h.lend(id);
+    assert!(
+        job.long,
+        "the thread taking it should hand the polling over"
+    );
+    h.give_back(job);
+    // Given back after a short turn: short again.
+    let (job, _) = h.lend(id);
+    assert!(!job.long);
+    h.give_back(job);
+}

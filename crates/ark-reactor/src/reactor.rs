@@ -10,7 +10,7 @@ use crossbeam_channel::Receiver;
 use crate::config::ReactorConfig;
 use crate::context::{Context, Effect};
 use crate::handle::{Posted, ReactorHandle, Shared, SourceIds};
-use crate::shared::{Lending, TURNS_PER_POLL};
+use crate::shared::{LONG_TURN, Lending, TURNS_PER_POLL};
 use crate::slot::Slot;
 use crate::source::{CloseReason, Handler, Ready, SourceId, Turn};
 use crate::stats::Stats;
@@ -595,7 +595,8 @@ impl Reactor {
         let Some(lending) = &mut self.lending else {
             return false;
         };
-        let Some(handler) = self.slots[id.index as usize].handler.take() else {
+        let slot = &mut self.slots[id.index as usize];
+        let Some(handler) = slot.handler.take() else {
             return false;
         };
         lending.lent += 1;
@@ -604,6 +605,7 @@ impl Reactor {
             handler,
             work,
             now: self.now,
+            long: slot.last_turn >= LONG_TURN,
         });
         true
     }
@@ -731,12 +733,15 @@ impl Reactor {
             turn,
             ready,
             mut effects,
+            took,
             panicked,
         } = done;
         if let Some(lending) = &mut self.lending {
             lending.lent -= 1;
         }
-        self.slots[id.index as usize].handler = Some(handler);
+        let slot = &mut self.slots[id.index as usize];
+        slot.handler = Some(handler);
+        slot.last_turn = took;
         if panicked {
             self.close_source(id, CloseReason::Panicked);
             return;
@@ -812,6 +817,11 @@ impl Reactor {
     /// [`turn`](Self::turn).
     pub(crate) fn test_lend_every_turn(&mut self) {
         self.lending = Some(Lending::default());
+    }
+
+    /// Pretends the source's last lent turn took `took`.
+    pub(crate) fn test_set_last_turn(&mut self, id: SourceId, took: Duration) {
+        self.slots[id.index as usize].last_turn = took;
     }
 
     /// A one-shot timer of `id`, as if its handler had set it, due at the next turn.

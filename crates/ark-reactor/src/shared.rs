@@ -8,7 +8,8 @@
 //! applies what it asked for. A thread that takes a job while more are waiting wakes an idle
 //! thread (or the poller, if none is idle), so a poll that finds many ready sources spreads
 //! them over the threads, and a poll that finds one serves it on the polling thread without a
-//! handoff. A source's handler is in one
+//! handoff. A turn expected to be long (its source's last one took [`LONG_TURN`] or more) hands
+//! the polling to an idle thread first, so other sources' events are not held up behind it. A source's handler is in one
 //! place at a time — its slot, the job queue or one running thread — so it is never on two
 //! threads at once, and what reaches it while it is out waits in its slot's pending work.
 
@@ -16,7 +17,7 @@ use std::collections::VecDeque;
 use std::io;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::config::ReactorConfig;
 use crate::handle::Shared;
@@ -45,6 +46,13 @@ pub(crate) struct Lending {
 
 /// Turns the threads take at most between two polls while nobody polls.
 pub(crate) const TURNS_PER_POLL: usize = 64;
+
+/// A source whose last turn took this long is expected to take long again: the thread that takes
+/// its next turn first wakes an idle thread to poll, so the events of other sources are not held
+/// up for the whole turn while a thread idles. Shorter turns keep the polling (a handoff costs a
+/// thread wakeup, a few microseconds, and would move every request/response exchange between
+/// threads).
+pub(crate) const LONG_TURN: Duration = Duration::from_micros(200);
 
 /// One reactor and what its threads share.
 pub(crate) struct SharedLoop {
@@ -115,7 +123,7 @@ impl SharedLoop {
                     break Err(e);
                 }
             } else if let Some(job) = reactor.take_job() {
-                self.spread(reactor.lending_mut());
+                self.spread(reactor.lending_mut(), job.long);
                 drop(reactor);
                 let done = serve_job(
                     job,
@@ -143,16 +151,18 @@ impl SharedLoop {
         result
     }
 
-    /// More turns wait than this thread can take: wake an idle thread, or else the poller, to
-    /// take the next (it passes the rest on the same way).
-    fn spread(&self, lending: &Lending) {
-        if lending.jobs.is_empty() {
-            return;
-        }
-        if lending.idle > 0 {
+    /// After this thread took a turn: if more wait, wake an idle thread, or else the poller, to
+    /// take the next (it passes the rest on the same way); if none waits but this turn is
+    /// expected to be long and nobody polls, wake an idle thread to poll meanwhile.
+    fn spread(&self, lending: &Lending, long: bool) {
+        if !lending.jobs.is_empty() {
+            if lending.idle > 0 {
+                self.idle.notify_one();
+            } else if lending.polling {
+                self.shared.notify();
+            }
+        } else if long && lending.idle > 0 && !lending.polling {
             self.idle.notify_one();
-        } else if lending.polling {
-            self.shared.notify();
         }
     }
 

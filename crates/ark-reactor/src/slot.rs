@@ -1,6 +1,7 @@
 //! A registered source's slot in the reactor's slab, with the work waiting for its handler.
 
 use std::collections::VecDeque;
+use std::time::Duration;
 
 use crate::source::{Handler, Ready};
 use crate::timer::TimerId;
@@ -56,6 +57,8 @@ pub(crate) struct Slot {
     pub(crate) timers: Vec<TimerId>,
     /// Asked to close while its handler was lent.
     pub(crate) closing: bool,
+    /// Shared model: how long its last lent turn took, from lend to its end.
+    pub(crate) last_turn: Duration,
 }
 
 impl Slot {

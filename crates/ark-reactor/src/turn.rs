@@ -2,7 +2,7 @@
 //! shared model.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::context::{Budget, Context, Effect};
 use crate::handle::Shared;
@@ -21,7 +21,11 @@ pub(crate) struct Job {
     pub(crate) id: SourceId,
     pub(crate) handler: Box<dyn Handler>,
     pub(crate) work: Work,
+    /// When it was lent (the turn's clock).
     pub(crate) now: Instant,
+    /// Its source's last turn was long ([`LONG_TURN`](crate::shared::LONG_TURN)): the thread
+    /// that takes it hands the polling to an idle thread first.
+    pub(crate) long: bool,
 }
 
 /// A handler given back after its turn, with what it asked for.
@@ -31,6 +35,8 @@ pub(crate) struct Done {
     pub(crate) turn: Turn,
     pub(crate) ready: Ready,
     pub(crate) effects: Vec<Effect>,
+    /// From lend to the turn's end.
+    pub(crate) took: Duration,
     /// The handler panicked: the source is to be closed.
     pub(crate) panicked: bool,
 }
@@ -48,6 +54,7 @@ pub(crate) fn serve_job(
         mut handler,
         work,
         now,
+        long: _,
     } = job;
     let mut cx = Context {
         id,
@@ -65,6 +72,7 @@ pub(crate) fn serve_job(
         ready,
         // Most turns have no effects; an empty Vec does not allocate.
         effects: std::mem::take(effects),
+        took: now.elapsed(),
         panicked: outcome.is_none(),
     }
 }

@@ -340,3 +340,110 @@ fn shared_model_runs_sources_ready_together_on_both_threads() {
     let cheap = turns_by_thread(4, Duration::ZERO, 200);
     assert_eq!(cheap.values().sum::<u64>(), 800, "one turn per datagram");
 }
+
+/// What a long turn and a quick source share.
+#[derive(Default)]
+struct LongTurnProbe {
+    slow_turns: AtomicU64,
+    /// The slow source is inside a long turn.
+    spinning: AtomicBool,
+    /// The quick source has run: the long turn may end.
+    released: AtomicBool,
+    /// The quick source ran while the slow one was inside its long turn.
+    served_during: AtomicBool,
+}
+
+/// Its first turn spins 1 ms; later ones spin until the quick source has run (at most 5 s).
+struct Slow {
+    socket: UdpSocket,
+    probe: Arc<LongTurnProbe>,
+}
+
+impl Handler for Slow {
+    fn source(&mut self) -> &mut dyn mio::event::Source {
+        &mut self.socket
+    }
+
+    fn on_ready(&mut self, cx: &mut Context<'_>, _: Ready) -> Turn {
+        while self.socket.recv_from(cx.scratch()).is_ok() {}
+        let first = self.probe.slow_turns.fetch_add(1, Ordering::SeqCst) == 0;
+        let start = Instant::now();
+        if first {
+            while start.elapsed() < Duration::from_millis(1) {
+                std::hint::spin_loop();
+            }
+        } else {
+            self.probe.spinning.store(true, Ordering::SeqCst);
+            while !self.probe.released.load(Ordering::SeqCst)
+                && start.elapsed() < Duration::from_secs(5)
+            {
+                std::hint::spin_loop();
+            }
+            self.probe.spinning.store(false, Ordering::SeqCst);
+        }
+        Turn::Done
+    }
+}
+
+/// Notes whether the slow source was mid-turn when it ran, then releases it.
+struct Quick {
+    socket: UdpSocket,
+    probe: Arc<LongTurnProbe>,
+}
+
+impl Handler for Quick {
+    fn source(&mut self) -> &mut dyn mio::event::Source {
+        &mut self.socket
+    }
+
+    fn on_ready(&mut self, cx: &mut Context<'_>, _: Ready) -> Turn {
+        while self.socket.recv_from(cx.scratch()).is_ok() {}
+        if self.probe.spinning.load(Ordering::SeqCst) {
+            self.probe.served_during.store(true, Ordering::SeqCst);
+        }
+        self.probe.released.store(true, Ordering::SeqCst);
+        Turn::Done
+    }
+}
+
+#[test]
+fn shared_model_polls_on_another_thread_while_a_long_turn_runs() {
+    let pool =
+        ReactorPool::start(IoModel::Shared { threads: 2 }, ReactorConfig::default()).unwrap();
+    let probe = Arc::new(LongTurnProbe::default());
+    let (slow, slow_addr) = util::udp();
+    let (quick, quick_addr) = util::udp();
+    let slow = Slow {
+        socket: slow,
+        probe: probe.clone(),
+    };
+    let quick = Quick {
+        socket: quick,
+        probe: probe.clone(),
+    };
+    assert!(
+        pool.insert(Box::new(slow), mio::Interest::READABLE)
+            .is_some()
+    );
+    assert!(
+        pool.insert(Box::new(quick), mio::Interest::READABLE)
+            .is_some()
+    );
+    let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let wait = |what: &dyn Fn() -> bool| {
+        assert!(ark_testkit::wait_until(Duration::from_secs(5), what));
+    };
+    // A first turn of 1 ms marks the slow source's turns as long.
+    sender.send_to(&[1], slow_addr).unwrap();
+    wait(&|| probe.slow_turns.load(Ordering::SeqCst) == 1);
+    // While its next turn runs, the other thread polls and serves the quick source.
+    sender.send_to(&[2], slow_addr).unwrap();
+    wait(&|| probe.spinning.load(Ordering::SeqCst));
+    sender.send_to(&[3], quick_addr).unwrap();
+    wait(&|| probe.released.load(Ordering::SeqCst));
+    pool.stop().unwrap();
+    assert!(
+        probe.served_during.load(Ordering::SeqCst),
+        "the quick source waited for the long turn to end"
+    );
+}
