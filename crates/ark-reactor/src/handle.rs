@@ -123,9 +123,9 @@ impl ReactorHandle {
         ReactorHandle { shared }
     }
 
-    /// Runs `f` on the reactor's thread with the reactor. Returns `false` (and drops `f`) if
-    /// the reactor has stopped. Posts still queued when the reactor stops are dropped without
-    /// running.
+    /// Runs `f` with the reactor, on its thread (in the shared model with several threads, on
+    /// the one that polls). Returns `false` (and drops `f`) if the reactor has stopped. Posts
+    /// still queued when the reactor stops are dropped without running.
     pub fn post<F>(&self, f: F) -> bool
     where
         F: FnOnce(&mut Reactor) + Send + 'static,

@@ -311,7 +311,8 @@ impl Reactor {
         }
     }
 
-    /// Runs `callback` on this thread after `delay`, then every `period` if given.
+    /// Runs `callback` with the reactor after `delay`, then every `period` if given (on the
+    /// reactor's thread; in the shared model with several threads, on the one that polls).
     pub fn add_timer<F>(
         &mut self,
         delay: Duration,
@@ -713,6 +714,9 @@ impl Reactor {
     /// if its poll would now block too long: a source over budget waits for it, or a timer set
     /// in this turn is due before the poll ends.
     pub(crate) fn give_back(&mut self, done: Done) {
+        // Turns lent from here start from the clock the returning turn read last, not from the
+        // last poll's (which may be many turns old).
+        self.now = self.now.max(done.ended);
         self.return_handler(done);
         self.serve_queue();
         let Some(lending) = &self.lending else { return };
@@ -735,6 +739,7 @@ impl Reactor {
             mut effects,
             took,
             panicked,
+            ..
         } = done;
         if let Some(lending) = &mut self.lending {
             lending.lent -= 1;

@@ -115,14 +115,13 @@ impl SharedLoop {
             if self.shared.stop.load(Ordering::SeqCst) {
                 break Ok(());
             }
-            if reactor.poll_overdue() {
-                let polled;
-                (reactor, polled) = self.poll_once(reactor);
-                if let Err(e) = polled {
-                    self.shared.stop.store(true, Ordering::SeqCst);
-                    break Err(e);
-                }
-            } else if let Some(job) = reactor.take_job() {
+            // An overdue poll comes before the next turn.
+            let job = if reactor.poll_overdue() {
+                None
+            } else {
+                reactor.take_job()
+            };
+            if let Some(job) = job {
                 self.spread(reactor.lending_mut(), job.long);
                 drop(reactor);
                 let done = serve_job(

@@ -35,6 +35,8 @@ pub(crate) struct Done {
     pub(crate) turn: Turn,
     pub(crate) ready: Ready,
     pub(crate) effects: Vec<Effect>,
+    /// When the turn ended.
+    pub(crate) ended: Instant,
     /// From lend to the turn's end.
     pub(crate) took: Duration,
     /// The handler panicked: the source is to be closed.
@@ -65,6 +67,7 @@ pub(crate) fn serve_job(
         budget,
     };
     let (outcome, ready) = run_turn(handler.as_mut(), &mut cx, work);
+    let ended = Instant::now();
     Done {
         id,
         handler,
@@ -72,7 +75,8 @@ pub(crate) fn serve_job(
         ready,
         // Most turns have no effects; an empty Vec does not allocate.
         effects: std::mem::take(effects),
-        took: now.elapsed(),
+        ended,
+        took: ended.saturating_duration_since(now),
         panicked: outcome.is_none(),
     }
 }
