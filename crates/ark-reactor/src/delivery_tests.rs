@@ -142,7 +142,7 @@ impl Harness {
             self.reactor.shared(),
             Budget::default(),
         );
-        self.reactor.give_back(done);
+        self.effects = self.reactor.give_back(done);
     }
 
     /// Turns the reactor, running every lent job at once, until nothing more happens.

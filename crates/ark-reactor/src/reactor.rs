@@ -712,13 +712,21 @@ impl Reactor {
     /// Shared model: takes back a handler after its lent turn, applies what it asked for, and
     /// lends what arrived for it (or for sources it woke) meanwhile. Wakes the polling thread
     /// if its poll would now block too long: a source over budget waits for it, or a timer set
-    /// in this turn is due before the poll ends.
-    pub(crate) fn give_back(&mut self, done: Done) {
+    /// in this turn is due before the poll ends. Returns the turn's effects list, emptied, for
+    /// the thread's next turn.
+    pub(crate) fn give_back(&mut self, done: Done) -> Vec<Effect> {
         // Turns lent from here start from the clock the returning turn read last, not from the
         // last poll's (which may be many turns old).
         self.now = self.now.max(done.ended);
-        self.return_handler(done);
+        let effects = self.return_handler(done);
         self.serve_queue();
+        self.wake_poller_if_late();
+        effects
+    }
+
+    /// Shared model: wakes the polling thread if a source over budget waits for the next poll
+    /// or a timer is due before that poll would end.
+    fn wake_poller_if_late(&mut self) {
         let Some(lending) = &self.lending else { return };
         let timer_sooner = match (self.timers.next_deadline(), lending.poll_until) {
             (Some(timer), Some(until)) => timer < until,
@@ -730,7 +738,9 @@ impl Reactor {
         }
     }
 
-    fn return_handler(&mut self, done: Done) {
+    /// Puts the handler back and applies its turn; gives back the turn's emptied effects list
+    /// for the thread's next turn (a turn that sets a timer then allocates nothing).
+    fn return_handler(&mut self, done: Done) -> Vec<Effect> {
         let Done {
             id,
             handler,
@@ -748,18 +758,20 @@ impl Reactor {
         slot.handler = Some(handler);
         slot.last_turn = took;
         if panicked {
+            // What a panicking turn asked for is not to be trusted.
+            effects.clear();
             self.close_source(id, CloseReason::Panicked);
-            return;
+            return effects;
         }
         self.finish_turn(id, turn, ready, &mut effects);
-        let Some(slot) = self.slot_mut(id) else {
-            return;
-        };
-        if slot.closing {
-            self.close_source(id, CloseReason::Closed);
-        } else if !slot.pending.is_empty() {
-            self.schedule(id);
+        if let Some(slot) = self.slot_mut(id) {
+            if slot.closing {
+                self.close_source(id, CloseReason::Closed);
+            } else if !slot.pending.is_empty() {
+                self.schedule(id);
+            }
         }
+        effects
     }
 
     fn close_source(&mut self, id: SourceId, reason: CloseReason) -> bool {

@@ -132,7 +132,7 @@ impl SharedLoop {
                     self.config.budget,
                 );
                 reactor = self.lock();
-                reactor.give_back(done);
+                effects = reactor.give_back(done);
             } else if !reactor.lending_mut().polling {
                 let polled;
                 (reactor, polled) = self.poll_once(reactor);
