@@ -229,9 +229,19 @@ pub(crate) struct SessionCore<C: Framing, H: TcpHandler> {
     handle: Arc<HandleShared>,
     /// When bytes last arrived (idle and stall deadlines count from it).
     last_rx: Instant,
+    /// When an emptied receive buffer is to be freed (see [`RECEIVE_RELEASE_DELAY`]).
+    release_at: Option<Instant>,
+    /// When the receive buffer last kept bytes after a read (a frame spanning reads).
+    buffer_used_at: Instant,
     /// `on_close` has been called.
     reported: bool,
 }
+
+/// How long a session's receive buffer must go unused (empty, no frame spanning reads) before
+/// it is freed. Freeing it at every drain cost an allocation for every frame that spans two
+/// reads (a quarter of the messages at 16 KiB with 64 KiB reads); this way a busy session keeps
+/// its buffer and an idle one holds no receive memory after the delay.
+pub(crate) const RECEIVE_RELEASE_DELAY: Duration = Duration::from_millis(20);
 
 impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
     /// A session not yet established; `connect_timeout` bounds a client's connect; `source`
@@ -275,6 +285,8 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
             info,
             handle,
             last_rx: now,
+            release_at: None,
+            buffer_used_at: now,
             reported: false,
         }
     }
@@ -359,12 +371,21 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
         self.reader.commit(n);
         self.received(now, n);
         self.deliver(&[]);
+        self.note_buffer_use();
     }
 
     /// Bytes arrived from the peer: every whole frame goes to `on_message`.
     pub(crate) fn handle_read(&mut self, now: Instant, input: &[u8]) {
         self.received(now, input.len());
         self.deliver(input);
+        self.note_buffer_use();
+    }
+
+    /// A frame spans reads: the receive buffer is in use (see [`RECEIVE_RELEASE_DELAY`]).
+    fn note_buffer_use(&mut self) {
+        if self.reader.buffered_len() > 0 {
+            self.buffer_used_at = self.link.now;
+        }
     }
 
     fn received(&mut self, now: Instant, n: usize) {
@@ -531,7 +552,7 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
             State::ShutdownSent { deadline, .. } => Some(*deadline),
             State::Closed(_) => return None,
         };
-        earliest([phase, self.link.timers.earliest()])
+        earliest([phase, self.link.timers.earliest(), self.release_at])
     }
 
     /// The write stall timeout, if bytes wait to be written.
@@ -549,12 +570,29 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
     /// Applies every deadline passed at `now`, then runs the handler's due timers.
     pub(crate) fn handle_timeout(&mut self, now: Instant) {
         self.link.now = now;
+        if self.release_at.is_some_and(|at| now >= at) {
+            self.release_at = self.release_if_quiet(now);
+        }
         self.expire_phase(now);
         while !matches!(self.link.state, State::Closed(_))
             && let Some(timer) = self.link.timers.pop_due(now)
         {
             self.with_session(|h, s| h.on_timer(s, timer));
         }
+    }
+
+    /// Frees the receive buffer if it has been unused for [`RECEIVE_RELEASE_DELAY`]; else when
+    /// to look again (`None`: it holds a partial frame, and the next drain looks again).
+    fn release_if_quiet(&mut self, now: Instant) -> Option<Instant> {
+        if self.reader.buffered_len() > 0 {
+            return None;
+        }
+        let quiet_at = self.buffer_used_at + RECEIVE_RELEASE_DELAY;
+        if now < quiet_at {
+            return Some(quiet_at);
+        }
+        self.reader.release();
+        None
     }
 
     /// The session's own deadlines: connect, idle, stalls, close.
@@ -657,11 +695,15 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
         crate::SessionHandle::new(self.handle.clone())
     }
 
-    /// Frees the receive buffer when nothing is buffered (the driver calls it when the
-    /// socket is drained): idle sessions hold no receive memory.
+    /// The socket is drained: a receive buffer that holds memory with nothing in it is freed
+    /// once it has gone unused for [`RECEIVE_RELEASE_DELAY`], so idle sessions hold no receive
+    /// memory and busy ones do not allocate per frame.
     pub(crate) fn release_idle_buffers(&mut self) {
-        if self.reader.buffered_len() == 0 {
-            self.reader.release();
+        if self.release_at.is_none()
+            && self.reader.buffered_len() == 0
+            && self.reader.held_bytes() > 0
+        {
+            self.release_at = Some(self.link.now + RECEIVE_RELEASE_DELAY);
         }
     }
 

@@ -263,3 +263,28 @@ fn a_graceful_stop_lets_every_session_say_goodbye() {
         );
     }
 }
+
+#[test]
+fn a_partial_frames_buffer_is_freed_once_the_session_is_quiet() {
+    let server = TcpServer::builder()
+        .bind("127.0.0.1:0")
+        .start(|_| Echo::default())
+        .unwrap();
+    let mut client = connect(server.local_addr());
+    let mut frame = 16_384u32.to_be_bytes().to_vec();
+    frame.extend((0..16_384u32).map(|i| i as u8));
+    // Half a frame, a pause, the rest: the server keeps the first half in a buffer of its own.
+    client.write_all(&frame[..8_000]).unwrap();
+    wait_for(&server, "the first half", |s| s.recv_buffer_bytes > 0);
+    client.write_all(&frame[8_000..]).unwrap();
+    let mut echo = vec![0; frame.len()];
+    client.read_exact(&mut echo).unwrap();
+    assert!(echo == frame);
+    // Emptied, then freed once the session has been quiet for the release delay (20 ms).
+    wait_for(&server, "the emptied buffer to be freed", |s| {
+        s.recv_buffer_bytes == 0
+    });
+    assert_eq!(server.stats().sessions_open, 1);
+    drop(client);
+    server.stop().wait().unwrap();
+}
