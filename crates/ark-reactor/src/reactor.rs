@@ -600,7 +600,6 @@ impl Reactor {
         let Some(handler) = slot.handler.take() else {
             return false;
         };
-        lending.lent += 1;
         lending.jobs.push_back(Job {
             id,
             handler,
@@ -751,9 +750,6 @@ impl Reactor {
             panicked,
             ..
         } = done;
-        if let Some(lending) = &mut self.lending {
-            lending.lent -= 1;
-        }
         let slot = &mut self.slots[id.index as usize];
         slot.handler = Some(handler);
         slot.last_turn = took;

@@ -29,8 +29,6 @@ use crate::turn::{Job, serve_job};
 pub(crate) struct Lending {
     /// Lent turns waiting for a thread, oldest first.
     pub(crate) jobs: VecDeque<Job>,
-    /// Handlers out of their slots: waiting in `jobs` or running.
-    pub(crate) lent: usize,
     /// A thread is in (or about to enter) `poll`, without the reactor.
     pub(crate) polling: bool,
     /// When that poll returns at the latest (`None`: only on an event).
