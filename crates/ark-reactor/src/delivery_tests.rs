@@ -155,6 +155,20 @@ impl Harness {
         }
     }
 
+    /// Inserts a [`Panicky`] source; its id and the close reasons it records.
+    fn insert_panicky(&mut self) -> (SourceId, Arc<Mutex<Vec<crate::source::CloseReason>>>) {
+        let closed = Arc::new(Mutex::new(Vec::new()));
+        let handler = Panicky {
+            socket: NoSocket,
+            closed: closed.clone(),
+        };
+        let id = self
+            .reactor
+            .insert(Box::new(handler), mio::Interest::READABLE)
+            .unwrap();
+        (id, closed)
+    }
+
     fn log(&self) -> Vec<Seen> {
         self.log.lock().unwrap().clone()
     }
@@ -332,17 +346,7 @@ impl Handler for Panicky {
 
 fn panic_is_contained(path: Path) {
     let mut h = Harness::new(path);
-    let closed = Arc::new(Mutex::new(Vec::new()));
-    let bad = h
-        .reactor
-        .insert(
-            Box::new(Panicky {
-                socket: NoSocket,
-                closed: closed.clone(),
-            }),
-            mio::Interest::READABLE,
-        )
-        .unwrap();
+    let (bad, closed) = h.insert_panicky();
     let good = h.insert(false);
     h.reactor.test_inject(bad, Ready::READABLE);
     h.reactor.test_inject(good, Ready::READABLE);
@@ -433,17 +437,7 @@ fn sources_waking_each_other_do_not_keep_the_shared_model_from_polling() {
 #[test]
 fn a_turn_still_waiting_for_a_thread_at_shutdown_is_closed_as_stopped() {
     let mut h = Harness::new(Path::Lent);
-    let closed = Arc::new(Mutex::new(Vec::new()));
-    let id = h
-        .reactor
-        .insert(
-            Box::new(Panicky {
-                socket: NoSocket,
-                closed: closed.clone(),
-            }),
-            mio::Interest::READABLE,
-        )
-        .unwrap();
+    let (id, closed) = h.insert_panicky();
     h.reactor.test_inject(id, Ready::READABLE);
     h.turn(); // lent; no thread takes it
     h.reactor.shutdown();
