@@ -34,6 +34,23 @@ impl ResultSet {
         Ok(ResultSet { dir })
     }
 
+    /// The set at `dir` (created if needed) for new records in `records`. A set that already
+    /// holds `records` is refused: starting the records would truncate the evidence there.
+    pub fn at(dir: &Path, records: &str) -> std::io::Result<ResultSet> {
+        let existing = dir.join(records);
+        if existing.exists() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                format!(
+                    "{} exists: a result set is never overwritten; choose a new directory",
+                    existing.display()
+                ),
+            ));
+        }
+        std::fs::create_dir_all(dir)?;
+        Ok(ResultSet::open(dir))
+    }
+
     /// An existing result set.
     pub fn open(dir: &Path) -> ResultSet {
         ResultSet {
@@ -133,6 +150,29 @@ mod tests {
         second.start_records("baseline.jsonl").unwrap();
         let third = ResultSet::create(&root, "m", "baseline.jsonl").unwrap();
         assert!(third.dir().to_string_lossy().ends_with("-3"));
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn a_named_set_that_holds_the_records_is_refused() {
+        let root = std::env::temp_dir().join(format!("result-set-at-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let dir = root.join("named");
+        let set = ResultSet::at(&dir, "baseline.jsonl").unwrap();
+        let records = set.start_records("baseline.jsonl").unwrap();
+        records.append(&serde_json::json!({"case": 1})).unwrap();
+        let refused = ResultSet::at(&dir, "baseline.jsonl").unwrap_err();
+        assert_eq!(refused.kind(), std::io::ErrorKind::AlreadyExists);
+        let kept: Vec<serde_json::Value> = set.read_records("baseline.jsonl").unwrap();
+        assert_eq!(
+            kept.len(),
+            1,
+            "the refused run left the records as they were"
+        );
+        assert!(
+            ResultSet::at(&dir, "udp-limits.jsonl").is_ok(),
+            "another matrix may join"
+        );
         let _ = std::fs::remove_dir_all(&root);
     }
 }

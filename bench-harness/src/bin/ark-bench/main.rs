@@ -91,7 +91,8 @@ struct RunArgs {
     /// Warm-up seconds per case.
     #[arg(long, default_value_t = 0.25)]
     warmup: f64,
-    /// Output directory (default results/<machine>-<date>).
+    /// Output directory (default results/<machine>-<date>); one that already holds this
+    /// matrix's records is refused.
     #[arg(long)]
     out: Option<PathBuf>,
     /// Keep running after a failed case (default: stop at the first failure).
@@ -373,10 +374,7 @@ fn run(args: &RunArgs) -> Result<(), String> {
         );
     }
     let set = match &args.out {
-        Some(dir) => {
-            std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
-            ResultSet::open(dir)
-        }
+        Some(dir) => ResultSet::at(dir, &format!("{name}.jsonl")).map_err(|e| e.to_string())?,
         None => ResultSet::create(
             &root.join("results"),
             &metadata.machine,
