@@ -13,6 +13,8 @@
 //! The session's phase is one [`State`]; the receive side's pause (backpressure) is the frame
 //! reader's own state.
 
+use std::io::{self, IoSlice};
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -131,21 +133,62 @@ pub(crate) struct Link {
     /// The handler's timers.
     timers: Deadlines,
     tally: TurnTally,
+    /// Frames sent back unchanged from the input being delivered (echoes), queued by
+    /// reference after `queue`: this range of the input. Only ever set while a driver's read
+    /// is delivered ([`SessionCore::handle_read_writing`]), which writes it or copies it into
+    /// `queue` before the input goes.
+    in_place: Option<Range<usize>>,
 }
 
 impl Link {
+    /// Bytes queued: the queue's and those queued in place.
     pub(crate) fn queued(&self) -> usize {
-        self.queue.len()
+        self.queue.len() + self.in_place.as_ref().map_or(0, Range::len)
     }
 
-    /// The queue to append `needed` bytes to, if the session takes sends and the limit allows.
-    /// An empty queue always takes one frame, so a frame larger than the limit (up to the
-    /// codec's maximum) can still be sent.
+    /// Queues the frame at `frame` of the input being delivered by reference, when it
+    /// continues the frames already queued that way and stays under the high watermark;
+    /// `Ok(false)` when it must be copied instead.
+    pub(crate) fn queue_in_place(&mut self, frame: Range<usize>) -> Result<bool, SendError> {
+        let continues = self
+            .in_place
+            .as_ref()
+            .is_none_or(|run| run.end == frame.start);
+        if !continues || self.queued() + frame.len() >= self.config.high_watermark {
+            return Ok(false);
+        }
+        self.admit(frame.len())?;
+        match &mut self.in_place {
+            Some(run) => run.end = frame.end,
+            None => self.in_place = Some(frame),
+        }
+        Ok(true)
+    }
+
+    /// Copies what is queued in place (a range of `input`) into the queue: something is to
+    /// follow it there, or the input is about to go.
+    pub(crate) fn settle_in_place(&mut self, input: &[u8]) {
+        if let Some(run) = self.in_place.take() {
+            self.queue.tail().extend_from_slice(&input[run]);
+        }
+    }
+
+    /// The queue to append `needed` bytes to, if the session takes sends and the limit allows
+    /// (what is queued in place must have been settled first).
     pub(crate) fn room_for(&mut self, needed: usize) -> Result<&mut Vec<u8>, SendError> {
+        debug_assert!(self.in_place.is_none(), "settle_in_place first");
+        self.admit(needed)?;
+        Ok(self.queue.tail())
+    }
+
+    /// Whether `needed` more bytes may be queued: the session takes sends and the limit
+    /// allows. An empty queue always takes one frame, so a frame larger than the limit (up to
+    /// the codec's maximum) can still be sent.
+    fn admit(&mut self, needed: usize) -> Result<(), SendError> {
         if !matches!(self.state, State::Open | State::Connecting { .. }) {
             return Err(SendError::Closed);
         }
-        let queued = self.queue.len();
+        let queued = self.queued();
         let limit = self.config.send_limit;
         if queued > 0 && queued + needed > limit {
             self.wants_writable = true;
@@ -158,7 +201,7 @@ impl Link {
         if queued == 0 {
             self.last_tx = self.now;
         }
-        Ok(self.queue.tail())
+        Ok(())
     }
 
     /// Starts a handler timer due `after` from now.
@@ -208,7 +251,8 @@ impl Link {
         if matches!(self.state, State::Closed(_)) {
             return;
         }
-        self.tally.dropped_send_bytes += self.queue.clear() as u64;
+        let in_place = self.in_place.take().map_or(0, |run| run.len());
+        self.tally.dropped_send_bytes += (self.queue.clear() + in_place) as u64;
         self.state = State::Closed(reason);
     }
 }
@@ -281,6 +325,7 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
                 last_tx: now,
                 timers: Deadlines::default(),
                 tally: TurnTally::default(),
+                in_place: None,
             },
             info,
             handle,
@@ -317,6 +362,7 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
     pub(crate) fn with_session<R>(&mut self, f: impl FnOnce(&mut H, &mut Session<'_>) -> R) -> R {
         let mut session = Session {
             info: &self.info,
+            input: &[],
             link: &mut self.link,
             encoder: &self.codec,
             handle: &self.handle,
@@ -370,15 +416,83 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
     pub(crate) fn handle_read_direct(&mut self, now: Instant, n: usize) {
         self.reader.commit(n);
         self.received(now, n);
-        self.deliver(&[]);
+        self.deliver(&[], false);
         self.note_buffer_use();
     }
 
-    /// Bytes arrived from the peer: every whole frame goes to `on_message`.
+    /// Bytes arrived from the peer: every whole frame goes to `on_message`; what the
+    /// handler sends is queued.
     pub(crate) fn handle_read(&mut self, now: Instant, input: &[u8]) {
         self.received(now, input.len());
-        self.deliver(input);
+        self.deliver(input, false);
         self.note_buffer_use();
+    }
+
+    /// As [`handle_read`](Self::handle_read), but frames the handler sends back unchanged
+    /// from `input` (an echo, a relay of the same framing) are not copied into the queue:
+    /// after the delivery `write` gets the queue's bytes and those frames, straight from
+    /// `input`, in one call, and only what it does not take is copied into the queue (as a
+    /// program that writes from its receive buffer does). `write` is called only when such
+    /// frames were sent; it returns what it wrote (`WouldBlock` and `Interrupted` count as
+    /// nothing written; another error ends the session).
+    pub(crate) fn handle_read_writing(
+        &mut self,
+        now: Instant,
+        input: &[u8],
+        write: impl FnOnce(&[IoSlice<'_>]) -> io::Result<usize>,
+    ) {
+        self.received(now, input.len());
+        self.deliver(input, true);
+        self.note_buffer_use();
+        self.write_in_place(now, input, write);
+    }
+
+    /// Writes what is queued in place after the queue, and copies into the queue what `write`
+    /// does not take.
+    fn write_in_place(
+        &mut self,
+        now: Instant,
+        input: &[u8],
+        write: impl FnOnce(&[IoSlice<'_>]) -> io::Result<usize>,
+    ) {
+        let Some(run) = self.link.in_place.take() else {
+            return;
+        };
+        let (queued, frames) = (self.link.queue.bytes(), &input[run]);
+        let queued_len = queued.len();
+        self.link.tally.writes += 1;
+        let result = match queued.is_empty() {
+            true => write(&[IoSlice::new(frames)]),
+            false => write(&[IoSlice::new(queued), IoSlice::new(frames)]),
+        };
+        let written = match result {
+            Ok(n) => n.min(queued_len + frames.len()),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                ) =>
+            {
+                0
+            }
+            Err(e) => {
+                self.link.tally.dropped_send_bytes += frames.len() as u64;
+                self.link.finish(CloseReason::io(&e));
+                return;
+            }
+        };
+        let from_frames = written.saturating_sub(queued_len);
+        self.link.tally.bytes_out += from_frames as u64;
+        if from_frames > 0 {
+            self.link.last_tx = now;
+        }
+        self.link
+            .queue
+            .tail()
+            .extend_from_slice(&frames[from_frames..]);
+        // A delivery that queued frames in place did not pause (the high watermark stops
+        // queueing in place first), so the reader cannot resume here; `on_writable` may be due.
+        let _ = self.handle_written(now, written - from_frames);
     }
 
     /// A frame spans reads: the receive buffer is in use (see [`RECEIVE_RELEASE_DELAY`]).
@@ -397,7 +511,9 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
     /// Feeds `input` (after what the reader holds) to the handler, frame by frame. Delivery
     /// pauses when a message's handling leaves the send queue at or above the high watermark,
     /// or the handler aborts.
-    fn deliver(&mut self, input: &[u8]) {
+    /// With `in_place`, frames sent back unchanged from `input` are queued by reference (see
+    /// [`handle_read_writing`](Self::handle_read_writing)).
+    fn deliver(&mut self, input: &[u8], in_place: bool) {
         if matches!(self.link.state, State::Closed(_)) {
             return;
         }
@@ -411,11 +527,13 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
             ..
         } = self;
         let high = link.config.high_watermark;
+        let sent_from = if in_place { input } else { &[] };
         let result = reader.feed(input, |frame: &[u8]| {
             link.tally.frames_in += 1;
-            let queued = link.queue.len();
+            let queued = link.queued();
             let mut session = Session {
                 info,
+                input: sent_from,
                 link,
                 encoder: codec,
                 handle,
@@ -428,7 +546,7 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
             // flow control pushes back on it). A queue filled by sends that do not answer
             // messages does not pause reading: a peer that sends and reads at once must not
             // deadlock with us.
-            if link.queue.len() >= high && link.queue.len() > queued {
+            if link.queued() >= high && link.queued() > queued {
                 link.wants_writable = true;
                 return Flow::Pause;
             }
@@ -501,7 +619,7 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
             return false;
         }
         let resumed = self.reader.is_paused() && {
-            self.deliver(&[]);
+            self.deliver(&[], false);
             !self.reader.is_paused()
         };
         if self.link.wants_writable && self.link.state == State::Open {

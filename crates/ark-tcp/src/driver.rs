@@ -223,8 +223,15 @@ pub(crate) trait Feed<C: Framing, H: TcpHandler> {
         cx: &mut Context<'_>,
     ) -> (io::Result<usize>, usize);
 
-    /// `n` bytes were read; `false` ends the turn's reading (input is held back).
-    fn received(&mut self, core: &mut SessionCore<C, H>, cx: &mut Context<'_>, n: usize) -> bool;
+    /// `n` bytes were read; `false` ends the turn's reading (input is held back). What the
+    /// delivery sends may be written to `stream` at once.
+    fn received(
+        &mut self,
+        stream: &mut TcpStream,
+        core: &mut SessionCore<C, H>,
+        cx: &mut Context<'_>,
+        n: usize,
+    ) -> bool;
 
     /// The peer ended its stream.
     fn end_of_stream(&mut self, core: &mut SessionCore<C, H>, now: Instant);
@@ -262,12 +269,29 @@ impl<C: Framing, H: TcpHandler> Feed<C, H> for Plain {
         (stream.read(buf), buf.len())
     }
 
-    fn received(&mut self, core: &mut SessionCore<C, H>, cx: &mut Context<'_>, n: usize) -> bool {
+    fn received(
+        &mut self,
+        stream: &mut TcpStream,
+        core: &mut SessionCore<C, H>,
+        cx: &mut Context<'_>,
+        n: usize,
+    ) -> bool {
         let now = cx.now();
         if self.direct {
             core.handle_read_direct(now, n);
-        } else {
-            core.handle_read(now, &cx.scratch()[..n]);
+            return true;
+        }
+        // Echoed frames are written from the scratch buffer before the next read reuses it.
+        let mut wrote = false;
+        core.handle_read_writing(now, &cx.scratch()[..n], |bufs| {
+            wrote = true;
+            match bufs {
+                [one] => stream.write(one),
+                _ => stream.write_vectored(bufs),
+            }
+        });
+        if wrote {
+            cx.counters().add_writes(1);
         }
         true
     }
@@ -303,7 +327,7 @@ pub(crate) fn read<C: Framing, H: TcpHandler>(
             }
             Ok(n) => {
                 bytes += n;
-                if !feed.received(core, cx, n) {
+                if !feed.received(stream, core, cx, n) {
                     return false;
                 }
                 // A short read drained the socket, unless the peer's end of stream came with

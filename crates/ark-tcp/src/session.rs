@@ -2,6 +2,7 @@
 
 use std::io;
 use std::net::SocketAddr;
+use std::ops::Range;
 use std::time::Duration;
 
 use ark_frame::{DecodeError, EncodeError, Encoder, Header};
@@ -174,6 +175,9 @@ pub(crate) struct SessionInfo {
 /// A handler's view of its session during a callback: send, close, and what the session is.
 pub struct Session<'a> {
     pub(crate) info: &'a SessionInfo,
+    /// The input being delivered, when frames sent back unchanged from it may be queued by
+    /// reference (empty otherwise).
+    pub(crate) input: &'a [u8],
     pub(crate) link: &'a mut Link,
     pub(crate) encoder: &'a dyn EncodeInto,
     pub(crate) handle: &'a std::sync::Arc<HandleShared>,
@@ -202,6 +206,28 @@ impl<E: Encoder> EncodeInto for E {
     }
 }
 
+/// Where `payload` lies in `input` between `header` and `trailer`: a frame that arrived in
+/// `input` and is sent back unchanged. Only addresses are compared; the framing bytes around
+/// the payload are checked against the ones computed for the send.
+fn frame_in(input: &[u8], header: &[u8], payload: &[u8], trailer: &[u8]) -> Option<Range<usize>> {
+    let offset = (payload.as_ptr() as usize).checked_sub(input.as_ptr() as usize)?;
+    let start = offset.checked_sub(header.len())?;
+    let end = offset
+        .checked_add(payload.len())?
+        .checked_add(trailer.len())?;
+    let frame = input.get(start..end)?;
+    let before = &frame[..header.len()];
+    let after = &frame[header.len() + payload.len()..];
+    (same_short(before, header) && same_short(after, trailer)).then_some(start..end)
+}
+
+/// `a == b` for the few bytes of a frame's header or trailer, without a call to libc's
+/// `memcmp`: its masked vector load of the header just written stalled for 8 % of all cycles
+/// of a 1 KiB echo (perf).
+fn same_short(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0, |diff, (x, y)| diff | (x ^ y)) == 0
+}
+
 /// Appends `parts` to `out`, reserving their total once.
 pub(crate) fn append_parts(out: &mut Vec<u8>, parts: &[&[u8]]) {
     out.reserve(parts.iter().map(|p| p.len()).sum());
@@ -216,6 +242,7 @@ impl Session<'_> {
     pub fn reborrow(&mut self) -> Session<'_> {
         Session {
             info: self.info,
+            input: self.input,
             link: self.link,
             encoder: self.encoder,
             handle: self.handle,
@@ -268,9 +295,20 @@ impl Session<'_> {
     /// [`SendError::Full`] when the queue would pass its limit, [`SendError::Encode`] when the
     /// payload cannot be framed, [`SendError::Closed`] after `close`/`abort` or once the
     /// session is closing. Nothing is queued on error.
+    ///
+    /// A message sent back unchanged from `on_message` (an echo, or a relay of the same
+    /// framing) is not copied: it is written straight from the receive buffer after the
+    /// delivery, and only what the socket does not take is queued.
     pub fn send(&mut self, payload: &[u8]) -> Result<(), SendError> {
         let (header, trailer) = self.encoder.frame(payload)?;
-        self.queue_parts(&[header.as_slice(), payload, trailer])?;
+        let header = header.as_slice();
+        let in_place = match frame_in(self.input, header, payload, trailer) {
+            Some(frame) => self.link.queue_in_place(frame)?,
+            None => false,
+        };
+        if !in_place {
+            self.queue_parts(&[header, payload, trailer])?;
+        }
         self.link.count_frame_out();
         Ok(())
     }
@@ -310,6 +348,7 @@ impl Session<'_> {
 
     /// Queues `parts` one after the other, all or none; the bytes queued.
     fn queue_parts(&mut self, parts: &[&[u8]]) -> Result<&mut [u8], SendError> {
+        self.link.settle_in_place(self.input);
         let queue = self.link.room_for(parts.iter().map(|p| p.len()).sum())?;
         let start = queue.len();
         append_parts(queue, parts);
@@ -324,6 +363,7 @@ impl Session<'_> {
     /// # Errors
     /// As [`send_raw`](Self::send_raw); on error `bytes` is left as it was.
     pub fn append_raw(&mut self, bytes: &mut Vec<u8>) -> Result<(), SendError> {
+        self.link.settle_in_place(self.input);
         self.link.append(bytes)
     }
 

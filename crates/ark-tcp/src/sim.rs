@@ -287,7 +287,12 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
             let end = (self.inbound_pos + READ_CHUNK).min(self.inbound.len());
             let chunk = self.inbound[self.inbound_pos..end].to_vec();
             self.inbound_pos = end;
-            self.core.handle_read(self.now, &chunk);
+            let room = self.window.saturating_sub(self.outbound.len());
+            let outbound = &mut self.outbound;
+            // Echoed frames are written from the read chunk, as the driver writes them.
+            self.core.handle_read_writing(self.now, &chunk, |bufs| {
+                Ok(write_within(outbound, bufs, room))
+            });
             return true;
         }
         if self.core.wants_read() && self.peer_ended && !self.eof_given {
@@ -323,4 +328,16 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
         self.ended = true;
         true
     }
+}
+
+/// Appends `bufs` to `out`, at most `room` bytes in all (a socket with that much room);
+/// returns the bytes taken.
+pub(crate) fn write_within(out: &mut Vec<u8>, bufs: &[std::io::IoSlice<'_>], room: usize) -> usize {
+    let mut taken = 0;
+    for buf in bufs {
+        let n = buf.len().min(room - taken);
+        out.extend_from_slice(&buf[..n]);
+        taken += n;
+    }
+    taken
 }

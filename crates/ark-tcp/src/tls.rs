@@ -179,7 +179,13 @@ impl<C: Framing, H: TcpHandler> Feed<C, H> for TlsLayer {
         (stream.read(ciphertext), ciphertext.len())
     }
 
-    fn received(&mut self, core: &mut SessionCore<C, H>, cx: &mut Context<'_>, n: usize) -> bool {
+    fn received(
+        &mut self,
+        _: &mut TcpStream,
+        core: &mut SessionCore<C, H>,
+        cx: &mut Context<'_>,
+        n: usize,
+    ) -> bool {
         let now = cx.now();
         let (ciphertext, staging) = halves(cx.scratch());
         self.input(core, now, Some(&ciphertext[..n]), staging);

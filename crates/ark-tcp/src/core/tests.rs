@@ -367,3 +367,158 @@ fn a_peer_that_stops_reading_is_reset_after_the_write_stall_timeout() {
     }
     assert_eq!(pair.server.core().queued(), 0);
 }
+
+/// Frames sent back unchanged from a read are written from the read's bytes.
+mod in_place {
+    use std::io::{self, IoSlice};
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    use ark_frame::LengthPrefix;
+
+    use super::super::SessionCore;
+    use crate::config::SessionConfig;
+    use crate::session::{CloseReason, Session, SessionInfo, TcpHandler};
+
+    /// Echoes every message; after each echo sends `extra` too (copied), and aborts after the
+    /// first echo if asked.
+    #[derive(Default)]
+    struct Echoer {
+        extra: Option<Vec<u8>>,
+        abort: bool,
+    }
+
+    impl TcpHandler for Echoer {
+        fn on_message(&mut self, session: &mut Session<'_>, message: &[u8]) {
+            session.send(message).expect("room for the echo");
+            if let Some(extra) = &self.extra {
+                session.send(extra).expect("room for the extra");
+            }
+            if self.abort {
+                session.abort();
+            }
+        }
+    }
+
+    fn open(handler: Echoer) -> SessionCore<LengthPrefix, Echoer> {
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 1));
+        let info = SessionInfo {
+            id: 1,
+            peer: addr,
+            local: addr,
+            socket_buffers: (0, 0),
+            tls: None,
+        };
+        let config = Arc::new(SessionConfig::default().normalized());
+        let now = Instant::now();
+        let codec = LengthPrefix::default();
+        let mut core = SessionCore::new(handler, codec, config, info.clone(), now, None, None);
+        core.handle_connected(now, info);
+        core
+    }
+
+    fn framed(payloads: &[&[u8]]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for p in payloads {
+            out.extend_from_slice(&(p.len() as u32).to_be_bytes());
+            out.extend_from_slice(p);
+        }
+        out
+    }
+
+    /// Reads `input` into `core`; `write` takes up to `room` bytes. Returns what was written
+    /// and, per call, the slices' addresses and lengths.
+    fn read(
+        core: &mut SessionCore<LengthPrefix, Echoer>,
+        input: &[u8],
+        room: usize,
+    ) -> (Vec<u8>, Vec<Vec<(usize, usize)>>) {
+        let (mut wrote, mut calls) = (Vec::new(), Vec::new());
+        core.handle_read_writing(Instant::now(), input, |bufs: &[IoSlice<'_>]| {
+            calls.push(
+                bufs.iter()
+                    .map(|b| (b.as_ptr() as usize, b.len()))
+                    .collect(),
+            );
+            Ok(crate::sim::write_within(&mut wrote, bufs, room))
+        });
+        (wrote, calls)
+    }
+
+    #[test]
+    fn an_echo_is_written_once_from_the_input_and_nothing_is_queued() {
+        let mut core = open(Echoer::default());
+        let input = framed(&[b"one", b"two", b"three"]);
+        let (wrote, calls) = read(&mut core, &input, usize::MAX);
+        assert_eq!(wrote, input);
+        assert_eq!(calls, [vec![(input.as_ptr() as usize, input.len())]]);
+        assert_eq!(core.queued(), 0);
+        assert!(core.transmit().is_empty());
+        let tally = core.take_tally();
+        assert_eq!((tally.writes, tally.bytes_out), (1, input.len() as u64));
+    }
+
+    #[test]
+    fn what_the_socket_refuses_is_queued_in_order() {
+        let mut core = open(Echoer::default());
+        let input = framed(&[b"one", b"two", b"three"]);
+        let (wrote, _) = read(&mut core, &input, 5);
+        assert_eq!(wrote, input[..5]);
+        assert_eq!(core.transmit(), &input[5..]);
+        // The next read's echoes follow what is queued, in one vectored write.
+        let more = framed(&[b"four"]);
+        let (wrote, calls) = read(&mut core, &more, usize::MAX);
+        assert_eq!(calls[0].len(), 2, "queue then frames");
+        assert_eq!(wrote, [&input[5..], &more[..]].concat());
+        assert!(core.transmit().is_empty());
+    }
+
+    #[test]
+    fn a_copied_send_between_echoes_keeps_the_order() {
+        let mut core = open(Echoer {
+            extra: Some(b"x".to_vec()),
+            ..Echoer::default()
+        });
+        let input = framed(&[b"one", b"two"]);
+        let (_, calls) = read(&mut core, &input, usize::MAX);
+        // Each copied send settled the echo before it into the queue: all of it is queued,
+        // in the order sent, for the turn's write.
+        assert!(calls.is_empty());
+        assert_eq!(core.transmit(), framed(&[b"one", b"x", b"two", b"x"]));
+    }
+
+    #[test]
+    fn an_abort_drops_what_was_queued_in_place() {
+        let mut core = open(Echoer {
+            abort: true,
+            ..Echoer::default()
+        });
+        let input = framed(&[b"one", b"two"]);
+        let (wrote, calls) = read(&mut core, &input, usize::MAX);
+        assert!(wrote.is_empty() && calls.is_empty());
+        assert_eq!(core.close_reason(), Some(&CloseReason::Aborted));
+        assert_eq!(core.take_tally().dropped_send_bytes, 7);
+    }
+
+    #[test]
+    fn a_write_error_ends_the_session() {
+        let mut core = open(Echoer::default());
+        let input = framed(&[b"one"]);
+        core.handle_read_writing(Instant::now(), &input, |_| {
+            Err(io::Error::from(io::ErrorKind::ConnectionReset))
+        });
+        assert_eq!(core.close_reason(), Some(&CloseReason::Reset));
+        assert_eq!(core.take_tally().dropped_send_bytes, input.len() as u64);
+    }
+
+    #[test]
+    fn would_block_queues_everything() {
+        let mut core = open(Echoer::default());
+        let input = framed(&[b"one", b"two"]);
+        core.handle_read_writing(Instant::now(), &input, |_| {
+            Err(io::Error::from(io::ErrorKind::WouldBlock))
+        });
+        assert_eq!(core.transmit(), input);
+        assert_eq!(core.close_reason(), None);
+    }
+}
