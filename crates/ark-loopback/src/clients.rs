@@ -405,9 +405,12 @@ impl ark_ws::WsHandler for WsClient {
         }
         self.0.pump(|m| session.send_binary(m).is_ok());
     }
-    fn on_message(&mut self, session: &mut ark_ws::WsSession<'_>, message: ark_ws::Message) {
-        if let ark_ws::Message::Binary(data) = message {
-            self.0.on_echo(&data, |m| session.send_binary(m).is_ok());
+    fn on_message(&mut self, _: &mut ark_ws::WsSession<'_>, _: ark_ws::Message) {}
+
+    fn on_data(&mut self, session: &mut ark_ws::WsSession<'_>, data: ark_ws::ReceivedData<'_>) {
+        if !data.is_text() {
+            self.0
+                .on_echo(data.bytes(), |m| session.send_binary(m).is_ok());
         }
     }
     fn on_close(&mut self, _: &ark_ws::WsClose) {

@@ -92,13 +92,17 @@ impl ark_rudp::RudpHandler for Echo {
 }
 
 impl ark_ws::WsHandler for Echo {
-    fn on_message(&mut self, session: &mut ark_ws::WsSession<'_>, message: ark_ws::Message) {
-        if let ark_ws::Message::Binary(data) = message {
-            self.before_echo(&data);
-            // The received message goes back as it is; ark-ws frames it with one copy.
-            if session.send(ark_ws::Message::Binary(data)).is_err() {
-                self.rejected();
-            }
+    fn on_message(&mut self, _: &mut ark_ws::WsSession<'_>, _: ark_ws::Message) {}
+
+    fn on_data(&mut self, session: &mut ark_ws::WsSession<'_>, data: ark_ws::ReceivedData<'_>) {
+        if data.is_text() {
+            return;
+        }
+        self.before_echo(data.bytes());
+        // Read where it was received and framed back with one copy, as the tokio program
+        // echoes from its receive buffer.
+        if session.send_binary(data.bytes()).is_err() {
+            self.rejected();
         }
     }
 }

@@ -12,6 +12,7 @@ use tungstenite::{Error, Message, WebSocket};
 
 use crate::close::{CloseCode, Initiator, OpenError, WsClose};
 use crate::config::WsConfig;
+use crate::data::ReceivedData;
 use crate::handle::{Request as HandleRequest, WsSessionHandle, WsShared};
 use crate::inbound::{Frames, Inbound, Rules};
 use crate::session::{Request, WsHandler, WsSession};
@@ -431,7 +432,7 @@ impl<H: WsHandler> WsConn<H> {
             };
             match self.frames.next(rules) {
                 None => return Read::Blocked,
-                Some(Inbound::Message(message)) => self.deliver(ws, tcp, message),
+                Some(Inbound::Data { len, text }) => self.deliver_data(ws, tcp, len, text),
                 Some(Inbound::Tungstenite(bytes)) => {
                     ws.get_mut().push(&bytes);
                     match self.read_messages(ws, tcp) {
@@ -444,6 +445,8 @@ impl<H: WsHandler> WsConn<H> {
         }
     }
 
+    /// Hands a message tungstenite read to the handler: text and binary to `on_data`, the
+    /// rest (pongs) to `on_message`.
     fn deliver(&mut self, ws: &mut WebSocket<MemStream>, tcp: &mut Session<'_>, message: Message) {
         let (handler, mut session) = Self::view(
             &mut self.handler,
@@ -454,7 +457,33 @@ impl<H: WsHandler> WsConn<H> {
             &mut self.close_sent,
             self.client,
         );
-        handler.on_message(&mut session, message);
+        match message {
+            Message::Text(_) | Message::Binary(_) => {
+                handler.on_data(&mut session, ReceivedData::owned(message));
+            }
+            message => handler.on_message(&mut session, message),
+        }
+    }
+
+    /// Lends the handler the message of `len` bytes at the front of the receive buffer.
+    fn deliver_data(
+        &mut self,
+        ws: &mut WebSocket<MemStream>,
+        tcp: &mut Session<'_>,
+        len: usize,
+        text: bool,
+    ) {
+        let data = self.frames.lend(len, text);
+        let (handler, mut session) = Self::view(
+            &mut self.handler,
+            ws,
+            tcp,
+            &self.config,
+            &self.shared,
+            &mut self.close_sent,
+            self.client,
+        );
+        handler.on_data(&mut session, data);
     }
 
     fn read_messages(&mut self, ws: &mut WebSocket<MemStream>, tcp: &mut Session<'_>) -> Read {

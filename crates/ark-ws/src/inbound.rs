@@ -1,6 +1,6 @@
 //! The receive side of an open session. Whole, unfragmented data frames are taken apart here,
-//! straight from the received bytes: unmasked in place and handed out as the message's own
-//! bytes. Every other frame (control frames, fragments, anything unusual or over a limit) goes
+//! straight from the received bytes: unmasked in place and lent to the handler
+//! ([`ReceivedData`]), which may keep them as the message's own bytes. Every other frame (control frames, fragments, anything unusual or over a limit) goes
 //! to tungstenite whole and in order, so it keeps judging what the protocol allows.
 //!
 //! Before this, every received byte was copied into tungstenite's input stream, then
@@ -8,9 +8,9 @@
 //! the hand-written tokio peer does not pay.
 
 use bytes::{Buf, BytesMut};
-use tungstenite::Message;
 
 use crate::close::CloseCode;
+use crate::data::ReceivedData;
 
 /// Opcodes of data frames (RFC 6455 section 5.2).
 const OPCODE_CONTINUE: u8 = 0;
@@ -99,8 +99,9 @@ impl Head {
 
 /// What the next received bytes are.
 pub(crate) enum Inbound {
-    /// A whole text or binary message.
-    Message(Message),
+    /// A whole text or binary message of `len` bytes at the front of the buffer, unmasked
+    /// (text: valid UTF-8); [`Frames::lend`] lends it.
+    Data { len: usize, text: bool },
     /// Bytes of a frame only tungstenite may read (it gets every such frame whole, in order).
     Tungstenite(BytesMut),
     /// A frame that fails the connection with this close code.
@@ -176,19 +177,23 @@ impl Frames {
             return None; // the buffer grows as the bytes come, not on the header's word
         }
         self.buf.advance(head.head_len);
-        let mut payload = self.buf.split_to(len);
+        let payload = &mut self.buf[..len];
         if let Some(mask) = head.mask {
-            apply_mask(&mut payload, mask);
+            apply_mask(payload, mask);
         }
-        let payload = payload.freeze();
-        Some(if text {
-            match payload.try_into() {
-                Ok(text) => Inbound::Message(Message::Text(text)),
-                Err(_) => Inbound::Bad(CloseCode::INVALID_DATA, "invalid UTF-8 in a text message"),
-            }
-        } else {
-            Inbound::Message(Message::Binary(payload))
-        })
+        if text && std::str::from_utf8(payload).is_err() {
+            return Some(Inbound::Bad(
+                CloseCode::INVALID_DATA,
+                "invalid UTF-8 in a text message",
+            ));
+        }
+        Some(Inbound::Data { len, text })
+    }
+
+    /// Lends the message [`next`](Self::next) returned as [`Inbound::Data`]; it leaves the
+    /// buffer when the lent value goes (split off if the handler keeps it).
+    pub(crate) fn lend(&mut self, len: usize, text: bool) -> ReceivedData<'_> {
+        ReceivedData::lent(&mut self.buf, len, text)
     }
 
     /// As much of tungstenite's current frame as is here.

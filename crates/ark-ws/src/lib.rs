@@ -5,8 +5,9 @@
 //! to an in-memory stream, so its handshake and reads resume across `WouldBlock` naturally, its
 //! writes never block, and everything a turn produced — replies, automatic pongs, close frames —
 //! leaves in one write per turn. Whole data frames skip it: ark-ws unmasks them in place and
-//! hands out their bytes, and frames sent data straight into the TCP send queue; control frames,
-//! fragments and anything unusual go to tungstenite whole.
+//! lends them to [`WsHandler::on_data`] (by default handed on to `on_message` as an owned
+//! [`Message`], without a copy), and frames sent data straight into the TCP send queue; control
+//! frames, fragments and anything unusual go to tungstenite whole.
 //!
 //! * Small idle memory: tungstenite's read buffer is 4 KiB here (its default 128 KiB costs that
 //!   much per idle session), and the in-memory buffers are released when a session is idle.
@@ -60,6 +61,7 @@ mod client;
 mod close;
 mod config;
 mod conn;
+mod data;
 mod handle;
 mod inbound;
 mod server;
@@ -91,6 +93,7 @@ pub use ark_reactor::{IoModel, ReactorConfig, ReactorPool, Stopping, TimerId};
 pub use client::{WsClient, WsClientBuilder, WsClientHandle};
 pub use close::{CloseCode, Initiator, InvalidCloseCode, OpenError, WsClose};
 pub use config::{UpgradeHook, WsConfig};
+pub use data::ReceivedData;
 pub use handle::WsSessionHandle;
 pub use server::{WsServer, WsServerBuilder, WsServerHandle};
 pub use session::{Request, SendError, WsHandler, WsSession};

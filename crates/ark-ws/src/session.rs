@@ -10,6 +10,7 @@ use tungstenite::{Bytes, Message, WebSocket};
 
 use crate::close::{CloseCode, InvalidCloseCode, WsClose};
 use crate::config::WsConfig;
+use crate::data::ReceivedData;
 use crate::handle::{WsSessionHandle, WsShared};
 use crate::inbound::{Head, OPCODE_BINARY, OPCODE_TEXT, apply_mask};
 use crate::stream::MemStream;
@@ -270,9 +271,17 @@ pub trait WsHandler: Send + 'static {
     }
 
     /// A whole message arrived: `Text` (valid UTF-8) or `Binary`, fragmented messages already
-    /// reassembled; `Pong` replies to our pings are delivered too. Pings are answered
-    /// automatically.
+    /// reassembled (through [`on_data`](Self::on_data)'s default); `Pong` replies to our pings
+    /// are delivered too. Pings are answered automatically.
     fn on_message(&mut self, session: &mut WsSession<'_>, message: Message);
+
+    /// A whole text or binary message arrived, lent from the receive buffer. The default
+    /// hands it to [`on_message`](Self::on_message) as an owned [`Message`] (split off the
+    /// buffer, no copy). Override it to read messages where they are: no reference count is
+    /// touched for a message that is not kept, which an echo or a parser does not need.
+    fn on_data(&mut self, session: &mut WsSession<'_>, data: ReceivedData<'_>) {
+        self.on_message(session, data.into_message());
+    }
 
     /// A timer set with [`WsSession::set_timer`] fired.
     fn on_timer(&mut self, session: &mut WsSession<'_>, timer: TimerId) {

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use ark_frame::Raw;
 use ark_tcp::Simulator;
-use ark_ws::{Message, WsConfig, WsHandler, WsSession};
+use ark_ws::{Message, ReceivedData, WsConfig, WsHandler, WsSession};
 use tungstenite::protocol::frame::FrameHeader;
 use tungstenite::protocol::frame::coding::{Control, Data, OpCode};
 
@@ -21,6 +21,29 @@ struct Recorder(Arc<Mutex<Vec<Message>>>);
 impl WsHandler for Recorder {
     fn on_message(&mut self, _: &mut WsSession<'_>, message: Message) {
         self.0.lock().unwrap().push(message);
+    }
+}
+
+/// Reads data messages where they are lent (`on_data`): every other one is copied out of
+/// the lent bytes, the rest kept with `into_message`.
+#[derive(Clone, Default)]
+struct Lender(Arc<Mutex<Vec<Message>>>);
+
+impl WsHandler for Lender {
+    fn on_message(&mut self, _: &mut WsSession<'_>, message: Message) {
+        self.0.lock().unwrap().push(message);
+    }
+    fn on_data(&mut self, _: &mut WsSession<'_>, data: ReceivedData<'_>) {
+        let mut seen = self.0.lock().unwrap();
+        let message = if seen.len().is_multiple_of(2) {
+            match data.text() {
+                Some(text) => Message::text(text),
+                None => Message::binary(data.bytes().to_vec()),
+            }
+        } else {
+            data.into_message()
+        };
+        seen.push(message);
     }
 }
 
@@ -57,8 +80,19 @@ fn binary(payload: &[u8]) -> Vec<u8> {
 /// answer. (The upgrade itself arrives whole: tungstenite refuses a request trickling in
 /// byte by byte as an attack.)
 fn serve(frames: &[u8], chunk: usize, config: WsConfig) -> (Vec<Message>, Vec<(OpCode, Vec<u8>)>) {
-    let recorder = Recorder::default();
-    let (handler, session) = ark_ws::fuzzing::server(config, recorder.clone());
+    serve_with(Recorder::default(), |r| r.0.clone(), frames, chunk, config)
+}
+
+/// As [`serve`], with `handler` (whose messages `seen` gives).
+fn serve_with<H: WsHandler>(
+    handler: H,
+    seen: impl Fn(&H) -> Arc<Mutex<Vec<Message>>>,
+    frames: &[u8],
+    chunk: usize,
+    config: WsConfig,
+) -> (Vec<Message>, Vec<(OpCode, Vec<u8>)>) {
+    let messages = seen(&handler);
+    let (handler, session) = ark_ws::fuzzing::server(config, handler);
     let mut sim = Simulator::new(handler, Raw::new(), session);
     let first = chunk.min(frames.len());
     sim.peer_send(&[UPGRADE, &frames[..first]].concat());
@@ -77,7 +111,7 @@ fn serve(frames: &[u8], chunk: usize, config: WsConfig) -> (Vec<Message>, Vec<(O
         "upgraded: {}",
         String::from_utf8_lossy(&written)
     );
-    let messages = recorder.0.lock().unwrap().clone();
+    let messages = messages.lock().unwrap().clone();
     (messages, frames_in(&written[head_end..]))
 }
 
@@ -137,6 +171,11 @@ fn every_cut_of_the_same_bytes_delivers_the_same_messages_in_order() {
     for chunk in [bytes.len(), 1, 2, 3, 7, 13, 125, 1000, 4096] {
         let (messages, frames) = serve(&bytes, chunk, WsConfig::default());
         assert_eq!(messages, expected, "cut in pieces of {chunk}");
+        // Read where they are lent, or kept: the same messages (a lent message not kept
+        // leaves the buffer exactly, or every later one would be cut wrong).
+        let lender = Lender::default();
+        let (lent, _) = serve_with(lender, |l| l.0.clone(), &bytes, chunk, WsConfig::default());
+        assert_eq!(lent, expected, "lent, cut in pieces of {chunk}");
         assert_eq!(
             frames,
             vec![(OpCode::Control(Control::Pong), b"p1".to_vec())],
