@@ -219,7 +219,9 @@ impl<H: UdpHandler> Endpoint<H> {
         let fd = self.socket.as_raw_fd();
         let out = &mut self.io.out;
         while !out.is_empty() {
-            let result = if self.config.batching {
+            // One datagram goes out with `sendto`: `sendmmsg` of one costs more in the
+            // kernel (the message header copied in and its iovec imported).
+            let result = if self.config.batching && out.queued() > 1 {
                 out.send_mmsg(fd, self.config.batch)
             } else {
                 out.send_one(fd)

@@ -192,6 +192,11 @@ impl SendBatch {
         self.sent == self.entries.len()
     }
 
+    /// Datagrams queued and not yet sent.
+    pub(crate) fn queued(&self) -> usize {
+        self.entries.len() - self.sent
+    }
+
     pub(crate) fn push(&mut self, to: Option<SocketAddr>, payload: &[u8]) {
         let start = self.data.len();
         self.data.extend_from_slice(payload);
