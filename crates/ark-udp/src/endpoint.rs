@@ -79,6 +79,8 @@ pub(crate) struct Endpoint<H> {
     /// which was then handed to a worker (1 client, window 1: 17.7 k msg/s with 1.9 context
     /// switches per message, against 49.8 k on one thread).
     writable_interest: bool,
+    /// The last receive round found one datagram at most: start the next with `recvfrom`.
+    receive_singly: bool,
     /// Keeps the owner's stop waiting until the socket is closed.
     _member: Member,
 }
@@ -116,6 +118,7 @@ impl<H: UdpHandler> Endpoint<H> {
             expiry_timer: None,
             life,
             writable_interest: false,
+            receive_singly: false,
             _member: member,
         }
     }
@@ -186,11 +189,19 @@ impl<H: UdpHandler> Endpoint<H> {
         }
     }
 
-    /// Receives until drained or out of budget; returns whether budget ran out.
+    /// Receives until drained or out of budget; returns whether budget ran out. A socket
+    /// whose last round found one datagram at most (a request/response peer) is read with
+    /// `recvfrom` until `EAGAIN`, and with `recvmmsg` once a second datagram shows that they
+    /// queue up: for one datagram, `recvmmsg` costs more in the kernel than two `recvfrom`
+    /// (it copies in and checks a message header for the datagram and again for the empty
+    /// slot after it).
     fn receive(&mut self, cx: &mut Context<'_>, tally: &mut UdpStats) -> bool {
         let fd = self.socket.as_raw_fd();
+        let mut got = 0;
+        let mut budget_out = true;
         for _ in 0..cx.budget().operations {
-            let result = if self.config.batching {
+            let batched = self.config.batching && (!self.receive_singly || got >= 2);
+            let result = if batched {
                 self.recv.recv_mmsg(fd)
             } else {
                 self.recv.recv_one(fd)
@@ -199,19 +210,25 @@ impl<H: UdpHandler> Endpoint<H> {
             cx.counters().add_receives(1);
             match result {
                 Ok(n) => {
+                    got += n;
                     self.deliver(cx.now(), tally);
-                    if self.config.batching && n < self.recv.slots() {
-                        return false; // a short batch drained the socket
+                    if batched && n < self.recv.slots() {
+                        budget_out = false; // a short batch drained the socket
+                        break;
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    budget_out = false;
+                    break;
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 // An ICMP error reported on the socket (port unreachable for a connected
                 // client, ...): counted; the socket stays usable.
                 Err(_) => tally.receive_errors += 1,
             }
         }
-        true
+        self.receive_singly = got <= 1;
+        budget_out
     }
 
     /// Sends what is queued; returns whether the socket would block.

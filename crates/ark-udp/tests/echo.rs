@@ -70,6 +70,65 @@ fn echo_over_ipv4_and_ipv6_batched_and_unbatched() {
     }
 }
 
+/// A peer that sends one datagram at a time puts the server's socket on `recvfrom`; a burst
+/// after that is still all echoed in order, and read in batches again once a second datagram
+/// shows they queue up.
+#[test]
+fn a_burst_after_single_exchanges_is_read_in_batches() {
+    const SINGLE: usize = 50;
+    const BURST: usize = 100; // within the server socket's default receive buffer
+    let pool = Arc::new(
+        ReactorPool::start(IoModel::Shared { threads: 1 }, ReactorConfig::default()).unwrap(),
+    );
+    let server = UdpServer::builder()
+        .bind("127.0.0.1:0")
+        .pool(pool.clone())
+        .start(|_| Echo::default())
+        .unwrap();
+    let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket2::SockRef::from(&peer)
+        .set_recv_buffer_size(4 << 20)
+        .unwrap();
+    peer.set_read_timeout(Some(TIMEOUT)).unwrap();
+    peer.connect(server.local_addr()).unwrap();
+    let mut buf = [0u8; 64];
+    for i in 0..SINGLE as u32 {
+        peer.send(&i.to_be_bytes()).unwrap();
+        assert_eq!(peer.recv(&mut buf).unwrap(), 4);
+        assert_eq!(buf[..4], i.to_be_bytes());
+    }
+    let before = server.stats().receives;
+    // The reactor's thread is held while the burst arrives, so it queues up whole.
+    let (held, gate) = mpsc::channel::<()>();
+    let (entered, is_held) = mpsc::channel();
+    pool.handles()[0].post(move |_| {
+        let _ = entered.send(());
+        let _ = gate.recv_timeout(TIMEOUT);
+    });
+    is_held.recv_timeout(TIMEOUT).unwrap();
+    for i in 0..BURST as u32 {
+        peer.send(&i.to_be_bytes()).unwrap();
+    }
+    drop(held);
+    for i in 0..BURST as u32 {
+        assert_eq!(peer.recv(&mut buf).unwrap(), 4);
+        assert_eq!(buf[..4], i.to_be_bytes(), "echo {i} in order");
+    }
+    assert!(ark_testkit::wait_until(TIMEOUT, || server
+        .stats()
+        .datagrams_in
+        == (SINGLE + BURST) as u64));
+    // One datagram per `recvfrom` would take more receives than datagrams; two `recvfrom`,
+    // then batches of 32.
+    let receives = server.stats().receives - before;
+    assert!(
+        receives <= 2 + BURST as u64 / 32 + 1,
+        "{receives} receives for a burst of {BURST}"
+    );
+    server.stop().wait().unwrap();
+    Arc::try_unwrap(pool).ok().unwrap().stop().unwrap();
+}
+
 #[test]
 fn one_hundred_peers_open_sessions_that_expire() {
     let echo = Echo::default();
