@@ -100,6 +100,17 @@ pub enum Switch {
     Off,
 }
 
+/// Which shard of a sharded UDP server receives a client's datagrams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum UdpSteering {
+    /// Client *i* binds a port that steers its datagrams (a classic-BPF `SO_REUSEPORT`
+    /// program keyed on the source port) to the shard on its own thread, as TCP sessions are
+    /// placed.
+    Port,
+    /// The kernel's hash of the client's address picks the shard.
+    Hash,
+}
+
 /// Which side(s) this process runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Role {
@@ -186,6 +197,10 @@ pub struct Args {
     /// Batched UDP syscalls (recvmmsg/sendmmsg) or one per datagram.
     #[arg(long = "udp-batch", value_enum, default_value_t = Switch::On)]
     pub udp_batch: Switch,
+    /// UDP on sharded loops, server and clients in this process: which shard receives a
+    /// client's datagrams (every implementation does the same).
+    #[arg(long = "udp-steering", value_enum, default_value_t = UdpSteering::Port)]
+    pub udp_steering: UdpSteering,
     /// Seconds to wait for in-flight messages after the measured phase, [0, 3600].
     #[arg(long, default_value_t = 2.0, value_parser = seconds((0.0, 3600.0), false))]
     pub drain: f64,
@@ -370,6 +385,36 @@ impl Args {
             IoModelArg::Sharded => self.io_threads,
             IoModelArg::Owned => self.clients + 1,
         }
+    }
+
+    /// The number of server shards when clients steer their UDP datagrams by port
+    /// (`--udp-steering port`, UDP, sharded with several loops, both roles in this process);
+    /// `None` when the kernel's hash places them.
+    pub fn udp_port_steering(&self) -> Option<usize> {
+        let sharded = self.io_model == IoModelArg::Sharded && self.io_threads > 1;
+        let applies = self.protocol == Protocol::Udp && sharded && self.role == Role::Both;
+        (applies && self.udp_steering == UdpSteering::Port).then_some(self.io_threads as usize)
+    }
+
+    /// The socket UDP client `index` is to use: with port steering, one bound to a port
+    /// whose shard is the one on the client's thread (clients are placed round-robin, as the
+    /// server's sockets are); `None` to bind an ephemeral port as usual.
+    ///
+    /// # Errors
+    /// No such port could be bound.
+    pub fn udp_client_socket(
+        &self,
+        server: SocketAddr,
+        index: usize,
+    ) -> std::io::Result<Option<std::net::UdpSocket>> {
+        let Some(shards) = self.udp_port_steering() else {
+            return Ok(None);
+        };
+        let any: SocketAddr = match server {
+            SocketAddr::V4(_) => (std::net::Ipv4Addr::UNSPECIFIED, 0).into(),
+            SocketAddr::V6(_) => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
+        };
+        ark_udp::bind_for_shard(any, index % shards, shards).map(Some)
     }
 
     /// The server's bind address.

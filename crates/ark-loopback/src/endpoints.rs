@@ -182,6 +182,10 @@ impl Endpoints for ArkEndpoints {
             Protocol::Udp => Server::Udp(
                 ark_udp::UdpServer::builder()
                     .bind(addr)
+                    .steering(match args.udp_port_steering() {
+                        Some(_) => ark_udp::Steering::PeerPort,
+                        None => ark_udp::Steering::Hash,
+                    })
                     .socket_buffers(
                         Some(args.udp_send_buffer),
                         Some(args.udp_server_receive_buffer),
@@ -257,12 +261,16 @@ impl Endpoints for ArkEndpoints {
                 (Client::Rudp(client), Some(buffers))
             }
             Protocol::Udp => {
-                let client = ark_udp::UdpClient::builder()
+                let mut builder = ark_udp::UdpClient::builder()
                     .socket_buffers(Some(args.udp_send_buffer), Some(args.udp_receive_buffer))
                     .max_datagram(args.payload as usize + 1)
                     .batching(args.udp_batch == Switch::On, 8)
-                    .pool(pool)
-                    .connect(server, clients::UdpClient(core))?;
+                    .pool(pool);
+                // Placed by the pool round-robin, as client `index` of the peers is.
+                if let Some(socket) = args.udp_client_socket(server, self.clients.len())? {
+                    builder = builder.socket(socket);
+                }
+                let client = builder.connect(server, clients::UdpClient(core))?;
                 let buffers = client.socket_buffers();
                 (Client::Udp(client), Some(buffers))
             }

@@ -69,6 +69,9 @@ pub struct Record {
     pub warmup_ok: bool,
     pub warmup_errors: u64,
     pub udp_batch: Option<bool>,
+    /// UDP on several sharded loops: `port` (clients steered to their own thread's shard)
+    /// or `hash` (the kernel's placement); null otherwise.
+    pub udp_steering: Option<&'static str>,
     pub udp_send_buffer_requested_bytes: Option<usize>,
     pub udp_receive_buffer_requested_bytes: Option<usize>,
     pub udp_server_send_buffer_bytes: Option<usize>,

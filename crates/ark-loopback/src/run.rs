@@ -69,6 +69,19 @@ fn wait_until(timeout: Duration, mut condition: impl FnMut() -> bool) -> bool {
     }
 }
 
+/// The record's `udp_steering`: for UDP on several sharded loops in this process, how clients
+/// were placed on the server's shards.
+fn udp_steering(args: &Args) -> Option<&'static str> {
+    let sharded = args.io_model == IoModelArg::Sharded && args.io_threads > 1;
+    if args.protocol != Protocol::Udp || !sharded || args.role != Role::Both {
+        return None;
+    }
+    Some(match args.udp_port_steering() {
+        Some(_) => "port",
+        None => "hash",
+    })
+}
+
 fn min_max(values: impl Iterator<Item = usize> + Clone) -> (Option<usize>, Option<usize>) {
     (values.clone().min(), values.max())
 }
@@ -359,6 +372,7 @@ fn measure_inner<E: Endpoints>(
         warmup_ok,
         warmup_errors: get(&totals.warmup_errors),
         udp_batch: udp.then_some(udp_batched),
+        udp_steering: udp_steering(args),
         udp_send_buffer_requested_bytes: udp.then_some(args.udp_send_buffer),
         udp_receive_buffer_requested_bytes: udp.then_some(args.udp_receive_buffer),
         udp_server_send_buffer_bytes: udp_server_buffers.map(|b| b.0),
@@ -442,6 +456,7 @@ fn base_record(args: &Args, implementation: &'static str) -> Record {
         warmup_ok: false,
         warmup_errors: 0,
         udp_batch: None,
+        udp_steering: None,
         udp_send_buffer_requested_bytes: None,
         udp_receive_buffer_requested_bytes: None,
         udp_server_send_buffer_bytes: None,

@@ -99,6 +99,34 @@ fn busy_connections_are_served_fairly() {
 }
 
 #[test]
+fn udp_clients_on_sharded_loops_are_steered_to_their_own_shard_and_served_fairly() {
+    // With the kernel's hash, 16 clients spread unevenly over 4 shards and the least served
+    // client made a fraction of the most served one's round trips, in every implementation.
+    let (code, record, stderr) = run(&[
+        "--protocol",
+        "udp",
+        "--clients",
+        "16",
+        "--io-model",
+        "sharded",
+        "--io-threads",
+        "4",
+        "--seconds",
+        "0.5",
+        "--warmup",
+        "0.1",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(record["udp_steering"], "port");
+    let min = record["client_messages_min"].as_u64().unwrap();
+    let max = record["client_messages_max"].as_u64().unwrap();
+    assert!(
+        min > 0 && min * 4 >= max,
+        "round trips per client from {min} to {max}"
+    );
+}
+
+#[test]
 fn udp_records_buffers_and_kernel_counters() {
     let (code, record, stderr) = run(&[
         "--protocol",

@@ -9,7 +9,9 @@ use ark_reactor::{IoModel, Lifecycle, ReactorConfig, ReactorPool, Runtime, Stopp
 use crate::config::UdpConfig;
 use crate::endpoint::Mode;
 use crate::handle::{EndpointShared, UdpSessionHandle};
-use crate::server::{Placement, STOP_TIMEOUT, bind_socket, granted_buffers, register, udp_options};
+use crate::server::{
+    Placement, STOP_TIMEOUT, apply_options, bind_socket, granted_buffers, register, udp_options,
+};
 use crate::session::{SendError, UdpHandler};
 use crate::stats::{UdpCounters, UdpStats};
 
@@ -29,6 +31,7 @@ impl UdpClient {
             },
             runtime: Runtime::default(),
             reactor_config: ReactorConfig::default(),
+            socket: None,
         }
     }
 }
@@ -39,14 +42,24 @@ pub struct UdpClientBuilder {
     config: UdpConfig,
     runtime: Runtime,
     reactor_config: ReactorConfig,
+    /// A bound socket of the caller's to use instead of an ephemeral one.
+    socket: Option<std::net::UdpSocket>,
 }
 
 impl UdpClientBuilder {
     udp_options!();
 
-    /// Binds an ephemeral port, connects the socket to `peer` (an address, or a name and
-    /// port; see [`ark_reactor::resolve`]) and starts the session (`on_open` runs first on the
-    /// socket's thread).
+    /// Uses `socket`, already bound (to a port of the caller's choice, e.g. one from
+    /// [`bind_for_shard`](crate::bind_for_shard)), instead of binding an ephemeral port. The
+    /// builder's socket buffers and non-blocking mode are applied to it.
+    pub fn socket(mut self, socket: std::net::UdpSocket) -> Self {
+        self.socket = Some(socket);
+        self
+    }
+
+    /// Binds an ephemeral port (or takes the [`socket`](Self::socket) given), connects the
+    /// socket to `peer` (an address, or a name and port; see [`ark_reactor::resolve`]) and
+    /// starts the session (`on_open` runs first on the socket's thread).
     ///
     /// # Errors
     /// The address does not resolve; binding, connecting or starting the pool failed.
@@ -61,7 +74,14 @@ impl UdpClientBuilder {
             SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
         };
         let config = Arc::new(self.config);
-        let socket = bind_socket(any, &config, false)?;
+        let socket = match self.socket {
+            Some(socket) => {
+                let socket = socket2::Socket::from(socket);
+                apply_options(&socket, &config)?;
+                mio::net::UdpSocket::from_std(socket.into())
+            }
+            None => bind_socket(any, &config, false)?,
+        };
         socket.connect(peer)?;
         UdpSocketHandle::start(
             socket,

@@ -59,6 +59,7 @@ mod server;
 mod session;
 mod snmp;
 mod stats;
+mod steering;
 mod sys;
 
 pub use ark_reactor::{IoModel, ReactorConfig, ReactorPool, Runtime, Stopping, TimerId};
@@ -73,3 +74,4 @@ pub use server::{UdpServer, UdpServerBuilder, UdpServerHandle};
 pub use session::{CloseReason, DatagramError, SendError, UdpHandler, UdpSession};
 pub use snmp::NetCounters;
 pub use stats::UdpStats;
+pub use steering::{Steering, bind_for_shard, steer_by_peer_port};

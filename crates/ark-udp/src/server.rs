@@ -15,6 +15,7 @@ use crate::endpoint::{Endpoint, Factory, Mode};
 use crate::handle::EndpointShared;
 use crate::session::UdpHandler;
 use crate::stats::{UdpCounters, UdpStats};
+use crate::steering::{Steering, steer_by_peer_port};
 
 /// How long a UDP stop waits for its sockets by default: each closes at its next turn.
 pub(crate) const STOP_TIMEOUT: Duration = Duration::from_secs(5);
@@ -28,6 +29,7 @@ impl UdpServer {
     pub fn builder() -> UdpServerBuilder {
         UdpServerBuilder {
             addr: None,
+            steering: Steering::default(),
             config: UdpConfig::default(),
             runtime: Runtime::default(),
             reactor_config: ReactorConfig::default(),
@@ -39,6 +41,7 @@ impl UdpServer {
 #[derive(Debug)]
 pub struct UdpServerBuilder {
     addr: Option<io::Result<SocketAddr>>,
+    steering: Steering,
     config: UdpConfig,
     runtime: Runtime,
     reactor_config: ReactorConfig,
@@ -125,15 +128,20 @@ pub(crate) fn bind_socket(
     if reuse_port {
         socket.set_reuse_port(true)?;
     }
+    apply_options(&socket, config)?;
+    socket.bind(&addr.into())?;
+    Ok(UdpSocket::from_std(socket.into()))
+}
+
+/// The configured socket buffers, and non-blocking mode.
+pub(crate) fn apply_options(socket: &socket2::Socket, config: &UdpConfig) -> io::Result<()> {
     if let Some(n) = config.send_buffer {
         socket.set_send_buffer_size(n)?;
     }
     if let Some(n) = config.recv_buffer {
         socket.set_recv_buffer_size(n)?;
     }
-    socket.set_nonblocking(true)?;
-    socket.bind(&addr.into())?;
-    Ok(UdpSocket::from_std(socket.into()))
+    socket.set_nonblocking(true)
 }
 
 /// The granted `(SO_SNDBUF, SO_RCVBUF)` of a socket.
@@ -192,6 +200,13 @@ impl UdpServerBuilder {
 
     udp_options!();
 
+    /// Which shard receives a peer's datagrams in the sharded model (default
+    /// [`Steering::Hash`]); no effect with one socket.
+    pub fn steering(mut self, steering: Steering) -> Self {
+        self.steering = steering;
+        self
+    }
+
     /// Binds (one `SO_REUSEPORT` socket per shard in the sharded model) and starts serving;
     /// `factory(peer)` makes the handler of each new peer's session.
     ///
@@ -223,6 +238,9 @@ impl UdpServerBuilder {
         let mut sockets = vec![first];
         for _ in 1..shards {
             sockets.push(bind_socket(local_addr, &config, true)?);
+        }
+        if shards > 1 && self.steering == Steering::PeerPort {
+            steer_by_peer_port(&sockets[0], shards)?;
         }
         let (pool, own_pool) = self.runtime.pool(self.reactor_config)?;
         let factory: Factory<H> = Arc::new(factory);

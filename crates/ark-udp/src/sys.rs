@@ -1,5 +1,6 @@
 //! The datagram syscalls: batched `recvmmsg`/`sendmmsg` and single `recvfrom`/`sendto`, with
-//! truncation detection. The only `unsafe` of the crate lives here.
+//! truncation detection, and the `SO_REUSEPORT` steering program. The only `unsafe` of the
+//! crate lives here.
 
 use std::io;
 use std::mem::{size_of, zeroed};
@@ -295,6 +296,47 @@ impl SendBatch {
         }
         self.reset_if_done();
     }
+}
+
+/// Attaches to `fd`'s `SO_REUSEPORT` group a classic-BPF program that gives each datagram
+/// to the socket at index `source port % shards` (in the order the sockets were bound):
+/// `crate::Steering::PeerPort`. The program runs with the data at the UDP payload; the port
+/// is read relative to the IP header (20 bytes for IPv4, 40 for IPv6).
+pub(crate) fn steer_by_source_port(fd: RawFd, shards: u32, v6: bool) -> io::Result<()> {
+    let source_port = libc::SKF_NET_OFF + if v6 { 40 } else { 20 };
+    let statement = |code: u32, k: u32| libc::sock_filter {
+        code: code as u16,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    let mut program = [
+        statement(
+            libc::BPF_LD | libc::BPF_H | libc::BPF_ABS,
+            source_port as u32,
+        ),
+        statement(libc::BPF_ALU | libc::BPF_MOD | libc::BPF_K, shards.max(1)),
+        statement(libc::BPF_RET | libc::BPF_A, 0),
+    ];
+    let fprog = libc::sock_fprog {
+        len: program.len() as u16,
+        filter: program.as_mut_ptr(),
+    };
+    // SAFETY: `fprog` points at `program`, both alive for the call; the kernel copies and
+    // checks the program and only reads the struct.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_ATTACH_REUSEPORT_CBPF,
+            (&fprog as *const libc::sock_fprog).cast(),
+            size_of::<libc::sock_fprog>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// An IPv4 or IPv6 socket address from a `sockaddr_storage`.

@@ -10,7 +10,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use ark_reactor::{IoModel, ReactorConfig, ReactorPool};
-use ark_udp::{CloseReason, UdpClient, UdpServer};
+use ark_udp::{CloseReason, Steering, UdpClient, UdpServer, bind_for_shard};
 use util::{Echo, Pinger};
 
 const TIMEOUT: Duration = Duration::from_secs(20);
@@ -228,6 +228,67 @@ fn sharded_server_spreads_peers_over_reuseport_sockets() {
         c.stop().wait().unwrap();
     }
     server.stop().wait().unwrap();
+}
+
+/// With `Steering::PeerPort` each peer reaches the shard its source port names, over IPv4
+/// and IPv6, plain sockets and ark clients given a socket from `bind_for_shard`.
+#[test]
+fn peer_port_steering_sends_each_peer_to_the_shard_its_port_names() {
+    for local in ["127.0.0.1:0", "[::1]:0"] {
+        const SHARDS: usize = 4;
+        let server = UdpServer::builder()
+            .bind(local)
+            .io_model(IoModel::Sharded { reactors: SHARDS })
+            .steering(Steering::PeerPort)
+            .start(|_| Echo::default())
+            .unwrap();
+        let local: SocketAddr = local.parse().unwrap();
+        let mut buf = [0u8; 16];
+        // Three plain peers per shard, each placed by its port.
+        for i in 0..3 * SHARDS {
+            let peer = bind_for_shard(local, i % SHARDS, SHARDS).unwrap();
+            let port = peer.local_addr().unwrap().port();
+            assert_eq!(Steering::shard_of(port, SHARDS), i % SHARDS);
+            peer.set_read_timeout(Some(TIMEOUT)).unwrap();
+            peer.send_to(b"hi", server.local_addr()).unwrap();
+            assert_eq!(peer.recv(&mut buf).unwrap(), 2);
+        }
+        // And an ark client on shard 1's port.
+        let (tx, rx) = mpsc::channel();
+        let client = UdpClient::builder()
+            .socket(bind_for_shard(local, 1, SHARDS).unwrap())
+            .connect(
+                server.local_addr(),
+                Pinger {
+                    total: 5,
+                    window: 1,
+                    size: 32,
+                    sent: 0,
+                    echoed: 0,
+                    done: tx,
+                },
+            )
+            .unwrap();
+        assert_eq!(rx.recv_timeout(TIMEOUT).unwrap(), 5);
+        let opened: Vec<u64> = server
+            .shard_stats()
+            .iter()
+            .map(|s| s.sessions_opened)
+            .collect();
+        assert_eq!(opened, [3, 4, 3, 3], "{local}: sessions per shard");
+        client.stop().wait().unwrap();
+        server.stop().wait().unwrap();
+    }
+}
+
+#[test]
+fn bind_for_shard_refuses_what_it_cannot_do() {
+    let local: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    assert!(bind_for_shard(local, 4, 4).is_err(), "no shard 4 of 4");
+    assert!(
+        bind_for_shard("127.0.0.1:9".parse().unwrap(), 0, 2).is_err(),
+        "a fixed port"
+    );
 }
 
 /// Sends "ping" to `to` on open (if given); answers "ping" with "pong"; reports a "pong".

@@ -11,7 +11,7 @@ use ark_loopback::clients::Core;
 use ark_loopback::endpoints::Endpoints;
 use ark_loopback::servers::Echo;
 use bench_harness::peer_io::RecvBuf;
-use bench_harness::peer_net::{buffers, udp_socket, unspecified_like};
+use bench_harness::peer_net::{buffers, udp_client_socket, udp_server_socket};
 use bench_harness::peer_ws::{check_response, client_key, client_request};
 
 use crate::listener::Listener;
@@ -125,6 +125,7 @@ impl Endpoints for RawEndpoints {
             IoModelArg::Owned => self.start_poller(1)?,
             _ => self.pollers[self.next_client % self.pollers.len()].clone(),
         };
+        let index = self.next_client;
         self.next_client += 1;
         let core = Box::new(core);
         match args.protocol {
@@ -145,12 +146,7 @@ impl Endpoints for RawEndpoints {
                 Ok(None)
             }
             Protocol::Udp => {
-                let socket = udp_socket(
-                    unspecified_like(server),
-                    args.udp_send_buffer,
-                    args.udp_receive_buffer,
-                    false,
-                )?;
+                let socket = udp_client_socket(args, server, index)?;
                 socket.connect(server)?;
                 let sizes = buffers(&socket)?;
                 let batch = self.udp_batch.min(crate::udp::CLIENT_BATCH);
@@ -216,13 +212,8 @@ impl RawEndpoints {
             1
         };
         let mut bind = args.server_addr();
-        for poller in &targets[..sockets] {
-            let socket = udp_socket(
-                bind,
-                args.udp_send_buffer,
-                args.udp_server_receive_buffer,
-                sockets > 1,
-            )?;
+        for (shard, poller) in targets[..sockets].iter().enumerate() {
+            let socket = udp_server_socket(args, bind, shard, sockets)?;
             self.udp_server_buffers = Some(buffers(&socket)?);
             bind = socket.local_addr()?;
             // One byte over the payload: a longer datagram is seen as cut.

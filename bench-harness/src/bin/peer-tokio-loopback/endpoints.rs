@@ -12,7 +12,7 @@ use ark_loopback::clients::Core;
 use ark_loopback::endpoints::Endpoints;
 use ark_loopback::servers::Echo;
 use ark_loopback::tls::TlsMaterial;
-use bench_harness::peer_net::{buffers, udp_socket, unspecified_like};
+use bench_harness::peer_net::{buffers, udp_client_socket, udp_server_socket};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::runtime::{Builder, Handle, Runtime};
 
@@ -135,13 +135,8 @@ impl Endpoints for TokioEndpoints {
                     1
                 };
                 let mut bind = addr;
-                for handle in &handles[..sockets] {
-                    let socket = udp_socket(
-                        bind,
-                        args.udp_send_buffer,
-                        args.udp_server_receive_buffer,
-                        sockets > 1,
-                    )?;
+                for (shard, handle) in handles[..sockets].iter().enumerate() {
+                    let socket = udp_server_socket(args, bind, shard, sockets)?;
                     self.udp_server_buffers = Some(buffers(&socket)?);
                     bind = socket.local_addr()?;
                     let socket = run_on(handle, async move { UdpSocket::from_std(socket) })?;
@@ -187,6 +182,7 @@ impl Endpoints for TokioEndpoints {
             _ => self.handles[self.next_client % self.handles.len()].clone(),
         };
         let handle = &handle;
+        let index = self.next_client;
         self.next_client += 1;
         let payload = args.payload as usize;
         match args.protocol {
@@ -259,12 +255,7 @@ impl Endpoints for TokioEndpoints {
                 Ok(None)
             }
             Protocol::Udp => {
-                let socket = udp_socket(
-                    unspecified_like(server),
-                    args.udp_send_buffer,
-                    args.udp_receive_buffer,
-                    false,
-                )?;
+                let socket = udp_client_socket(args, server, index)?;
                 let sizes = buffers(&socket)?;
                 let socket = run_on(handle, async move {
                     let socket = UdpSocket::from_std(socket)?;
