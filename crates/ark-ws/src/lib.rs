@@ -87,6 +87,24 @@ pub mod fuzzing {
             session,
         )
     }
+
+    /// The client side of one WebSocket connection for `url` (`ws://host/path`), as
+    /// [`server`] gives the server side.
+    ///
+    /// # Errors
+    /// `url` is not a WebSocket URL.
+    pub fn client<H: WsHandler>(
+        config: WsConfig,
+        url: &str,
+        handler: H,
+    ) -> Result<(impl ark_tcp::TcpHandler, ark_tcp::SessionConfig), tungstenite::Error> {
+        use tungstenite::client::IntoClientRequest;
+        let request = url.into_client_request()?;
+        let session = config.session_config();
+        let shared = crate::handle::WsShared::new(config.write_buffer_limit);
+        let conn = crate::conn::WsConn::client(request, Arc::new(config), handler, shared);
+        Ok((conn, session))
+    }
 }
 
 pub use ark_reactor::{IoModel, ReactorConfig, ReactorPool, Stopping, TimerId};

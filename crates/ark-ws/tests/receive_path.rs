@@ -2,7 +2,7 @@
 //! taken apart by ark-ws, every other frame by tungstenite, and together they deliver the
 //! same messages in the same order however the bytes are cut — frames arriving with the
 //! upgrade, one byte at a time, fragments with a ping between them — and fail bad frames with
-//! the close code RFC 6455 gives.
+//! the close code RFC 6455 gives; and the client's receive path the same way.
 
 use std::io::Cursor;
 use std::sync::{Arc, Mutex};
@@ -235,4 +235,99 @@ fn bad_frames_fail_the_connection_with_their_close_code() {
             assert_eq!(close_code(&frames), code, "{what}, pieces of {chunk}");
         }
     }
+}
+
+/// Runs a client over the server's upgrade answer and `frames` (as a server sends them,
+/// unmasked) cut into `chunk`-byte pieces: the messages its handler got, and the frames it
+/// wrote (unmasked).
+fn receive_as_client<H: WsHandler>(
+    handler: H,
+    seen: Arc<Mutex<Vec<Message>>>,
+    frames: &[u8],
+    chunk: usize,
+) -> (Vec<Message>, Vec<(OpCode, Vec<u8>)>) {
+    let (handler, session) =
+        ark_ws::fuzzing::client(WsConfig::default(), "ws://a/", handler).unwrap();
+    let mut sim = Simulator::new(handler, Raw::new(), session);
+    let request = String::from_utf8(sim.peer_read()).unwrap();
+    let key = request
+        .lines()
+        .find_map(|line| line.strip_prefix("Sec-WebSocket-Key: "))
+        .expect("a key in the request");
+    let accept = tungstenite::handshake::derive_accept_key(key.trim().as_bytes());
+    let answer = format!(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
+    );
+    sim.peer_send(answer.as_bytes());
+    let mut written = Vec::new();
+    for piece in frames.chunks(chunk) {
+        sim.peer_send(piece);
+        written.extend(sim.peer_read());
+    }
+    let messages = seen.lock().unwrap().clone();
+    (messages, masked_frames_in(&written))
+}
+
+/// A client's frames, unmasked.
+fn masked_frames_in(mut bytes: &[u8]) -> Vec<(OpCode, Vec<u8>)> {
+    let mut frames = Vec::new();
+    while !bytes.is_empty() {
+        let mut cursor = Cursor::new(bytes);
+        let (header, len) = FrameHeader::parse(&mut cursor)
+            .unwrap()
+            .expect("whole frames");
+        let mask = header.mask.expect("a client masks");
+        let start = cursor.position() as usize;
+        let end = start + len as usize;
+        let payload = bytes[start..end]
+            .iter()
+            .enumerate()
+            .map(|(i, b)| b ^ mask[i % 4]);
+        frames.push((header.opcode, payload.collect()));
+        bytes = &bytes[end..];
+    }
+    frames
+}
+
+#[test]
+fn a_client_gets_the_same_messages_lent_from_the_read_however_the_bytes_are_cut() {
+    let big: Vec<u8> = (0..70_000).map(|i| (i % 251) as u8).collect();
+    let unmasked = |opcode, fin, payload: &[u8]| frame(opcode, fin, payload, None);
+    let mut bytes = unmasked(OpCode::Data(Data::Binary), true, b"first");
+    bytes.extend(unmasked(OpCode::Data(Data::Text), true, "héllo".as_bytes()));
+    bytes.extend(unmasked(OpCode::Data(Data::Binary), false, b"ab"));
+    bytes.extend(unmasked(OpCode::Control(Control::Ping), true, b"p1"));
+    bytes.extend(unmasked(OpCode::Data(Data::Continue), true, b"cd"));
+    bytes.extend(unmasked(OpCode::Data(Data::Binary), true, &big));
+    for i in 0..20u8 {
+        bytes.extend(unmasked(OpCode::Data(Data::Binary), true, &[i; 125]));
+    }
+    bytes.extend(unmasked(OpCode::Data(Data::Text), true, b""));
+    let mut expected = vec![
+        Message::binary(&b"first"[..]),
+        Message::text("héllo"),
+        Message::binary(&b"abcd"[..]),
+        Message::binary(big.clone()),
+    ];
+    expected.extend((0..20u8).map(|i| Message::binary(vec![i; 125])));
+    expected.push(Message::text(""));
+    for chunk in [bytes.len(), 1, 3, 7, 125, 131, 1000, 4096, 65_536] {
+        let recorder = Recorder::default();
+        let (kept, pong) = receive_as_client(recorder.clone(), recorder.0.clone(), &bytes, chunk);
+        assert_eq!(kept, expected, "owned, cut in pieces of {chunk}");
+        assert_eq!(pong, [(OpCode::Control(Control::Pong), b"p1".to_vec())]);
+        let lender = Lender::default();
+        let (lent, _) = receive_as_client(lender.clone(), lender.0.clone(), &bytes, chunk);
+        assert_eq!(lent, expected, "lent, cut in pieces of {chunk}");
+    }
+}
+
+#[test]
+fn a_client_fails_invalid_utf8_lent_from_the_read_with_1007() {
+    let mut bytes = frame(OpCode::Data(Data::Text), true, &[0xff, 0xfe], None);
+    bytes.extend(frame(OpCode::Data(Data::Binary), true, b"after", None));
+    let lender = Lender::default();
+    let (seen, written) = receive_as_client(lender.clone(), lender.0.clone(), &bytes, bytes.len());
+    assert!(seen.is_empty(), "nothing after a bad frame: {seen:?}");
+    assert_eq!(close_code(&written), 1007);
 }
