@@ -40,6 +40,7 @@ mod context;
 mod deadlines;
 #[cfg(test)]
 mod delivery_tests;
+mod far_timer;
 mod handle;
 mod lifecycle;
 mod pool;

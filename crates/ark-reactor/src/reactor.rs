@@ -9,6 +9,7 @@ use crossbeam_channel::Receiver;
 
 use crate::config::ReactorConfig;
 use crate::context::{Context, Effect};
+use crate::far_timer::{FAR_TIMER, FarTimer};
 use crate::handle::{Posted, ReactorHandle, Shared, SourceIds};
 use crate::shared::{LONG_TURN, Lending, TURNS_PER_POLL};
 use crate::slot::Slot;
@@ -77,6 +78,8 @@ pub struct Reactor {
     again: Vec<SourceId>,
     /// The shared model with several threads: turns lent to them.
     lending: Option<Lending>,
+    /// Wakes the poll for far timer deadlines, so it blocks without a timeout.
+    far_timer: FarTimer,
     config: ReactorConfig,
     now: Instant,
 }
@@ -99,6 +102,7 @@ impl Reactor {
     pub fn new(config: ReactorConfig) -> io::Result<Reactor> {
         let poll = mio::Poll::new()?;
         let waker = mio::Waker::new(poll.registry(), WAKER)?;
+        let far_timer = FarTimer::new(poll.registry())?;
         let registry = poll.registry().try_clone()?;
         let (posts_tx, posts_rx) = crossbeam_channel::unbounded();
         let (wakes_tx, wakes_rx) = crossbeam_channel::unbounded();
@@ -129,6 +133,7 @@ impl Reactor {
             serving: Vec::new(),
             again: Vec::new(),
             lending: None,
+            far_timer,
             config,
             now: Instant::now(),
         })
@@ -391,10 +396,11 @@ impl Reactor {
             && self.lending.as_ref().is_none_or(|l| l.jobs.is_empty());
         let now = Instant::now();
         let mut timeout = if idle {
+            let far_timer = &mut self.far_timer;
             let until_timer = self
                 .timers
                 .next_deadline()
-                .map(|d| d.saturating_duration_since(now));
+                .and_then(|deadline| far_timer.timeout(now, deadline));
             match (until_timer, max_wait) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
@@ -454,6 +460,10 @@ impl Reactor {
         for event in events.iter() {
             if event.token() == WAKER {
                 self.shared.counters.add_wakeups(1);
+                continue;
+            }
+            if event.token() == FAR_TIMER {
+                self.far_timer.fired();
                 continue;
             }
             count += 1;
