@@ -334,8 +334,14 @@ fn tokio_tls_runs_clean_handshakes_resume_and_crosses_with_ark() {
             &format!("{client_name} client {protocol}"),
         );
     }
-    for (serving, ..) in servers {
-        assert!(serving.wait_with_output().unwrap().status.success());
+    for (serving, addr, protocol, _, client_name) in servers {
+        let out = serving.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "the server for the {client_name} client ({protocol}, {addr}) ended with {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
