@@ -448,21 +448,12 @@ impl<H: WsHandler> WsConn<H> {
     /// Hands a message tungstenite read to the handler: text and binary to `on_data`, the
     /// rest (pongs) to `on_message`.
     fn deliver(&mut self, ws: &mut WebSocket<MemStream>, tcp: &mut Session<'_>, message: Message) {
-        let (handler, mut session) = Self::view(
-            &mut self.handler,
-            ws,
-            tcp,
-            &self.config,
-            &self.shared,
-            &mut self.close_sent,
-            self.client,
-        );
-        match message {
+        self.with_view(ws, tcp, |handler, session, _| match message {
             Message::Text(_) | Message::Binary(_) => {
-                handler.on_data(&mut session, ReceivedData::owned(message));
+                handler.on_data(session, ReceivedData::owned(message));
             }
-            message => handler.on_message(&mut session, message),
-        }
+            message => handler.on_message(session, message),
+        });
     }
 
     /// Lends the handler the message of `len` bytes at the front of the receive buffer.
@@ -473,7 +464,19 @@ impl<H: WsHandler> WsConn<H> {
         len: usize,
         text: bool,
     ) {
-        let data = self.frames.lend(len, text);
+        self.with_view(ws, tcp, |handler, session, frames| {
+            handler.on_data(session, frames.lend(len, text));
+        });
+    }
+
+    /// Runs `f` with the handler, a view of the session over `ws` (taken out of
+    /// `self.state` while messages are read) and the received frames.
+    fn with_view(
+        &mut self,
+        ws: &mut WebSocket<MemStream>,
+        tcp: &mut Session<'_>,
+        f: impl FnOnce(&mut H, &mut WsSession<'_>, &mut Frames),
+    ) {
         let (handler, mut session) = Self::view(
             &mut self.handler,
             ws,
@@ -483,7 +486,7 @@ impl<H: WsHandler> WsConn<H> {
             &mut self.close_sent,
             self.client,
         );
-        handler.on_data(&mut session, data);
+        f(handler, &mut session, &mut self.frames);
     }
 
     fn read_messages(&mut self, ws: &mut WebSocket<MemStream>, tcp: &mut Session<'_>) -> Read {

@@ -112,21 +112,31 @@ fn serve_with<H: WsHandler>(
         String::from_utf8_lossy(&written)
     );
     let messages = messages.lock().unwrap().clone();
-    (messages, frames_in(&written[head_end..]))
+    (messages, frames_in(&written[head_end..], false))
 }
 
-/// The server's frames (unmasked).
-fn frames_in(mut bytes: &[u8]) -> Vec<(OpCode, Vec<u8>)> {
+/// The frames written by a client (`masked`: each must be masked) or a server (none may be),
+/// with their payloads unmasked.
+fn frames_in(mut bytes: &[u8], masked: bool) -> Vec<(OpCode, Vec<u8>)> {
     let mut frames = Vec::new();
     while !bytes.is_empty() {
         let mut cursor = Cursor::new(bytes);
         let (header, len) = FrameHeader::parse(&mut cursor)
             .unwrap()
             .expect("whole frames");
-        assert!(header.mask.is_none(), "a server does not mask");
+        assert_eq!(
+            header.mask.is_some(),
+            masked,
+            "a client masks, a server does not"
+        );
+        let mask = header.mask.unwrap_or_default();
         let start = cursor.position() as usize;
         let end = start + len as usize;
-        frames.push((header.opcode, bytes[start..end].to_vec()));
+        let payload = bytes[start..end]
+            .iter()
+            .enumerate()
+            .map(|(i, b)| b ^ mask[i % 4]);
+        frames.push((header.opcode, payload.collect()));
         bytes = &bytes[end..];
     }
     frames
@@ -265,28 +275,7 @@ fn receive_as_client<H: WsHandler>(
         written.extend(sim.peer_read());
     }
     let messages = seen.lock().unwrap().clone();
-    (messages, masked_frames_in(&written))
-}
-
-/// A client's frames, unmasked.
-fn masked_frames_in(mut bytes: &[u8]) -> Vec<(OpCode, Vec<u8>)> {
-    let mut frames = Vec::new();
-    while !bytes.is_empty() {
-        let mut cursor = Cursor::new(bytes);
-        let (header, len) = FrameHeader::parse(&mut cursor)
-            .unwrap()
-            .expect("whole frames");
-        let mask = header.mask.expect("a client masks");
-        let start = cursor.position() as usize;
-        let end = start + len as usize;
-        let payload = bytes[start..end]
-            .iter()
-            .enumerate()
-            .map(|(i, b)| b ^ mask[i % 4]);
-        frames.push((header.opcode, payload.collect()));
-        bytes = &bytes[end..];
-    }
-    frames
+    (messages, frames_in(&written, true))
 }
 
 #[test]
