@@ -172,6 +172,20 @@ pub(crate) struct SessionInfo {
     pub(crate) tls: Option<std::sync::Arc<ark_tls::TlsInfo>>,
 }
 
+impl SessionInfo {
+    /// A session without a socket (the `Simulator`'s, the core's tests'): id 0, `addr` at
+    /// both ends, no socket buffers, no TLS.
+    pub(crate) fn without_socket(addr: SocketAddr) -> SessionInfo {
+        SessionInfo {
+            id: 0,
+            peer: addr,
+            local: addr,
+            socket_buffers: (0, 0),
+            tls: None,
+        }
+    }
+}
+
 /// A handler's view of its session during a callback: send, close, and what the session is.
 pub struct Session<'a> {
     pub(crate) info: &'a SessionInfo,

@@ -97,14 +97,7 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
     /// that talk to each other share one clock). What `on_open` sent moves at the next call
     /// (after a [`set_window`](Self::set_window), say).
     pub fn starting_at(handler: H, codec: C, config: SessionConfig, now: Instant) -> Self {
-        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
-        let info = SessionInfo {
-            id: 0,
-            peer: addr,
-            local: addr,
-            socket_buffers: (0, 0),
-            tls: None,
-        };
+        let info = SessionInfo::without_socket(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
         let config = Arc::new(config.normalized());
         let core = SessionCore::new(handler, codec, config, info.clone(), now, None, None);
         let mut sim = Simulator {

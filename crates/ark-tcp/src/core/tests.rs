@@ -291,13 +291,7 @@ fn a_connect_that_never_completes_times_out() {
     let log = handler.log.clone();
     let addr = "127.0.0.1:9".parse().unwrap();
     let start = Instant::now();
-    let info = SessionInfo {
-        id: 0,
-        peer: addr,
-        local: addr,
-        socket_buffers: (0, 0),
-        tls: None,
-    };
+    let info = SessionInfo::without_socket(addr);
     let mut core = SessionCore::new(
         handler,
         ark_frame::LengthPrefix::default(),
@@ -401,14 +395,7 @@ mod in_place {
     }
 
     fn open(handler: Echoer) -> SessionCore<LengthPrefix, Echoer> {
-        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 1));
-        let info = SessionInfo {
-            id: 1,
-            peer: addr,
-            local: addr,
-            socket_buffers: (0, 0),
-            tls: None,
-        };
+        let info = SessionInfo::without_socket(std::net::SocketAddr::from(([127, 0, 0, 1], 1)));
         let config = Arc::new(SessionConfig::default().normalized());
         let now = Instant::now();
         let codec = LengthPrefix::default();
