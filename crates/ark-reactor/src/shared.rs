@@ -107,7 +107,10 @@ impl SharedLoop {
     /// `poll` failed (other than by interruption); the other threads stop too.
     pub(crate) fn run_thread(&self) -> io::Result<()> {
         let mut scratch = vec![0u8; self.config.scratch_bytes];
-        let mut effects = Vec::new();
+        // Room for a turn's few effects from the start: the first timer a lent turn set on
+        // this thread allocated otherwise, at any time in a run (tests/allocations.rs in
+        // ark-tcp counted it in the measured phase now and then).
+        let mut effects = Vec::with_capacity(8);
         let mut reactor = self.lock();
         let result = loop {
             if self.shared.stop.load(Ordering::SeqCst) {

@@ -495,9 +495,12 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
         let _ = self.handle_written(now, written - from_frames);
     }
 
-    /// A frame spans reads: the receive buffer is in use (see [`RECEIVE_RELEASE_DELAY`]).
+    /// The session read while it holds a receive buffer: the buffer is in use (see
+    /// [`RECEIVE_RELEASE_DELAY`]). A busy session whose reads happen to end at frame
+    /// boundaries for a while keeps it too: counting only reads that left bytes buffered
+    /// freed it then, and the next frame spanning reads allocated it again.
     fn note_buffer_use(&mut self) {
-        if self.reader.buffered_len() > 0 {
+        if self.reader.held_bytes() > 0 {
             self.buffer_used_at = self.link.now;
         }
     }
