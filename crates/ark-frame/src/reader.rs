@@ -1,6 +1,6 @@
 //! `FrameReader`: a decoder and a `RecvBuf` that turn arbitrary chunks into whole frames.
 
-use std::ops::ControlFlow;
+use std::ops::{ControlFlow, Range};
 
 use crate::codec::{Decoded, Decoder};
 use crate::error::{ConfigError, DecodeError};
@@ -39,6 +39,25 @@ impl From<ControlFlow<()>> for Flow {
             ControlFlow::Break(()) => Flow::Pause,
         }
     }
+}
+
+/// Where a feed stands in its input.
+#[derive(Debug, Default)]
+struct Cursor {
+    /// Input bytes taken (delivered, or appended to the buffer).
+    pos: usize,
+    /// Input bytes appended to the buffer since its last incomplete decode.
+    appended: usize,
+}
+
+/// A whole frame [`FrameReader::next_frame`] found.
+enum Found {
+    /// In the buffer: its body, and the bytes to consume once it is delivered.
+    Buffered { body: Range<usize>, total: usize },
+    /// In the input: its body.
+    Input(Range<usize>),
+    /// None until more bytes arrive.
+    Nothing,
 }
 
 /// How a [`FrameReader::feed`] call ended.
@@ -150,28 +169,72 @@ impl<D: Decoder> FrameReader<D> {
         F: FnMut(&[u8]) -> R,
         R: Into<Flow>,
     {
-        if let Some(error) = &self.failed {
-            return Err(error.clone());
-        }
         let mut on_frame = |frame: &[u8]| on_frame(frame).into();
+        if let Some(done) = self.before_feed(input, |reader| reader.feed_inner(&[], &mut on_frame))
+        {
+            return done;
+        }
+        let result = self.feed_inner(input, on_frame);
+        self.after_feed(result)
+    }
+
+    /// As [`feed`](Self::feed), with every frame lent mutably: for a protocol layer that
+    /// decodes in place where the bytes are (unmasking, decryption). The bytes of `input`
+    /// past the frames it holds are left as they were, except those the reader keeps.
+    ///
+    /// # Errors
+    /// As [`feed`](Self::feed).
+    #[inline]
+    pub fn feed_mut<F, R>(&mut self, input: &mut [u8], mut on_frame: F) -> Result<Feed, DecodeError>
+    where
+        F: FnMut(&mut [u8]) -> R,
+        R: Into<Flow>,
+    {
+        let mut on_frame = |frame: &mut [u8]| on_frame(frame).into();
+        if let Some(done) = self.before_feed(input, |reader| {
+            reader.feed_inner_mut(&mut [], &mut on_frame)
+        }) {
+            return done;
+        }
+        let result = self.feed_inner_mut(input, on_frame);
+        self.after_feed(result)
+    }
+
+    /// What a feed does before decoding `input`: `Some` with the feed's result when it is
+    /// over already — the stream failed, a paused reader had to hold the input, or the input
+    /// only adds to a buffered frame. `deliver_held` delivers a paused reader's frames.
+    #[inline]
+    fn before_feed(
+        &mut self,
+        input: &[u8],
+        deliver_held: impl FnOnce(&mut Self) -> Result<Feed, DecodeError>,
+    ) -> Option<Result<Feed, DecodeError>> {
+        if let Some(error) = &self.failed {
+            return Some(Err(error.clone()));
+        }
         if self.paused && !input.is_empty() {
             // The held frames go first; if delivery pauses again, the input is held too.
-            match self.feed_inner(&[], &mut on_frame) {
+            match deliver_held(self) {
                 Ok(Feed::Drained) => self.paused = false,
-                Ok(Feed::Paused) => return self.hold(input),
-                Err(error) => return Err(self.fail(error)),
+                Ok(Feed::Paused) => return Some(self.hold(input)),
+                Err(error) => return Some(Err(self.fail(error))),
             }
         }
         // Fast path for small reads: all of `input` belongs to the buffered frame and does
         // not complete it.
         let buffered = self.buf.len();
         if buffered != 0 && self.want > buffered + input.len() {
-            return match self.buf.extend_from_slice(input) {
+            return Some(match self.buf.extend_from_slice(input) {
                 Ok(()) => Ok(Feed::Drained),
                 Err(error) => Err(self.fail(error.into())),
-            };
+            });
         }
-        let result = self.feed_inner(input, on_frame);
+        None
+    }
+
+    /// Records how a feed's decoding ended.
+    #[inline]
+    fn after_feed(&mut self, result: Result<Feed, DecodeError>) -> Result<Feed, DecodeError> {
         self.paused = result == Ok(Feed::Paused);
         result.map_err(|error| self.fail(error))
     }
@@ -217,25 +280,81 @@ impl<D: Decoder> FrameReader<D> {
         self.feed(&[], on_frame)
     }
 
+    /// As [`resume`](Self::resume), with the frames lent mutably ([`feed_mut`](Self::feed_mut)).
+    ///
+    /// # Errors
+    /// As [`feed`](Self::feed).
+    pub fn resume_mut<F, R>(&mut self, on_frame: F) -> Result<Feed, DecodeError>
+    where
+        F: FnMut(&mut [u8]) -> R,
+        R: Into<Flow>,
+    {
+        self.feed_mut(&mut [], on_frame)
+    }
+
     #[inline(never)]
     fn feed_inner(
         &mut self,
         input: &[u8],
         mut on_frame: impl FnMut(&[u8]) -> Flow,
     ) -> Result<Feed, DecodeError> {
-        let mut pos = 0;
-        // Bytes of `input` appended to the buffer since its last incomplete decode.
-        let mut appended = 0;
+        let mut at = Cursor::default();
+        loop {
+            let flow = match self.next_frame(input, &mut at)? {
+                Found::Buffered { body, total } => {
+                    let flow = on_frame(&self.buf.data()[body]);
+                    self.buf.consume(total);
+                    flow
+                }
+                Found::Input(body) => on_frame(&input[body]),
+                Found::Nothing => return Ok(Feed::Drained),
+            };
+            if flow == Flow::Pause {
+                return self.pause(&input[at.pos..]);
+            }
+        }
+    }
 
+    /// [`feed_inner`](Self::feed_inner) lending frames mutably.
+    #[inline(never)]
+    fn feed_inner_mut(
+        &mut self,
+        input: &mut [u8],
+        mut on_frame: impl FnMut(&mut [u8]) -> Flow,
+    ) -> Result<Feed, DecodeError> {
+        let mut at = Cursor::default();
+        loop {
+            let flow = match self.next_frame(input, &mut at)? {
+                Found::Buffered { body, total } => {
+                    let flow = on_frame(&mut self.buf.data_mut()[body]);
+                    self.buf.consume(total);
+                    flow
+                }
+                Found::Input(body) => on_frame(&mut input[body]),
+                Found::Nothing => return Ok(Feed::Drained),
+            };
+            if flow == Flow::Pause {
+                return self.pause(&input[at.pos..]);
+            }
+        }
+    }
+
+    /// The next whole frame of the buffered bytes followed by `input[at.pos..]`, advancing
+    /// `at` past it. A buffered partial frame is completed first (with exactly its missing
+    /// bytes when its length is known); then frames are found straight in the input, and a
+    /// trailing partial one is copied into the buffer. A buffered frame must be consumed
+    /// (`total` bytes) before the next call.
+    #[inline]
+    fn next_frame(&mut self, input: &[u8], at: &mut Cursor) -> Result<Found, DecodeError> {
         // Finish what is buffered first.
         while !self.buf.is_empty() {
             if self.want > self.buf.len() {
-                let take = (self.want - self.buf.len()).min(input.len() - pos);
-                self.buf.extend_from_slice(&input[pos..pos + take])?;
-                pos += take;
-                appended += take;
+                let take = (self.want - self.buf.len()).min(input.len() - at.pos);
+                self.buf.extend_from_slice(&input[at.pos..at.pos + take])?;
+                at.pos += take;
+                at.appended += take;
                 if self.buf.len() < self.want {
-                    return Ok(Feed::Drained);
+                    return Ok(Found::Nothing);
                 }
             }
             match self.decoder.decode(self.buf.data())? {
@@ -243,23 +362,19 @@ impl<D: Decoder> FrameReader<D> {
                     let total = span.total();
                     // Bytes past the frame that were appended from `input` go back to it, so
                     // the frames after this one are decoded from `input` without copying.
-                    let back = (self.buf.len() - total).min(appended);
+                    let back = (self.buf.len() - total).min(at.appended);
                     self.buf.truncate(self.buf.len() - back);
-                    pos -= back;
-                    appended = 0;
+                    at.pos -= back;
+                    at.appended = 0;
                     self.want = 0;
-                    let body = &self.buf.data()[span.header..span.header + span.body];
-                    let flow = on_frame(body);
-                    self.buf.consume(total);
-                    if flow == Flow::Pause {
-                        return self.pause(&input[pos..]);
-                    }
+                    let body = span.header..span.header + span.body;
+                    return Ok(Found::Buffered { body, total });
                 }
                 Decoded::Incomplete { needed } => {
                     let have = self.buf.len();
-                    if pos == input.len() {
+                    if at.pos == input.len() {
                         self.want = needed.unwrap_or(0);
-                        return Ok(Feed::Drained);
+                        return Ok(Found::Nothing);
                     }
                     match needed {
                         // A decoder must ask for more than it has; guard against one that
@@ -269,10 +384,10 @@ impl<D: Decoder> FrameReader<D> {
                             self.want = needed.max(have + 1);
                         }
                         None => {
-                            let take = have.max(MIN_APPEND_STEP).min(input.len() - pos);
-                            self.buf.extend_from_slice(&input[pos..pos + take])?;
-                            pos += take;
-                            appended += take;
+                            let take = have.max(MIN_APPEND_STEP).min(input.len() - at.pos);
+                            self.buf.extend_from_slice(&input[at.pos..at.pos + take])?;
+                            at.pos += take;
+                            at.appended += take;
                         }
                     }
                 }
@@ -280,25 +395,24 @@ impl<D: Decoder> FrameReader<D> {
         }
 
         // Nothing buffered: decode straight from the input.
-        while pos < input.len() {
-            let rest = &input[pos..];
-            match self.decoder.decode(rest)? {
-                Decoded::Frame(span) => {
-                    pos += span.total();
-                    if on_frame(&rest[span.header..span.header + span.body]) == Flow::Pause {
-                        return self.pause(&input[pos..]);
-                    }
-                }
-                Decoded::Incomplete { needed } => {
-                    // Keep what arrived; the buffer grows with later bytes, not with the
-                    // announced length.
-                    self.buf.extend_from_slice(rest)?;
-                    self.want = needed.unwrap_or(0);
-                    break;
-                }
+        let start = at.pos;
+        let Some(rest) = input.get(start..).filter(|rest| !rest.is_empty()) else {
+            return Ok(Found::Nothing);
+        };
+        match self.decoder.decode(rest)? {
+            Decoded::Frame(span) => {
+                at.pos += span.total();
+                let body = start + span.header..start + span.header + span.body;
+                Ok(Found::Input(body))
+            }
+            Decoded::Incomplete { needed } => {
+                // Keep what arrived; the buffer grows with later bytes, not with the
+                // announced length.
+                self.buf.extend_from_slice(rest)?;
+                self.want = needed.unwrap_or(0);
+                Ok(Found::Nothing)
             }
         }
-        Ok(Feed::Drained)
     }
 
     /// Keeps the undelivered `rest` of the input after a pause.

@@ -110,6 +110,12 @@ impl RecvBuf {
         &self.storage[self.read..self.write]
     }
 
+    /// The unread bytes, mutably (to decode a frame in place before it is consumed).
+    #[inline]
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        &mut self.storage[self.read..self.write]
+    }
+
     /// Bytes of heap memory this buffer holds (its current capacity), for accounting.
     #[inline]
     pub fn held_bytes(&self) -> usize {

@@ -125,6 +125,36 @@ fn pause_keeps_the_rest_and_resume_delivers_it() {
 }
 
 #[test]
+fn lent_mutably_pause_keeps_the_rest_and_resume_mut_delivers_it() {
+    let messages = mixed_messages(20, 100);
+    let wire = encode_all(&LengthPrefix::default(), &messages);
+    let mut reader = FrameReader::new(LengthPrefix::default());
+    let mut got = Vec::new();
+    // Each frame is overwritten where it is lent; pause after every third one.
+    let mut take = |f: &mut [u8]| {
+        got.push(f.to_vec());
+        f.fill(0);
+        if got.len() % 3 == 0 {
+            Flow::Pause
+        } else {
+            Flow::Continue
+        }
+    };
+    let mut status = Feed::Drained;
+    for chunk in wire.chunks(50) {
+        while status == Feed::Paused {
+            status = reader.resume_mut(&mut take).unwrap();
+        }
+        status = reader.feed_mut(&mut chunk.to_vec(), &mut take).unwrap();
+    }
+    while status == Feed::Paused {
+        status = reader.resume_mut(&mut take).unwrap();
+    }
+    assert_eq!(got, messages);
+    assert_eq!(reader.buffered_len(), 0);
+}
+
+#[test]
 fn pause_with_control_flow() {
     let wire = encode_all(&LengthPrefix::default(), &[b"a".to_vec(), b"b".to_vec()]);
     let mut reader = FrameReader::new(LengthPrefix::default());

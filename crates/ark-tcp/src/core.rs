@@ -35,6 +35,15 @@ impl<T: Decoder + Encoder + Clone + Send + Sync + 'static> Framing for T {}
 /// through the reactor's scratch buffer.
 const DIRECT_READ_THRESHOLD: usize = 32 * 1024;
 
+/// Received bytes to deliver, and how their frames are lent.
+enum Input<'a> {
+    /// To [`TcpHandler::on_message`]; with `in_place`, frames sent back unchanged from
+    /// `input` are queued by reference (see [`SessionCore::handle_read_writing`]).
+    Shared { input: &'a [u8], in_place: bool },
+    /// To [`TcpHandler::on_message_mut`].
+    Mut(&'a mut [u8]),
+}
+
 /// The phase of a session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum State {
@@ -223,6 +232,28 @@ impl Link {
 
     pub(crate) fn count_frame_out(&mut self) {
         self.tally.frames_out += 1;
+    }
+
+    /// A received frame is about to be delivered; the bytes queued before its handling.
+    fn begin_message(&mut self) -> usize {
+        self.tally.frames_in += 1;
+        self.queued()
+    }
+
+    /// A received frame was handled (`queued` bytes were queued before): whether to deliver
+    /// the next one. Delivery pauses once the session closed, and while answers pile up faster
+    /// than the peer reads them (TCP flow control then pushes back on it). A queue filled by
+    /// sends that do not answer messages does not pause reading: a peer that sends and reads
+    /// at once must not deadlock with us.
+    fn end_message(&mut self, queued: usize, high_watermark: usize) -> Flow {
+        if matches!(self.state, State::Closed(_)) {
+            return Flow::Pause;
+        }
+        if self.queued() >= high_watermark && self.queued() > queued {
+            self.wants_writable = true;
+            return Flow::Pause;
+        }
+        Flow::Continue
     }
 
     /// Starts a graceful close for `reason` (no effect once closing or closed).
@@ -416,7 +447,7 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
     pub(crate) fn handle_read_direct(&mut self, now: Instant, n: usize) {
         self.reader.commit(n);
         self.received(now, n);
-        self.deliver(&[], false);
+        self.deliver_held();
         self.note_buffer_use();
     }
 
@@ -424,7 +455,10 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
     /// handler sends is queued.
     pub(crate) fn handle_read(&mut self, now: Instant, input: &[u8]) {
         self.received(now, input.len());
-        self.deliver(input, false);
+        self.deliver(Input::Shared {
+            input,
+            in_place: false,
+        });
         self.note_buffer_use();
     }
 
@@ -434,15 +468,23 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
     /// `input`, in one call, and only what it does not take is copied into the queue (as a
     /// program that writes from its receive buffer does). `write` is called only when such
     /// frames were sent; it returns what it wrote (`WouldBlock` and `Interrupted` count as
-    /// nothing written; another error ends the session).
+    /// nothing written; another error ends the session). A handler that
+    /// [decodes in place](TcpHandler::decodes_in_place) gets the frames mutably instead.
     pub(crate) fn handle_read_writing(
         &mut self,
         now: Instant,
-        input: &[u8],
+        input: &mut [u8],
         write: impl FnOnce(&[IoSlice<'_>]) -> io::Result<usize>,
     ) {
         self.received(now, input.len());
-        self.deliver(input, true);
+        if self.handler.decodes_in_place() {
+            self.deliver(Input::Mut(input));
+        } else {
+            self.deliver(Input::Shared {
+                input,
+                in_place: true,
+            });
+        }
         self.note_buffer_use();
         self.write_in_place(now, input, write);
     }
@@ -511,12 +553,22 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
         self.link.tally.bytes_in += n as u64;
     }
 
+    /// Delivers the frames the reader holds (after a pause, or read into its buffer).
+    fn deliver_held(&mut self) {
+        if self.handler.decodes_in_place() {
+            self.deliver(Input::Mut(&mut []));
+        } else {
+            self.deliver(Input::Shared {
+                input: &[],
+                in_place: false,
+            });
+        }
+    }
+
     /// Feeds `input` (after what the reader holds) to the handler, frame by frame. Delivery
     /// pauses when a message's handling leaves the send queue at or above the high watermark,
     /// or the handler aborts.
-    /// With `in_place`, frames sent back unchanged from `input` are queued by reference (see
-    /// [`handle_read_writing`](Self::handle_read_writing)).
-    fn deliver(&mut self, input: &[u8], in_place: bool) {
+    fn deliver(&mut self, input: Input<'_>) {
         if matches!(self.link.state, State::Closed(_)) {
             return;
         }
@@ -530,31 +582,24 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
             ..
         } = self;
         let high = link.config.high_watermark;
-        let sent_from = if in_place { input } else { &[] };
-        let result = reader.feed(input, |frame: &[u8]| {
-            link.tally.frames_in += 1;
-            let queued = link.queued();
-            let mut session = Session {
-                info,
-                input: sent_from,
-                link,
-                encoder: codec,
-                handle,
-            };
-            handler.on_message(&mut session, frame);
-            if matches!(link.state, State::Closed(_)) {
-                return Flow::Pause;
+        let result = match input {
+            Input::Shared { input, in_place } => {
+                let sent_from = if in_place { input } else { &[] };
+                reader.feed(input, |frame: &[u8]| {
+                    let queued = link.begin_message();
+                    handler.on_message(
+                        &mut Session::new(info, sent_from, link, codec, handle),
+                        frame,
+                    );
+                    link.end_message(queued, high)
+                })
             }
-            // Answers pile up faster than the peer reads them: stop taking its messages (TCP
-            // flow control pushes back on it). A queue filled by sends that do not answer
-            // messages does not pause reading: a peer that sends and reads at once must not
-            // deadlock with us.
-            if link.queued() >= high && link.queued() > queued {
-                link.wants_writable = true;
-                return Flow::Pause;
-            }
-            Flow::Continue
-        });
+            Input::Mut(input) => reader.feed_mut(input, |frame: &mut [u8]| {
+                let queued = link.begin_message();
+                handler.on_message_mut(&mut Session::new(info, &[], link, codec, handle), frame);
+                link.end_message(queued, high)
+            }),
+        };
         if let Err(e) = result {
             // The driver never feeds a paused reader, so every error here ends the stream.
             link.finish(CloseReason::Frame(e));
@@ -622,7 +667,7 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
             return false;
         }
         let resumed = self.reader.is_paused() && {
-            self.deliver(&[], false);
+            self.deliver_held();
             !self.reader.is_paused()
         };
         if self.link.wants_writable && self.link.state == State::Open {

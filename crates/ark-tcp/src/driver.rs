@@ -283,7 +283,7 @@ impl<C: Framing, H: TcpHandler> Feed<C, H> for Plain {
         }
         // Echoed frames are written from the scratch buffer before the next read reuses it.
         let mut wrote = false;
-        core.handle_read_writing(now, &cx.scratch()[..n], |bufs| {
+        core.handle_read_writing(now, &mut cx.scratch()[..n], |bufs| {
             wrote = true;
             match bufs {
                 [one] => stream.write(one),

@@ -250,6 +250,25 @@ pub(crate) fn append_parts(out: &mut Vec<u8>, parts: &[&[u8]]) {
     }
 }
 
+impl<'a> Session<'a> {
+    /// The view a handler gets of its session; `input` as the field says.
+    pub(crate) fn new(
+        info: &'a SessionInfo,
+        input: &'a [u8],
+        link: &'a mut Link,
+        encoder: &'a dyn EncodeInto,
+        handle: &'a std::sync::Arc<HandleShared>,
+    ) -> Self {
+        Session {
+            info,
+            input,
+            link,
+            encoder,
+            handle,
+        }
+    }
+}
+
 impl Session<'_> {
     /// A shorter-lived view of this session, for a protocol layer that keeps one in a view of
     /// its own (ark-ws's `WsSession` does).
@@ -417,6 +436,22 @@ pub trait TcpHandler: Send + 'static {
 
     /// A whole message arrived. The slice is lent for this call only.
     fn on_message(&mut self, session: &mut Session<'_>, message: &[u8]);
+
+    /// A whole message arrived, lent mutably for this call only: called instead of
+    /// [`on_message`](Self::on_message) when [`decodes_in_place`](Self::decodes_in_place)
+    /// says so and the session holds the bytes mutably (plain TCP; TLS plaintext still goes
+    /// to `on_message`). For a protocol layer that decodes where the bytes were read (a
+    /// WebSocket server unmasks its client's frames there). The default calls `on_message`.
+    fn on_message_mut(&mut self, session: &mut Session<'_>, message: &mut [u8]) {
+        self.on_message(session, message);
+    }
+
+    /// Whether messages go to [`on_message_mut`](Self::on_message_mut). A frame such a
+    /// handler sends back unchanged with [`Session::send`] is copied into the send queue
+    /// rather than written from where it was read. Default `false`.
+    fn decodes_in_place(&self) -> bool {
+        false
+    }
 
     /// The send queue drained to the low watermark after a `SendError::Full` or a read pause.
     fn on_writable(&mut self, session: &mut Session<'_>) {

@@ -278,12 +278,12 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
         }
         if self.core.wants_read() && self.unconsumed() > 0 {
             let end = (self.inbound_pos + READ_CHUNK).min(self.inbound.len());
-            let chunk = self.inbound[self.inbound_pos..end].to_vec();
+            let mut chunk = self.inbound[self.inbound_pos..end].to_vec();
             self.inbound_pos = end;
             let room = self.window.saturating_sub(self.outbound.len());
             let outbound = &mut self.outbound;
             // Echoed frames are written from the read chunk, as the driver writes them.
-            self.core.handle_read_writing(self.now, &chunk, |bufs| {
+            self.core.handle_read_writing(self.now, &mut chunk, |bufs| {
                 Ok(write_within(outbound, bufs, room))
             });
             return true;

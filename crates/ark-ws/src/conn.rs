@@ -14,7 +14,7 @@ use crate::close::{CloseCode, Initiator, OpenError, WsClose};
 use crate::config::WsConfig;
 use crate::data::ReceivedData;
 use crate::handle::{Request as HandleRequest, WsSessionHandle, WsShared};
-use crate::inbound::{Frames, Inbound, Rules};
+use crate::inbound::{self, Frames, Inbound, Rules};
 use crate::session::{Request, WsHandler, WsSession};
 use crate::stream::MemStream;
 
@@ -289,8 +289,9 @@ impl<H: WsHandler> WsConn<H> {
         self.state = State::Done;
     }
 
-    /// Advances the handshake and reads every complete message.
-    fn drive(&mut self, tcp: &mut Session<'_>) {
+    /// Advances the handshake and reads every complete message: those of `input` (bytes
+    /// just read, for an open session) after those held.
+    fn drive(&mut self, tcp: &mut Session<'_>, input: &mut [u8]) {
         loop {
             match std::mem::replace(&mut self.state, State::Done) {
                 State::Server(Some(mid)) => match mid.handshake() {
@@ -329,7 +330,7 @@ impl<H: WsHandler> WsConn<H> {
                     }
                 },
                 State::Open(mut ws) => {
-                    let outcome = self.read_frames(&mut ws, tcp);
+                    let outcome = self.read_frames(&mut ws, tcp, input);
                     self.state = State::Open(ws);
                     self.after_read(tcp, outcome);
                     break;
@@ -420,17 +421,47 @@ impl<H: WsHandler> WsConn<H> {
         self.take_requests(tcp);
     }
 
-    /// Delivers every whole message received; frames only tungstenite reads go to it whole,
-    /// in order (see [`crate::inbound`]).
-    fn read_frames(&mut self, ws: &mut WebSocket<MemStream>, tcp: &mut Session<'_>) -> Read {
+    /// Delivers every whole message received, `input` after what is held: whole data
+    /// messages straight from `input` while nothing is held; a frame that spans reads, and
+    /// every frame only tungstenite reads, through [`Frames`], which gets exactly that
+    /// frame's bytes of `input` (see [`crate::inbound`]).
+    fn read_frames(
+        &mut self,
+        ws: &mut WebSocket<MemStream>,
+        tcp: &mut Session<'_>,
+        mut input: &mut [u8],
+    ) -> Read {
         loop {
-            let rules = Rules {
-                server: !self.client,
-                max_frame: self.config.max_frame,
-                max_message: self.config.max_message,
-                closing: self.close_sent.is_some() || self.close_received.is_some(),
-            };
-            match self.frames.next(rules) {
+            while self.frames.is_clear() {
+                match inbound::lendable(input, self.rules()) {
+                    None => break,
+                    Some(Ok(frame)) => {
+                        let (this, rest) =
+                            std::mem::take(&mut input).split_at_mut(frame.head_len + frame.len);
+                        let bytes = &this[frame.head_len..];
+                        self.with_view(ws, tcp, |handler, session, frames| {
+                            handler.on_data(session, frames.lend_read(bytes, frame.text));
+                        });
+                        input = rest;
+                    }
+                    Some(Err((code, reason))) => return Read::Bad(code, reason),
+                }
+            }
+            let take = self.frames.wanted(input).min(input.len());
+            let (front, rest) = std::mem::take(&mut input).split_at_mut(take);
+            self.frames.push(front);
+            input = rest;
+            match self.read_held(ws, tcp) {
+                Read::Blocked if !input.is_empty() => {}
+                other => return other,
+            }
+        }
+    }
+
+    /// Delivers the whole messages [`Frames`] holds.
+    fn read_held(&mut self, ws: &mut WebSocket<MemStream>, tcp: &mut Session<'_>) -> Read {
+        loop {
+            match self.frames.next(self.rules()) {
                 None => return Read::Blocked,
                 Some(Inbound::Data { len, text }) => self.deliver_data(ws, tcp, len, text),
                 Some(Inbound::Tungstenite(bytes)) => {
@@ -442,6 +473,16 @@ impl<H: WsHandler> WsConn<H> {
                 }
                 Some(Inbound::Bad(code, reason)) => return Read::Bad(code, reason),
             }
+        }
+    }
+
+    /// What the received frames must obey now.
+    fn rules(&self) -> Rules {
+        Rules {
+            server: !self.client,
+            max_frame: self.config.max_frame,
+            max_message: self.config.max_message,
+            closing: self.close_sent.is_some() || self.close_received.is_some(),
         }
     }
 
@@ -577,7 +618,20 @@ impl<H: WsHandler> TcpHandler for WsConn<H> {
                 None => return, // over: late bytes are dropped
             },
         }
-        self.drive(tcp);
+        self.drive(tcp, &mut []);
+    }
+
+    /// Whole data messages are unmasked and lent where they were read; only what is left
+    /// (a partial frame, frames for tungstenite) is copied.
+    fn on_message_mut(&mut self, tcp: &mut Session<'_>, bytes: &mut [u8]) {
+        match self.state {
+            State::Open(_) => self.drive(tcp, bytes),
+            _ => self.on_message(tcp, bytes),
+        }
+    }
+
+    fn decodes_in_place(&self) -> bool {
+        true
     }
 
     fn on_writable(&mut self, tcp: &mut Session<'_>) {
@@ -602,7 +656,7 @@ impl<H: WsHandler> TcpHandler for WsConn<H> {
 
     fn on_wake(&mut self, tcp: &mut Session<'_>) {
         self.take_requests(tcp);
-        self.drive(tcp);
+        self.drive(tcp, &mut []);
     }
 
     fn on_stopping(&mut self, tcp: &mut Session<'_>) {

@@ -1,15 +1,17 @@
 //! [`ReceivedData`]: a whole text or binary message as [`WsHandler::on_data`] gets it — lent
-//! from the session's receive buffer, or owned when tungstenite reassembled it from fragments.
+//! from the bytes just read or from the session's receive buffer, or owned when tungstenite
+//! reassembled it from fragments.
 //!
 //! [`WsHandler::on_data`]: crate::WsHandler::on_data
 
 use bytes::{Buf, BytesMut};
-use tungstenite::{Message, Utf8Bytes};
+use tungstenite::{Bytes, Message, Utf8Bytes};
 
 /// A whole text or binary message, lent for the duration of
 /// [`WsHandler::on_data`](crate::WsHandler::on_data): read it with [`bytes`](Self::bytes) or
-/// [`text`](Self::text), or keep it with [`into_message`](Self::into_message) (no copy: the
-/// message's bytes are split off the receive buffer).
+/// [`text`](Self::text), or keep it with [`into_message`](Self::into_message) (a message
+/// that arrived whole in one read is copied then; one that spanned reads is split off the
+/// receive buffer without a copy).
 #[derive(Debug)]
 pub struct ReceivedData<'a> {
     inner: Inner<'a>,
@@ -17,6 +19,15 @@ pub struct ReceivedData<'a> {
 
 #[derive(Debug)]
 enum Inner<'a> {
+    /// Where it was read (the TCP session's read buffer), unmasked; a text message is valid
+    /// UTF-8 (checked on arrival). `spare` is the session's (empty) receive buffer, whose
+    /// storage a kept message is copied into, so keeping messages allocates nothing once the
+    /// handler drops each before the next.
+    Read {
+        bytes: &'a [u8],
+        spare: &'a mut BytesMut,
+        text: bool,
+    },
     /// At the front of the receive buffer, unmasked; a text message is valid UTF-8 (checked
     /// on arrival).
     Lent {
@@ -39,6 +50,15 @@ impl<'a> ReceivedData<'a> {
         }
     }
 
+    /// The message `bytes`, unmasked where they were read (text: already checked as UTF-8);
+    /// `spare` is the storage it is copied into if kept.
+    pub(crate) fn read(bytes: &'a [u8], spare: &'a mut BytesMut, text: bool) -> Self {
+        debug_assert!(spare.is_empty());
+        ReceivedData {
+            inner: Inner::Read { bytes, spare, text },
+        }
+    }
+
     /// A text or binary message tungstenite delivered.
     pub(crate) fn owned(message: Message) -> Self {
         debug_assert!(matches!(message, Message::Text(_) | Message::Binary(_)));
@@ -50,7 +70,7 @@ impl<'a> ReceivedData<'a> {
     /// Whether it is a text message (its bytes are valid UTF-8).
     pub fn is_text(&self) -> bool {
         match &self.inner {
-            Inner::Lent { text, .. } => *text,
+            Inner::Read { text, .. } | Inner::Lent { text, .. } => *text,
             Inner::Owned(message) => message.is_text(),
             Inner::Taken => false,
         }
@@ -59,6 +79,7 @@ impl<'a> ReceivedData<'a> {
     /// The payload.
     pub fn bytes(&self) -> &[u8] {
         match &self.inner {
+            Inner::Read { bytes, .. } => bytes,
             Inner::Lent { buf, len, .. } => &buf[..*len],
             Inner::Owned(Message::Text(text)) => text.as_bytes(),
             Inner::Owned(Message::Binary(bytes)) => bytes,
@@ -71,7 +92,9 @@ impl<'a> ReceivedData<'a> {
     pub fn text(&self) -> Option<&str> {
         match &self.inner {
             Inner::Owned(Message::Text(text)) => Some(text.as_str()),
-            Inner::Lent { text: true, .. } => std::str::from_utf8(self.bytes()).ok(),
+            Inner::Read { text: true, .. } | Inner::Lent { text: true, .. } => {
+                std::str::from_utf8(self.bytes()).ok()
+            }
             _ => None,
         }
     }
@@ -86,25 +109,28 @@ impl<'a> ReceivedData<'a> {
         self.len() == 0
     }
 
-    /// The message as an owned [`Message`], without a copy.
+    /// The message as an owned [`Message`]: copied when it was lent from the read, split off
+    /// the receive buffer (no copy) when it spanned reads.
     pub fn into_message(mut self) -> Message {
-        match std::mem::replace(&mut self.inner, Inner::Taken) {
-            Inner::Lent { buf, len, text } => {
-                let bytes = buf.split_to(len).freeze();
-                if text {
-                    // SAFETY: a lent text message was checked with `str::from_utf8` on arrival
-                    // (`Frames::message`) and nothing changed its bytes since: this value held
-                    // the only borrow of the buffer. Checking again would cost a second pass over
-                    // every text message handlers take through `on_message`: 18 ns per 1 KiB,
-                    // 315 ns per 16 KiB (`str::from_utf8` on ASCII, measured on the 2-core EPYC
-                    // VM), against about 1 µs per 1 KiB echo.
-                    Message::Text(unsafe { Utf8Bytes::from_bytes_unchecked(bytes) })
-                } else {
-                    Message::Binary(bytes)
-                }
+        let (bytes, text) = match std::mem::replace(&mut self.inner, Inner::Taken) {
+            Inner::Read { bytes, spare, text } => {
+                spare.extend_from_slice(bytes);
+                (spare.split().freeze(), text)
             }
-            Inner::Owned(message) => message,
-            Inner::Taken => Message::Binary(Default::default()),
+            Inner::Lent { buf, len, text } => (buf.split_to(len).freeze(), text),
+            Inner::Owned(message) => return message,
+            Inner::Taken => return Message::Binary(Bytes::new()),
+        };
+        if text {
+            // SAFETY: a lent text message was checked with `str::from_utf8` on arrival
+            // (`inbound::open_payload`) and nothing changed its bytes since: this value held
+            // the only borrow of them, and a copy has the same bytes. Checking again would
+            // cost a second pass over every text message handlers take through `on_message`:
+            // 18 ns per 1 KiB, 315 ns per 16 KiB (`str::from_utf8` on ASCII, measured on the
+            // 2-core EPYC VM), against about 1 µs per 1 KiB echo.
+            Message::Text(unsafe { Utf8Bytes::from_bytes_unchecked(bytes) })
+        } else {
+            Message::Binary(bytes)
         }
     }
 }

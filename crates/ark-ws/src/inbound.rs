@@ -145,18 +145,39 @@ impl Frames {
             return self.for_tungstenite();
         }
         let head = Head::parse(&self.buf)?;
-        let text = match head.opcode {
-            OPCODE_BINARY => false,
-            OPCODE_TEXT => true,
-            _ => return self.route(&head),
-        };
-        let plain = head.fin && head.rsv == 0 && !self.fragmented && !rules.closing;
-        let fits = head.len <= rules.max_frame.min(rules.max_message) as u64;
-        if plain && fits && head.mask.is_some() == rules.server {
-            self.message(&head, text)
-        } else {
-            self.route(&head)
+        match plain_data(&head, rules, self.fragmented) {
+            Some(text) => self.message(&head, text),
+            None => self.route(&head),
         }
+    }
+
+    /// Nothing is held: the next received bytes may be taken apart where they were read
+    /// ([`lendable`]).
+    pub(crate) fn is_clear(&self) -> bool {
+        self.buf.is_empty() && self.to_tungstenite == 0
+    }
+
+    /// How many of `input`'s bytes to [`push`](Self::push) next: what the frame held lacks
+    /// (up to a header's longest form while the header is incomplete), or with nothing held
+    /// the whole frame `input` starts with. At least 1; the caller takes at most all of
+    /// `input`. The frames after it are then lent where they were read.
+    pub(crate) fn wanted(&self, input: &[u8]) -> usize {
+        const LONGEST_HEAD: usize = 14;
+        let held = self.buf.len();
+        let need = if self.to_tungstenite > 0 {
+            usize::try_from(self.to_tungstenite).unwrap_or(usize::MAX)
+        } else {
+            let front = if held == 0 { input } else { &self.buf[..] };
+            match Head::parse(front) {
+                Some(head) => usize::try_from(head.len)
+                    .unwrap_or(usize::MAX)
+                    .saturating_add(head.head_len)
+                    .saturating_sub(held),
+                None if held == 0 => input.len(),
+                None => LONGEST_HEAD.saturating_sub(held),
+            }
+        };
+        need.max(1)
     }
 
     /// Sends the frame `head` starts to tungstenite.
@@ -177,23 +198,22 @@ impl Frames {
             return None; // the buffer grows as the bytes come, not on the header's word
         }
         self.buf.advance(head.head_len);
-        let payload = &mut self.buf[..len];
-        if let Some(mask) = head.mask {
-            apply_mask(payload, mask);
-        }
-        if text && std::str::from_utf8(payload).is_err() {
-            return Some(Inbound::Bad(
-                CloseCode::INVALID_DATA,
-                "invalid UTF-8 in a text message",
-            ));
-        }
-        Some(Inbound::Data { len, text })
+        Some(match open_payload(&mut self.buf[..len], head.mask, text) {
+            Ok(()) => Inbound::Data { len, text },
+            Err((code, reason)) => Inbound::Bad(code, reason),
+        })
     }
 
     /// Lends the message [`next`](Self::next) returned as [`Inbound::Data`]; it leaves the
     /// buffer when the lent value goes (split off if the handler keeps it).
     pub(crate) fn lend(&mut self, len: usize, text: bool) -> ReceivedData<'_> {
         ReceivedData::lent(&mut self.buf, len, text)
+    }
+
+    /// Lends a message taken apart where it was read ([`lendable`]); if the handler keeps it,
+    /// it is copied into this buffer's storage (empty: nothing is held).
+    pub(crate) fn lend_read<'a>(&'a mut self, bytes: &'a [u8], text: bool) -> ReceivedData<'a> {
+        ReceivedData::read(bytes, &mut self.buf, text)
     }
 
     /// As much of tungstenite's current frame as is here.
@@ -219,6 +239,64 @@ impl Frames {
             self.peak = 0;
         }
     }
+}
+
+/// A whole data message at the front of received bytes, taken apart where it was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Lendable {
+    /// Bytes of the frame's header; the payload follows.
+    pub(crate) head_len: usize,
+    /// Payload bytes (unmasked, and for text valid UTF-8).
+    pub(crate) len: usize,
+    pub(crate) text: bool,
+}
+
+/// The whole plain data frame at the front of `input`, with its payload unmasked in place
+/// (and a text message's UTF-8 checked), for a session whose [`Frames`] hold nothing. `None`
+/// when the front is anything else — a partial frame, a control frame, a fragment, a frame
+/// over a limit — which then goes through [`Frames`] as before. Nothing is copied.
+pub(crate) fn lendable(
+    input: &mut [u8],
+    rules: Rules,
+) -> Option<Result<Lendable, (CloseCode, &'static str)>> {
+    let head = Head::parse(input)?;
+    let text = plain_data(&head, rules, false)?;
+    let len = head.len as usize;
+    let payload = input.get_mut(head.head_len..head.head_len + len)?;
+    Some(open_payload(payload, head.mask, text).map(|()| Lendable {
+        head_len: head.head_len,
+        len,
+        text,
+    }))
+}
+
+/// For a text or binary frame this crate takes apart itself (whole, final, no extension bits,
+/// within the limits, masked as the role requires, no fragmented message or close under way),
+/// whether it is text; `None` for every frame tungstenite must read.
+fn plain_data(head: &Head, rules: Rules, fragmented: bool) -> Option<bool> {
+    let text = match head.opcode {
+        OPCODE_BINARY => false,
+        OPCODE_TEXT => true,
+        _ => return None,
+    };
+    let plain = head.fin && head.rsv == 0 && !fragmented && !rules.closing;
+    let fits = head.len <= rules.max_frame.min(rules.max_message) as u64;
+    (plain && fits && head.mask.is_some() == rules.server).then_some(text)
+}
+
+/// Unmasks a whole data frame's payload in place; a text message must be valid UTF-8.
+fn open_payload(
+    payload: &mut [u8],
+    mask: Option<[u8; 4]>,
+    text: bool,
+) -> Result<(), (CloseCode, &'static str)> {
+    if let Some(mask) = mask {
+        apply_mask(payload, mask);
+    }
+    if text && std::str::from_utf8(payload).is_err() {
+        return Err((CloseCode::INVALID_DATA, "invalid UTF-8 in a text message"));
+    }
+    Ok(())
 }
 
 /// XORs `bytes` with the 4-byte `mask`, RFC 6455 section 5.3, eight bytes at a time.
@@ -272,6 +350,113 @@ mod tests {
                 }
             }
         }
+    }
+
+    const RULES: Rules = Rules {
+        server: true,
+        max_frame: 1000,
+        max_message: 1000,
+        closing: false,
+    };
+
+    /// A final frame with `opcode` and `payload`, masked with `mask` if given.
+    fn frame(first: u8, payload: &[u8], mask: Option<[u8; 4]>) -> Vec<u8> {
+        let mut head = [0u8; 14];
+        let n = Head::write_final(first & 0x0f, payload.len(), mask, &mut head);
+        head[0] = first;
+        let mut out = head[..n].to_vec();
+        let start = out.len();
+        out.extend_from_slice(payload);
+        if let Some(mask) = mask {
+            apply_mask(&mut out[start..], mask);
+        }
+        out
+    }
+
+    #[test]
+    fn whole_plain_data_frames_are_unmasked_where_they_were_read_and_nothing_else_is_taken() {
+        const MASK: Option<[u8; 4]> = Some([9, 8, 7, 6]);
+        let mut read = frame(0x82, b"binary", MASK);
+        read.extend(frame(0x81, b"text", MASK));
+        let first = lendable(&mut read, RULES).unwrap().unwrap();
+        assert_eq!((first.head_len, first.len, first.text), (6, 6, false));
+        assert_eq!(&read[6..12], b"binary", "unmasked in place");
+        let second = lendable(&mut read[12..], RULES).unwrap().unwrap();
+        assert_eq!(&read[12 + second.head_len..], b"text");
+        assert!(second.text);
+
+        let closing = Rules {
+            closing: true,
+            ..RULES
+        };
+        let client = Rules {
+            server: false,
+            ..RULES
+        };
+        let untaken: [(Vec<u8>, Rules, &str); 8] = [
+            (frame(0x82, b"whole", MASK)[..8].to_vec(), RULES, "partial"),
+            (
+                frame(0x82, b"", MASK)[..3].to_vec(),
+                RULES,
+                "partial header",
+            ),
+            (frame(0x89, b"ping", MASK), RULES, "control frame"),
+            (frame(0x02, b"fragment", MASK), RULES, "not final"),
+            (frame(0xc2, b"compressed", MASK), RULES, "RSV1"),
+            (frame(0x82, &[0; 1001], MASK), RULES, "over max_frame"),
+            (frame(0x82, b"late", MASK), closing, "closing"),
+            (
+                frame(0x82, b"masked", MASK),
+                client,
+                "a server's frames are not masked",
+            ),
+        ];
+        for (mut bytes, rules, why) in untaken {
+            let before = bytes.clone();
+            assert_eq!(lendable(&mut bytes, rules), None, "{why}");
+            assert_eq!(bytes, before, "{why}: left as read");
+        }
+        let mut bad_text = frame(0x81, &[0xff, 0xfe], MASK);
+        assert_eq!(
+            lendable(&mut bad_text, RULES),
+            Some(Err((
+                CloseCode::INVALID_DATA,
+                "invalid UTF-8 in a text message"
+            )))
+        );
+    }
+
+    #[test]
+    fn what_is_wanted_is_the_rest_of_the_frame_held_or_the_whole_next_one() {
+        let ping = frame(0x89, b"ping", Some([1, 2, 3, 4]));
+        let mut frames = Frames::default();
+        assert_eq!(
+            frames.wanted(&ping),
+            ping.len(),
+            "nothing held: the whole frame"
+        );
+        assert_eq!(
+            frames.wanted(&ping[..1]),
+            1,
+            "nothing held, header cut: all of it"
+        );
+        frames.push(&ping[..1]);
+        assert_eq!(
+            frames.wanted(&ping[1..]),
+            13,
+            "header cut: its longest form"
+        );
+        frames.push(&ping[1..3]);
+        assert_eq!(frames.wanted(&ping[3..]), 11, "header still cut");
+        frames.push(&ping[3..6]);
+        assert_eq!(
+            frames.wanted(&ping[6..]),
+            4,
+            "header whole: the rest of the frame"
+        );
+        frames.push(&ping[6..]);
+        assert!(matches!(frames.next(RULES), Some(Inbound::Tungstenite(_))));
+        assert!(frames.is_clear());
     }
 
     #[test]

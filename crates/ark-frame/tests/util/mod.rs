@@ -20,7 +20,36 @@ pub fn encode_all<E: Encoder>(codec: &E, messages: &[Vec<u8>]) -> Vec<u8> {
 }
 
 /// Feeds `wire` to a fresh reader in the given chunk sizes (cycled), collecting the frames.
-pub fn decode_chunked<D: Decoder>(decoder: D, wire: &[u8], chunks: &[usize]) -> Vec<Vec<u8>> {
+/// Checks on the way that `feed_mut` delivers the same frames, even when each lent frame is
+/// overwritten before the next (a frame decoded in place never disturbs the ones after it).
+pub fn decode_chunked<D: Decoder + Clone>(
+    decoder: D,
+    wire: &[u8],
+    chunks: &[usize],
+) -> Vec<Vec<u8>> {
+    let frames = decode_chunked_with(decoder.clone(), wire, chunks, |reader, input, frames| {
+        reader.feed(input, |f: &[u8]| frames.push(f.to_vec()))
+    });
+    let lent_mutably = decode_chunked_with(decoder, wire, chunks, |reader, input, frames| {
+        reader.feed_mut(&mut input.to_vec(), |f: &mut [u8]| {
+            frames.push(f.to_vec());
+            f.fill(0xEE);
+        })
+    });
+    assert_eq!(lent_mutably, frames, "feed_mut delivers what feed does");
+    frames
+}
+
+fn decode_chunked_with<D: Decoder>(
+    decoder: D,
+    wire: &[u8],
+    chunks: &[usize],
+    mut feed: impl FnMut(
+        &mut FrameReader<D>,
+        &[u8],
+        &mut Vec<Vec<u8>>,
+    ) -> Result<ark_frame::Feed, ark_frame::DecodeError>,
+) -> Vec<Vec<u8>> {
     let mut reader = FrameReader::new(decoder);
     let mut frames = Vec::new();
     let mut pos = 0;
@@ -28,9 +57,7 @@ pub fn decode_chunked<D: Decoder>(decoder: D, wire: &[u8], chunks: &[usize]) -> 
     while pos < wire.len() {
         let n = chunks[i % chunks.len()].max(1).min(wire.len() - pos);
         i += 1;
-        reader
-            .feed(&wire[pos..pos + n], |f: &[u8]| frames.push(f.to_vec()))
-            .expect("valid stream");
+        feed(&mut reader, &wire[pos..pos + n], &mut frames).expect("valid stream");
         pos += n;
     }
     assert_eq!(

@@ -394,7 +394,7 @@ mod in_place {
         }
     }
 
-    fn open(handler: Echoer) -> SessionCore<LengthPrefix, Echoer> {
+    fn open<H: TcpHandler>(handler: H) -> SessionCore<LengthPrefix, H> {
         let info = SessionInfo::without_socket(std::net::SocketAddr::from(([127, 0, 0, 1], 1)));
         let config = Arc::new(SessionConfig::default().normalized());
         let now = Instant::now();
@@ -417,7 +417,7 @@ mod in_place {
     /// and, per call, the slices' addresses and lengths.
     fn read(
         core: &mut SessionCore<LengthPrefix, Echoer>,
-        input: &[u8],
+        input: &mut [u8],
         room: usize,
     ) -> (Vec<u8>, Vec<Vec<(usize, usize)>>) {
         let (mut wrote, mut calls) = (Vec::new(), Vec::new());
@@ -435,8 +435,8 @@ mod in_place {
     #[test]
     fn an_echo_is_written_once_from_the_input_and_nothing_is_queued() {
         let mut core = open(Echoer::default());
-        let input = framed(&[b"one", b"two", b"three"]);
-        let (wrote, calls) = read(&mut core, &input, usize::MAX);
+        let mut input = framed(&[b"one", b"two", b"three"]);
+        let (wrote, calls) = read(&mut core, &mut input, usize::MAX);
         assert_eq!(wrote, input);
         assert_eq!(calls, [vec![(input.as_ptr() as usize, input.len())]]);
         assert_eq!(core.queued(), 0);
@@ -448,13 +448,13 @@ mod in_place {
     #[test]
     fn what_the_socket_refuses_is_queued_in_order() {
         let mut core = open(Echoer::default());
-        let input = framed(&[b"one", b"two", b"three"]);
-        let (wrote, _) = read(&mut core, &input, 5);
+        let mut input = framed(&[b"one", b"two", b"three"]);
+        let (wrote, _) = read(&mut core, &mut input, 5);
         assert_eq!(wrote, input[..5]);
         assert_eq!(core.transmit(), &input[5..]);
         // The next read's echoes follow what is queued, in one vectored write.
-        let more = framed(&[b"four"]);
-        let (wrote, calls) = read(&mut core, &more, usize::MAX);
+        let mut more = framed(&[b"four"]);
+        let (wrote, calls) = read(&mut core, &mut more, usize::MAX);
         assert_eq!(calls[0].len(), 2, "queue then frames");
         assert_eq!(wrote, [&input[5..], &more[..]].concat());
         assert!(core.transmit().is_empty());
@@ -466,8 +466,8 @@ mod in_place {
             extra: Some(b"x".to_vec()),
             ..Echoer::default()
         });
-        let input = framed(&[b"one", b"two"]);
-        let (_, calls) = read(&mut core, &input, usize::MAX);
+        let mut input = framed(&[b"one", b"two"]);
+        let (_, calls) = read(&mut core, &mut input, usize::MAX);
         // Each copied send settled the echo before it into the queue: all of it is queued,
         // in the order sent, for the turn's write.
         assert!(calls.is_empty());
@@ -480,8 +480,8 @@ mod in_place {
             abort: true,
             ..Echoer::default()
         });
-        let input = framed(&[b"one", b"two"]);
-        let (wrote, calls) = read(&mut core, &input, usize::MAX);
+        let mut input = framed(&[b"one", b"two"]);
+        let (wrote, calls) = read(&mut core, &mut input, usize::MAX);
         assert!(wrote.is_empty() && calls.is_empty());
         assert_eq!(core.close_reason(), Some(&CloseReason::Aborted));
         assert_eq!(core.take_tally().dropped_send_bytes, 7);
@@ -490,8 +490,8 @@ mod in_place {
     #[test]
     fn a_write_error_ends_the_session() {
         let mut core = open(Echoer::default());
-        let input = framed(&[b"one"]);
-        core.handle_read_writing(Instant::now(), &input, |_| {
+        let mut input = framed(&[b"one"]);
+        core.handle_read_writing(Instant::now(), &mut input, |_| {
             Err(io::Error::from(io::ErrorKind::ConnectionReset))
         });
         assert_eq!(core.close_reason(), Some(&CloseReason::Reset));
@@ -501,11 +501,67 @@ mod in_place {
     #[test]
     fn would_block_queues_everything() {
         let mut core = open(Echoer::default());
-        let input = framed(&[b"one", b"two"]);
-        core.handle_read_writing(Instant::now(), &input, |_| {
+        let mut input = framed(&[b"one", b"two"]);
+        core.handle_read_writing(Instant::now(), &mut input, |_| {
             Err(io::Error::from(io::ErrorKind::WouldBlock))
         });
         assert_eq!(core.transmit(), input);
         assert_eq!(core.close_reason(), None);
+    }
+
+    /// Decodes in place: upper-cases each message where it is lent, then sends it back.
+    #[derive(Default)]
+    struct Shouter {
+        lent_mutably: usize,
+        lent_shared: usize,
+    }
+
+    impl TcpHandler for Shouter {
+        fn on_message(&mut self, session: &mut Session<'_>, message: &[u8]) {
+            self.lent_shared += 1;
+            session.send(message).expect("room");
+        }
+        fn on_message_mut(&mut self, session: &mut Session<'_>, message: &mut [u8]) {
+            self.lent_mutably += 1;
+            message.make_ascii_uppercase();
+            session.send(message).expect("room");
+        }
+        fn decodes_in_place(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn a_handler_that_decodes_in_place_gets_every_frame_mutably_however_the_bytes_are_cut() {
+        let words: [&[u8]; 4] = [b"one", b"two", b"", b"three"];
+        let input = framed(&words);
+        let expected = framed(&[b"ONE", b"TWO", b"", b"THREE"]);
+        for cut in 1..=input.len() {
+            let mut core = open(Shouter::default());
+            for piece in input.chunks(cut) {
+                core.handle_read_writing(Instant::now(), &mut piece.to_vec(), |_| {
+                    panic!("nothing is written from a buffer lent mutably")
+                });
+            }
+            assert_eq!(
+                core.transmit(),
+                expected,
+                "cut {cut}: copied into the queue"
+            );
+            let handler = &core.handler;
+            assert_eq!(
+                (handler.lent_mutably, handler.lent_shared),
+                (4, 0),
+                "cut {cut}"
+            );
+        }
+        // TLS plaintext (`handle_read`) is lent shared.
+        let mut core = open(Shouter::default());
+        core.handle_read(Instant::now(), &input);
+        assert_eq!(core.transmit(), input);
+        assert_eq!(
+            (core.handler.lent_mutably, core.handler.lent_shared),
+            (0, 4)
+        );
     }
 }
