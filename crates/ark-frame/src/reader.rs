@@ -179,8 +179,8 @@ impl<D: Decoder> FrameReader<D> {
     }
 
     /// As [`feed`](Self::feed), with every frame lent mutably: for a protocol layer that
-    /// decodes in place where the bytes are (unmasking, decryption). The bytes of `input`
-    /// past the frames it holds are left as they were, except those the reader keeps.
+    /// decodes in place where the bytes are (unmasking, decryption). Only the lent frames'
+    /// bodies may change; the reader keeps a trailing partial frame as `feed` does.
     ///
     /// # Errors
     /// As [`feed`](Self::feed).

@@ -1,7 +1,8 @@
 //! The receive side of an open session. Whole, unfragmented data frames are taken apart here,
-//! straight from the received bytes: unmasked in place and lent to the handler
-//! ([`ReceivedData`]), which may keep them as the message's own bytes. Every other frame (control frames, fragments, anything unusual or over a limit) goes
-//! to tungstenite whole and in order, so it keeps judging what the protocol allows.
+//! straight from the received bytes — where ark-tcp read them ([`lendable`]), or in [`Frames`]
+//! when they span reads: unmasked in place and lent to the handler ([`ReceivedData`]). Every
+//! other frame (control frames, fragments, anything unusual or over a limit) goes to
+//! tungstenite whole and in order, so it keeps judging what the protocol allows.
 //!
 //! Before this, every received byte was copied into tungstenite's input stream, then
 //! zero-filled and copied again into its read buffer: two copies and a fill per message that
