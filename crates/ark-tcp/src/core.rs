@@ -391,13 +391,7 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
 
     /// Runs `f` with the handler and a session view.
     pub(crate) fn with_session<R>(&mut self, f: impl FnOnce(&mut H, &mut Session<'_>) -> R) -> R {
-        let mut session = Session {
-            info: &self.info,
-            input: &[],
-            link: &mut self.link,
-            encoder: &self.codec,
-            handle: &self.handle,
-        };
+        let mut session = Session::new(&self.info, &[], &mut self.link, &self.codec, &self.handle);
         f(&mut self.handler, &mut session)
     }
 
@@ -477,14 +471,8 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
         write: impl FnOnce(&[IoSlice<'_>]) -> io::Result<usize>,
     ) {
         self.received(now, input.len());
-        if self.handler.decodes_in_place() {
-            self.deliver(Input::Mut(input));
-        } else {
-            self.deliver(Input::Shared {
-                input,
-                in_place: true,
-            });
-        }
+        let lent = self.lent(&mut *input);
+        self.deliver(lent);
         self.note_buffer_use();
         self.write_in_place(now, input, write);
     }
@@ -555,13 +543,21 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
 
     /// Delivers the frames the reader holds (after a pause, or read into its buffer).
     fn deliver_held(&mut self) {
+        let lent = self.lent(&mut []);
+        self.deliver(lent);
+    }
+
+    /// How the frames of `input`, which the session holds mutably, are lent: mutably to a
+    /// handler that [decodes in place](TcpHandler::decodes_in_place), otherwise shared, with
+    /// frames sent back unchanged queued by reference.
+    fn lent<'a>(&self, input: &'a mut [u8]) -> Input<'a> {
         if self.handler.decodes_in_place() {
-            self.deliver(Input::Mut(&mut []));
+            Input::Mut(input)
         } else {
-            self.deliver(Input::Shared {
-                input: &[],
-                in_place: false,
-            });
+            Input::Shared {
+                input,
+                in_place: true,
+            }
         }
     }
 

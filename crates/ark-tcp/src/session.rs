@@ -273,13 +273,7 @@ impl Session<'_> {
     /// A shorter-lived view of this session, for a protocol layer that keeps one in a view of
     /// its own (ark-ws's `WsSession` does).
     pub fn reborrow(&mut self) -> Session<'_> {
-        Session {
-            info: self.info,
-            input: self.input,
-            link: self.link,
-            encoder: self.encoder,
-            handle: self.handle,
-        }
+        Session::new(self.info, self.input, self.link, self.encoder, self.handle)
     }
 
     /// This session's id (unique within its server or client).
