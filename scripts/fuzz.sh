@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Runs every fuzz target for SECONDS each (default 60) with cargo-fuzz on the installed nightly
 # toolchain, debug assertions on, and prints the executions per target. Installs cargo-fuzz
-# (from crates.io) when it is missing. Exits non-zero on any crash.
+# (from crates.io) when it is missing. Exits non-zero on any crash. Every target builds into
+# one target directory (target/fuzz), so the standard library (-Zbuild-std), libfuzzer and the
+# ark crates the targets share are compiled once, not once per fuzz crate.
 #   scripts/fuzz.sh 60        # the bounded run
 #   scripts/fuzz.sh 20        # the CI smoke (targets keep building and run clean)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
+target_dir="$PWD/target/fuzz"
 targets=(
     "crates/ark-frame/fuzz frame_reader"
     "crates/ark-tcp/fuzz session"
@@ -26,7 +29,7 @@ for entry in "${targets[@]}"; do
     read -r dir target <<<"$entry"
     log=$(mktemp)
     echo "== fuzz $dir $target (${seconds}s)"
-    if ! (cd "$dir" && cargo +nightly fuzz run --debug-assertions "$target" -- \
+    if ! (cd "$dir" && cargo +nightly fuzz run --debug-assertions --target-dir "$target_dir" "$target" -- \
             -max_total_time="$seconds" -print_final_stats=1) >"$log" 2>&1; then
         tail -n 60 "$log"
         echo "fuzz: $target FAILED (crash input under $dir/artifacts/$target)" >&2

@@ -10,8 +10,9 @@ cd "$(dirname "$0")/.."
 bash scripts/setup-test-deps.sh
 cargo test --workspace --release "$@"
 if [ "$#" -eq 0 ]; then
-    echo "== debug build: transport crates (debug assertions on)"
+    echo "== debug build: transport crates (debug assertions on) [${SECONDS}s]"
     cargo test -p ark-reactor -p ark-tcp -p ark-udp -p ark-ws -p ark-tls -p ark-http -p ark-link -p ark-rudp
-    echo "== fuzz smoke"
+    echo "== fuzz smoke [${SECONDS}s]"
     bash scripts/fuzz.sh 20
+    echo "== test.sh done [${SECONDS}s]"
 fi
