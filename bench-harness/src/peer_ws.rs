@@ -145,6 +145,13 @@ pub fn split_frames(
     Ok(at)
 }
 
+/// A fresh random masking key for a client frame (RFC 6455 5.3): one 32-bit draw, as ark-ws
+/// makes it.
+#[inline]
+pub fn fresh_mask() -> [u8; 4] {
+    rand::random::<u32>().to_ne_bytes()
+}
+
 /// Appends one final frame of `opcode` with `payload`, masked with `mask` if given (clients
 /// mask, servers do not).
 #[inline]

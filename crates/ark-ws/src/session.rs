@@ -178,15 +178,13 @@ impl WsSession<'_> {
     /// Encodes a data message as one frame straight into the TCP send queue (one copy of the
     /// payload, masked there on the client side with a fresh random key, as RFC 6455
     /// requires), instead of through tungstenite's frame buffer and the outgoing stream.
+    ///
+    /// A pong tungstenite still owes is not flushed first: control frames may go between
+    /// whole data frames in any order, and every callback ends with the connection's flush,
+    /// which moves it to the queue in the same turn.
     fn write_data(&mut self, opcode: u8, payload: &[u8]) -> Result<(), SendError> {
         self.check(payload.len())?;
-        // What tungstenite still holds (a pong it owes) goes first, if the queue has room.
-        match self.ws.flush() {
-            Ok(()) => {}
-            Err(tungstenite::Error::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(_) => return Err(SendError::Closed),
-        }
-        let mask = self.client.then(rand::random::<[u8; 4]>);
+        let mask = self.client.then(fresh_mask);
         if !self.queue_frame(opcode, mask, payload) {
             self.ws.get_mut().write_frame(opcode, mask, payload);
         }
@@ -259,6 +257,11 @@ impl WsSession<'_> {
         self.ws.get_mut().blocked = false;
         let _ = self.ws.close(frame);
     }
+}
+
+/// A fresh random masking key for a client frame (RFC 6455 5.3): one 32-bit draw.
+pub(crate) fn fresh_mask() -> [u8; 4] {
+    rand::random::<u32>().to_ne_bytes()
 }
 
 /// The callbacks of a WebSocket session; one handler value per session, every callback on the

@@ -143,12 +143,12 @@ impl StreamConn {
                             ws::push_frame(out, Opcode::Binary, payload, None);
                         }
                         End::Client(core) => core.on_echo(payload, |m| {
-                            ws::push_frame(out, Opcode::Binary, m, Some(rand::random()));
+                            ws::push_frame(out, Opcode::Binary, m, Some(ws::fresh_mask()));
                             true
                         }),
                     },
                     Frame::Ping(payload) => {
-                        let mask = client.then(rand::random);
+                        let mask = client.then(ws::fresh_mask);
                         ws::push_frame(out, Opcode::Pong, payload, mask);
                     }
                     Frame::Pong => {}
@@ -183,7 +183,7 @@ fn encode(out: &mut Vec<u8>, codec: Codec, message: &[u8], client: bool) {
     match codec {
         Codec::LengthPrefix => push_frame(out, message),
         _ => {
-            let mask = client.then(rand::random::<[u8; 4]>);
+            let mask = client.then(ws::fresh_mask);
             ws::push_frame(out, Opcode::Binary, message, mask);
         }
     }

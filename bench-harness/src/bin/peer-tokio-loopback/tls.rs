@@ -253,7 +253,7 @@ async fn client<S: AsyncRead + AsyncWrite + Unpin>(
     core: &mut Core,
     inner: Inner,
 ) {
-    let mask = || Some(rand::random::<[u8; 4]>());
+    let mask = || Some(peer_ws::fresh_mask());
     let push = |out: &mut Vec<u8>, m: &[u8]| match inner {
         Inner::Frames => peer_io::push_frame(out, m),
         Inner::WebSocket => peer_ws::push_frame(out, Opcode::Binary, m, mask()),

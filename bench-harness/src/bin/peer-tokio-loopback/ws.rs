@@ -11,8 +11,8 @@ use ark_loopback::clients::Core;
 use ark_loopback::servers::Echo;
 use bench_harness::peer_io::RecvBuf;
 use bench_harness::peer_ws::{
-    Frame, Opcode, accept_request, check_response, client_key, client_request, push_frame,
-    split_frames,
+    Frame, Opcode, accept_request, check_response, client_key, client_request, fresh_mask,
+    push_frame, split_frames,
 };
 use futures_util::FutureExt;
 use tokio::net::TcpStream;
@@ -109,7 +109,7 @@ pub async fn connect(
 /// A closed-loop client: its window goes out in one write; every echo of a read is checked,
 /// and the frames that refill the window are written together.
 async fn client(stream: TcpStream, buf: RecvBuf, mut core: Core) {
-    let mask = || Some(rand::random::<[u8; 4]>());
+    let mask = || Some(fresh_mask());
     let mut out = Outgoing::new();
     core.pump(|m| {
         push_frame(&mut out.bytes, Opcode::Binary, m, mask());
