@@ -258,10 +258,10 @@ fn measure_inner<E: Endpoints>(
     );
 
     let drain_deadline = Instant::now() + Duration::from_secs_f64(args.drain);
-    while totals.in_flight.load(Ordering::SeqCst) > 0 && Instant::now() < drain_deadline {
+    while totals.in_flight() > 0 && Instant::now() < drain_deadline {
         std::thread::sleep(Duration::from_millis(1));
     }
-    let drained = totals.in_flight.load(Ordering::SeqCst) <= 0;
+    let drained = totals.in_flight() <= 0;
     let kernel = match (kernel_before, NetCounters::snapshot_for(ipv6)) {
         (Some(before), Some(after)) if args.protocol == Protocol::Udp => {
             let d = after.since(&before);
@@ -283,14 +283,14 @@ fn measure_inner<E: Endpoints>(
     endpoints.stop()?;
     let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::SeqCst);
     // Every echo of the run, warm-up and drain included, as the relay saw the whole run.
-    let delivered = get(&totals.warmup_received) + get(&totals.measured_done);
+    let delivered = totals.warmup_received() + totals.measured_done();
     let link = relay
         .zip(link)
         .map(|(relay, settings)| relay.finish(settings, delivered * 2 * u64::from(args.payload)));
 
-    let messages = get(&totals.messages);
-    let sent = get(&totals.sent_measured);
-    let missing = sent.saturating_sub(get(&totals.measured_done));
+    let messages = totals.messages();
+    let sent = totals.sent_measured();
+    let missing = sent.saturating_sub(totals.measured_done());
     let udp = args.protocol == Protocol::Udp;
     let rtt = totals
         .rtt
@@ -310,7 +310,7 @@ fn measure_inner<E: Endpoints>(
         + get(&totals.unexpected)
         + get(&totals.disconnects)
         + get(&totals.warmup_errors);
-    let warmup_ok = args.warmup == 0.0 || get(&totals.warmup_received) > 0;
+    let warmup_ok = args.warmup == 0.0 || totals.warmup_received() > 0;
     let unfinished = if udp { 0 } else { missing };
     let mut error = None;
     if interrupted {

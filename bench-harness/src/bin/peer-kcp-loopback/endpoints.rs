@@ -117,7 +117,7 @@ impl<M: Mode> Endpoints for KcpEndpoints<M> {
         let sizes = buffers(&socket)?;
         self.clients += 1;
         let conv = self.clients as u32;
-        self.workers[index].send(Command::Client(socket, conv, core))?;
+        self.workers[index].send(Command::Client(socket, conv, Box::new(core)))?;
         Ok(Some(sizes))
     }
 

@@ -30,7 +30,7 @@ pub enum Command {
     /// Serve on this socket.
     Server(StdUdpSocket, Echo),
     /// Run this client on this connected socket, conversation `conv`.
-    Client(StdUdpSocket, u32, Core),
+    Client(StdUdpSocket, u32, Box<Core>),
     /// End the thread.
     Stop,
 }
@@ -197,7 +197,7 @@ impl Worker {
             let result = match command {
                 Command::Stop => return false,
                 Command::Server(socket, echo) => self.add_server(socket, echo),
-                Command::Client(socket, conv, core) => self.add_client(socket, conv, core, now),
+                Command::Client(socket, conv, core) => self.add_client(socket, conv, *core, now),
             };
             if let Err(e) = result {
                 eprintln!("error: a KCP endpoint could not start: {e}");
