@@ -49,6 +49,7 @@ mod shared;
 mod slot;
 mod source;
 mod stats;
+mod striped;
 mod timer;
 mod turn;
 
@@ -64,4 +65,5 @@ pub use pool::{IoModel, Placement, ReactorPool, Runtime, SourceRef, release_pool
 pub use reactor::Reactor;
 pub use source::{CloseReason, Handler, Ready, SourceId, Turn};
 pub use stats::{Counters, Stats};
+pub use striped::Striped;
 pub use timer::TimerId;

@@ -2,14 +2,23 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Live counters of one reactor (over all of its threads). Relaxed atomics: cheap to bump, readable
-/// from any thread through [`ReactorHandle::stats`](crate::ReactorHandle::stats).
+use crate::Striped;
+
+/// Live counters of one reactor (over all of its threads). Relaxed atomics, one set per thread
+/// ([`Striped`]: the threads of a shared loop do not write one cache line): cheap to bump,
+/// readable from any thread through [`ReactorHandle::stats`](crate::ReactorHandle::stats).
 ///
 /// The reactor bumps `turns`, `events` and `wakeups`; transports bump the syscall counters
 /// (`reads`, `writes`, `receives`, `sends`) once per system call, so a benchmark can report
 /// syscalls per message.
 #[derive(Debug, Default)]
 pub struct Counters {
+    threads: Striped<CounterSet>,
+}
+
+/// One thread's [`Counters`].
+#[derive(Debug, Default)]
+struct CounterSet {
     turns: AtomicU64,
     events: AtomicU64,
     wakeups: AtomicU64,
@@ -26,7 +35,7 @@ macro_rules! bump {
                 $(#[$doc])*
                 #[inline]
                 pub fn $name(&self, n: u64) {
-                    self.$field.fetch_add(n, Ordering::Relaxed);
+                    self.threads.local().$field.fetch_add(n, Ordering::Relaxed);
                 }
             )*
         }
@@ -53,6 +62,16 @@ bump! {
 impl Counters {
     /// A consistent-enough copy of every counter.
     pub fn snapshot(&self) -> Stats {
+        let mut stats = Stats::default();
+        for set in self.threads.iter() {
+            stats.merge(&set.snapshot());
+        }
+        stats
+    }
+}
+
+impl CounterSet {
+    fn snapshot(&self) -> Stats {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         Stats {
             turns: get(&self.turns),

@@ -5,7 +5,7 @@
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use ark_reactor::{Context, Handler, Member, ReactorHandle, Ready, TimerId, TimerSlot, Turn};
@@ -110,9 +110,9 @@ impl<C: Framing, H: TcpHandler> Conn<C, H> {
             return;
         };
         self.opened = true;
-        let counters = self.owner.counters();
-        counters.sessions_open.fetch_add(1, Ordering::Relaxed);
-        counters.sessions_total.fetch_add(1, Ordering::Relaxed);
+        let counters = self.owner.counters().local();
+        counters.sessions_open.fetch_add(1, Relaxed);
+        counters.sessions_total.fetch_add(1, Relaxed);
         self.owner.opened(core.info().id);
     }
 
@@ -178,12 +178,11 @@ impl<C: Framing, H: TcpHandler> Conn<C, H> {
         let held = (core.held_recv(), core.queued());
         if held != self.published {
             let delta = |now: usize, before: usize| now as i64 - before as i64;
-            counters
-                .recv_buffer_bytes
-                .fetch_add(delta(held.0, self.published.0), Ordering::Relaxed);
-            counters
-                .send_queue_bytes
-                .fetch_add(delta(held.1, self.published.1), Ordering::Relaxed);
+            let counters = counters.local();
+            let recv = delta(held.0, self.published.0);
+            counters.recv_buffer_bytes.fetch_add(recv, Relaxed);
+            let send = delta(held.1, self.published.1);
+            counters.send_queue_bytes.fetch_add(send, Relaxed);
             self.published = held;
         }
     }
@@ -458,14 +457,12 @@ impl<C: Framing, H: TcpHandler> Handler for Conn<C, H> {
         core.publish_to_handles();
         let counters = self.owner.counters();
         counters.add(&core.take_tally());
-        counters
-            .recv_buffer_bytes
-            .fetch_sub(self.published.0 as i64, Ordering::Relaxed);
-        counters
-            .send_queue_bytes
-            .fetch_sub(self.published.1 as i64, Ordering::Relaxed);
+        let counters = counters.local();
+        let published = (self.published.0 as i64, self.published.1 as i64);
+        counters.recv_buffer_bytes.fetch_sub(published.0, Relaxed);
+        counters.send_queue_bytes.fetch_sub(published.1, Relaxed);
         if self.opened {
-            counters.sessions_open.fetch_sub(1, Ordering::Relaxed);
+            counters.sessions_open.fetch_sub(1, Relaxed);
         }
         let id = core.info().id;
         self.owner

@@ -389,10 +389,8 @@ where
                 Err(_) => {
                     // Out of descriptors or memory: the pending connections stay queued; try
                     // again shortly rather than waiting for the next connection's event.
-                    self.shared
-                        .counters
-                        .accept_errors
-                        .fetch_add(1, Ordering::Relaxed);
+                    let counters = self.shared.counters.local();
+                    counters.accept_errors.fetch_add(1, Ordering::Relaxed);
                     if self.retry.is_none() {
                         self.retry = Some(cx.set_timer(Duration::from_millis(50), None));
                     }
@@ -400,10 +398,8 @@ where
                 }
             };
             if apply_socket_options(&socket2::SockRef::from(&stream), &self.config).is_err() {
-                self.shared
-                    .counters
-                    .accept_errors
-                    .fetch_add(1, Ordering::Relaxed);
+                let counters = self.shared.counters.local();
+                counters.accept_errors.fetch_add(1, Ordering::Relaxed);
                 continue;
             }
             self.place(stream, peer, cx.now());

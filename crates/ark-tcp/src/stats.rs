@@ -2,10 +2,19 @@
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
+use ark_reactor::Striped;
+
 /// Live counters shared by a server's (or client's) sessions. Sessions add their per-turn
-/// totals once per turn, not once per message.
+/// totals once per turn, not once per message, each thread to a set of its own ([`Striped`]:
+/// the reactor threads of a server do not write one cache line every turn).
 #[derive(Debug, Default)]
 pub(crate) struct TcpCounters {
+    threads: Striped<CounterSet>,
+}
+
+/// One thread's [`TcpCounters`]; a gauge's copies may go below zero, their sum does not.
+#[derive(Debug, Default)]
+pub(crate) struct CounterSet {
     pub(crate) sessions_open: AtomicI64,
     pub(crate) sessions_total: AtomicU64,
     pub(crate) bytes_in: AtomicU64,
@@ -34,38 +43,54 @@ pub(crate) struct TurnTally {
 }
 
 impl TcpCounters {
-    pub(crate) fn add(&self, t: &TurnTally) {
-        let add = |c: &AtomicU64, n: u64| {
-            if n != 0 {
-                c.fetch_add(n, Ordering::Relaxed);
-            }
-        };
-        add(&self.bytes_in, t.bytes_in);
-        add(&self.bytes_out, t.bytes_out);
-        add(&self.frames_in, t.frames_in);
-        add(&self.frames_out, t.frames_out);
-        add(&self.reads, t.reads);
-        add(&self.writes, t.writes);
-        add(&self.aborted_send_bytes, t.dropped_send_bytes);
+    /// The calling thread's set, to add to.
+    #[inline]
+    pub(crate) fn local(&self) -> &CounterSet {
+        self.threads.local()
     }
 
+    /// Adds one turn's changes to the calling thread's set.
+    pub(crate) fn add(&self, t: &TurnTally) {
+        let local = self.local();
+        let add = |counter: &AtomicU64, n: u64| {
+            if n != 0 {
+                counter.fetch_add(n, Ordering::Relaxed);
+            }
+        };
+        add(&local.bytes_in, t.bytes_in);
+        add(&local.bytes_out, t.bytes_out);
+        add(&local.frames_in, t.frames_in);
+        add(&local.frames_out, t.frames_out);
+        add(&local.reads, t.reads);
+        add(&local.writes, t.writes);
+        add(&local.aborted_send_bytes, t.dropped_send_bytes);
+    }
+
+    /// The sum of every thread's set.
     pub(crate) fn snapshot(&self) -> TcpStats {
-        let u = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        let i = |c: &AtomicI64| c.load(Ordering::Relaxed).max(0) as u64;
-        TcpStats {
-            sessions_open: i(&self.sessions_open),
-            sessions_total: u(&self.sessions_total),
-            bytes_in: u(&self.bytes_in),
-            bytes_out: u(&self.bytes_out),
-            frames_in: u(&self.frames_in),
-            frames_out: u(&self.frames_out),
-            recv_buffer_bytes: i(&self.recv_buffer_bytes),
-            send_queue_bytes: i(&self.send_queue_bytes),
-            reads: u(&self.reads),
-            writes: u(&self.writes),
-            aborted_send_bytes: u(&self.aborted_send_bytes),
-            accept_errors: u(&self.accept_errors),
+        let mut stats = TcpStats::default();
+        let mut open = 0i64;
+        let mut buffers = (0i64, 0i64);
+        for set in self.threads.iter() {
+            let u = |c: &AtomicU64| c.load(Ordering::Relaxed);
+            let i = |c: &AtomicI64| c.load(Ordering::Relaxed);
+            open += i(&set.sessions_open);
+            buffers.0 += i(&set.recv_buffer_bytes);
+            buffers.1 += i(&set.send_queue_bytes);
+            stats.sessions_total += u(&set.sessions_total);
+            stats.bytes_in += u(&set.bytes_in);
+            stats.bytes_out += u(&set.bytes_out);
+            stats.frames_in += u(&set.frames_in);
+            stats.frames_out += u(&set.frames_out);
+            stats.reads += u(&set.reads);
+            stats.writes += u(&set.writes);
+            stats.aborted_send_bytes += u(&set.aborted_send_bytes);
+            stats.accept_errors += u(&set.accept_errors);
         }
+        stats.sessions_open = open.max(0) as u64;
+        stats.recv_buffer_bytes = buffers.0.max(0) as u64;
+        stats.send_queue_bytes = buffers.1.max(0) as u64;
+        stats
     }
 }
 
