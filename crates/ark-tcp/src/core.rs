@@ -80,6 +80,7 @@ pub(crate) struct SendQueue {
 }
 
 impl SendQueue {
+    #[inline]
     pub(crate) fn len(&self) -> usize {
         self.buf.len() - self.pos
     }
@@ -98,6 +99,7 @@ impl SendQueue {
 
     /// The storage to append to, the unsent tail moved to the front first when the sent head
     /// dominates.
+    #[inline]
     fn tail(&mut self) -> &mut Vec<u8> {
         if self.pos > 0 && self.pos >= self.buf.len() / 2 {
             self.buf.drain(..self.pos);
@@ -151,6 +153,7 @@ pub(crate) struct Link {
 
 impl Link {
     /// Bytes queued: the queue's and those queued in place.
+    #[inline]
     pub(crate) fn queued(&self) -> usize {
         self.queue.len() + self.in_place.as_ref().map_or(0, Range::len)
     }
@@ -158,6 +161,7 @@ impl Link {
     /// Queues the frame at `frame` of the input being delivered by reference, when it
     /// continues the frames already queued that way and stays under the high watermark;
     /// `Ok(false)` when it must be copied instead.
+    #[inline]
     pub(crate) fn queue_in_place(&mut self, frame: Range<usize>) -> Result<bool, SendError> {
         let continues = self
             .in_place
@@ -176,6 +180,7 @@ impl Link {
 
     /// Copies what is queued in place (a range of `input`) into the queue: something is to
     /// follow it there, or the input is about to go.
+    #[inline]
     pub(crate) fn settle_in_place(&mut self, input: &[u8]) {
         if let Some(run) = self.in_place.take() {
             self.queue.tail().extend_from_slice(&input[run]);
@@ -184,6 +189,7 @@ impl Link {
 
     /// The queue to append `needed` bytes to, if the session takes sends and the limit allows
     /// (what is queued in place must have been settled first).
+    #[inline]
     pub(crate) fn room_for(&mut self, needed: usize) -> Result<&mut Vec<u8>, SendError> {
         debug_assert!(self.in_place.is_none(), "settle_in_place first");
         self.admit(needed)?;
@@ -193,6 +199,7 @@ impl Link {
     /// Whether `needed` more bytes may be queued: the session takes sends and the limit
     /// allows. An empty queue always takes one frame, so a frame larger than the limit (up to
     /// the codec's maximum) can still be sent.
+    #[inline]
     fn admit(&mut self, needed: usize) -> Result<(), SendError> {
         if !matches!(self.state, State::Open | State::Connecting { .. }) {
             return Err(SendError::Closed);
@@ -230,6 +237,7 @@ impl Link {
         Ok(())
     }
 
+    #[inline]
     pub(crate) fn count_frame_out(&mut self) {
         self.tally.frames_out += 1;
     }
