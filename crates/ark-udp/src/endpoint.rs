@@ -143,6 +143,7 @@ impl<H: UdpHandler> Endpoint<H> {
                 connected,
                 serial: SINGLE,
                 io,
+                received: &recv.data,
             };
             let handler = match mode {
                 Mode::Server { sessions, factory } => {
@@ -199,7 +200,10 @@ impl<H: UdpHandler> Endpoint<H> {
         let fd = self.socket.as_raw_fd();
         let mut got = 0;
         let mut budget_out = true;
-        for _ in 0..cx.budget().operations {
+        for round in 0..cx.budget().operations {
+            if round > 0 {
+                self.release_received(cx, tally);
+            }
             let batched = self.config.batching && (!self.receive_singly || got >= 2);
             let result = if batched {
                 self.recv.recv_mmsg(fd)
@@ -231,17 +235,40 @@ impl<H: UdpHandler> Endpoint<H> {
         budget_out
     }
 
-    /// Sends what is queued; returns whether the socket would block.
+    /// Before the receive batch is reused: the echoes queued by their place in it are sent
+    /// (after the counters of what was received are published, as at the end of a turn), and
+    /// what the socket does not take is copied into the queue.
+    fn release_received(&mut self, cx: &mut Context<'_>, tally: &mut UdpStats) {
+        if !self.io.out.refers_to_received() {
+            return;
+        }
+        tally.datagrams_out += std::mem::take(&mut self.io.datagrams_out);
+        self.counters.add(&std::mem::take(tally));
+        let mut sent = UdpStats::default();
+        self.flush(cx, &mut sent);
+        self.counters.add(&sent);
+    }
+
+    /// Sends what is queued; returns whether the socket would block. What is left of the
+    /// echoes queued by their place in the receive batch is then copied into the queue.
     fn flush(&mut self, cx: &mut Context<'_>, tally: &mut UdpStats) -> bool {
+        let blocked = self.send_queued(cx, tally);
+        self.io.out.settle(&self.recv.data);
+        blocked
+    }
+
+    /// Sends until the queue is empty or the socket would block; returns whether it would.
+    fn send_queued(&mut self, cx: &mut Context<'_>, tally: &mut UdpStats) -> bool {
         let fd = self.socket.as_raw_fd();
         let out = &mut self.io.out;
+        let received = &self.recv.data;
         while !out.is_empty() {
             // One datagram goes out with `sendto`: `sendmmsg` of one costs more in the
             // kernel (the message header copied in and its iovec imported).
             let result = if self.config.batching && out.queued() > 1 {
-                out.send_mmsg(fd, self.config.batch)
+                out.send_mmsg(fd, self.config.batch, received)
             } else {
-                out.send_one(fd)
+                out.send_one(fd, received)
             };
             tally.sends += 1;
             cx.counters().add_sends(1);
@@ -299,6 +326,7 @@ impl<H: UdpHandler> Endpoint<H> {
             connected,
             serial,
             io: &mut self.io,
+            received: &[],
         };
         f(handler, &mut session);
     }
@@ -397,7 +425,7 @@ impl<H: UdpHandler> Endpoint<H> {
             turn = Turn::Again;
         }
         self.want_writable(cx, blocked);
-        self.io.shared.set_queued(self.io.out.data.len());
+        self.io.shared.set_queued(self.io.out.bytes());
         self.io.timers.slot.arm(self.io.timers.earliest(), cx);
         self.counters.add(&sent);
         turn

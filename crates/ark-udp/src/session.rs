@@ -129,6 +129,9 @@ pub struct UdpSession<'a> {
     /// The session's serial (its timers carry it).
     pub(crate) serial: u64,
     pub(crate) io: &'a mut SessionIo,
+    /// The receive batch's buffer while its datagrams are delivered (empty otherwise): a
+    /// datagram sent back unchanged from it is queued by its place there, not copied.
+    pub(crate) received: &'a [u8],
 }
 
 impl std::fmt::Debug for UdpSession<'_> {
@@ -137,6 +140,12 @@ impl std::fmt::Debug for UdpSession<'_> {
             .field("peer", &self.peer)
             .finish_non_exhaustive()
     }
+}
+
+/// Where `part` lies in `buf`, if it is a slice of it (only addresses are compared).
+fn offset_in(buf: &[u8], part: &[u8]) -> Option<usize> {
+    let offset = (part.as_ptr() as usize).checked_sub(buf.as_ptr() as usize)?;
+    (offset.checked_add(part.len())? <= buf.len()).then_some(offset)
 }
 
 impl UdpSession<'_> {
@@ -151,7 +160,9 @@ impl UdpSession<'_> {
     }
 
     /// Queues one datagram to the peer. Datagrams queued during a readiness turn go out
-    /// together at its end (one `sendmmsg` per batch when batching is on).
+    /// together at its end (one `sendmmsg` per batch when batching is on), or before the
+    /// socket's next receive call. A datagram sent back unchanged from `on_message` (an echo)
+    /// is not copied: it is sent from where it was received.
     ///
     /// # Errors
     /// [`SendError::TooLarge`] over the UDP maximum for the address family (never truncated);
@@ -183,14 +194,18 @@ impl UdpSession<'_> {
                 max,
             });
         }
-        let queued = self.io.out.data.len();
+        let queued = self.io.out.bytes();
         if queued > 0 && queued + payload.len() > self.io.send_limit {
             return Err(SendError::Full {
                 queued,
                 limit: self.io.send_limit,
             });
         }
-        self.io.out.push((!self.connected).then_some(to), payload);
+        let to = (!self.connected).then_some(to);
+        match offset_in(self.received, payload) {
+            Some(offset) => self.io.out.push_received(to, offset, payload.len()),
+            None => self.io.out.push(to, payload),
+        }
         self.io.datagrams_out += 1;
         Ok(())
     }

@@ -172,20 +172,35 @@ impl RecvBatch {
     }
 }
 
-/// Datagrams queued for sending: contiguous bytes plus (destination, range) entries.
+/// Datagrams queued for sending: contiguous bytes plus (destination, bytes, length) entries.
+/// A datagram sent back unchanged from the receive batch being delivered (an echo) is queued by
+/// its place there instead of copied ([`push_received`](Self::push_received)); such entries
+/// are sent, or copied in by [`settle`](Self::settle), before the receive batch is reused.
 #[derive(Default)]
 pub(crate) struct SendBatch {
     pub(crate) data: Vec<u8>,
-    /// Destination (`None`: the connected peer), start, length.
-    pub(crate) entries: Vec<(Option<socket2::SockAddr>, usize, usize)>,
+    /// Destination (`None`: the connected peer), where the bytes are, length.
+    entries: Vec<(Option<socket2::SockAddr>, Bytes, usize)>,
     /// Entries before this one were sent.
-    pub(crate) sent: usize,
+    sent: usize,
+    /// Bytes of the entries queued by their place in the receive batch (since the last reset).
+    received_bytes: usize,
     iovecs: Vec<libc::iovec>,
     headers: Vec<libc::mmsghdr>,
 }
 
+/// Where a queued datagram's bytes are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Bytes {
+    /// At this offset of the batch's own `data`.
+    Queued(usize),
+    /// At this offset of the receive batch's buffer.
+    Received(usize),
+}
+
 // SAFETY: as for `RecvBatch`: the header and iovec pointers are scratch space rewritten before
-// every `sendmmsg`, pointing into this struct's own buffers, never dereferenced by Rust code.
+// every `sendmmsg`, pointing into this struct's own buffers or the receive batch's, never
+// dereferenced by Rust code.
 unsafe impl Send for SendBatch {}
 
 impl SendBatch {
@@ -198,11 +213,54 @@ impl SendBatch {
         self.entries.len() - self.sent
     }
 
+    /// Bytes queued (those queued by their place in the receive batch included), sent ones
+    /// too until the queue empties.
+    pub(crate) fn bytes(&self) -> usize {
+        self.data.len() + self.received_bytes
+    }
+
+    /// Whether entries refer to the receive batch: send or [`settle`](Self::settle) them
+    /// before it is reused.
+    pub(crate) fn refers_to_received(&self) -> bool {
+        self.received_bytes > 0
+    }
+
     pub(crate) fn push(&mut self, to: Option<SocketAddr>, payload: &[u8]) {
         let start = self.data.len();
         self.data.extend_from_slice(payload);
-        self.entries
-            .push((to.map(socket2::SockAddr::from), start, payload.len()));
+        let to = to.map(socket2::SockAddr::from);
+        self.entries.push((to, Bytes::Queued(start), payload.len()));
+    }
+
+    /// Queues the `len` bytes at `offset` of the receive batch's buffer, by their place.
+    pub(crate) fn push_received(&mut self, to: Option<SocketAddr>, offset: usize, len: usize) {
+        let to = to.map(socket2::SockAddr::from);
+        self.entries.push((to, Bytes::Received(offset), len));
+        self.received_bytes += len;
+    }
+
+    /// Copies the unsent datagrams queued by their place in `received` (the receive batch's
+    /// buffer) into the queue: the buffer is about to be reused.
+    pub(crate) fn settle(&mut self, received: &[u8]) {
+        if self.received_bytes == 0 {
+            return;
+        }
+        for (_, bytes, len) in &mut self.entries[self.sent..] {
+            if let Bytes::Received(offset) = *bytes {
+                *bytes = Bytes::Queued(self.data.len());
+                self.data
+                    .extend_from_slice(&received[offset..offset + *len]);
+            }
+        }
+        self.received_bytes = 0;
+    }
+
+    /// The bytes of an entry.
+    fn bytes_of<'a>(&'a self, received: &'a [u8], bytes: Bytes, len: usize) -> &'a [u8] {
+        match bytes {
+            Bytes::Queued(start) => &self.data[start..start + len],
+            Bytes::Received(offset) => &received[offset..offset + len],
+        }
     }
 
     fn reset_if_done(&mut self) {
@@ -210,11 +268,18 @@ impl SendBatch {
             self.data.clear();
             self.entries.clear();
             self.sent = 0;
+            self.received_bytes = 0;
         }
     }
 
     /// Sends up to `max` queued datagrams with one `sendmmsg`; returns how many went out.
-    pub(crate) fn send_mmsg(&mut self, fd: RawFd, max: usize) -> io::Result<usize> {
+    /// `received` is the receive batch's buffer (for the entries queued by their place in it).
+    pub(crate) fn send_mmsg(
+        &mut self,
+        fd: RawFd,
+        max: usize,
+        received: &[u8],
+    ) -> io::Result<usize> {
         let count = (self.entries.len() - self.sent).min(max.max(1));
         if count == 0 {
             return Ok(0);
@@ -224,14 +289,15 @@ impl SendBatch {
             self.headers.push(unsafe { zeroed() });
             self.iovecs.push(unsafe { zeroed() });
         }
-        let base = self.data.as_ptr();
         for i in 0..count {
-            let (to, start, len) = &self.entries[self.sent + i];
+            let (_, bytes, len) = self.entries[self.sent + i];
+            let bytes = self.bytes_of(received, bytes, len).as_ptr();
+            // `sendmmsg` only reads the bytes (the pointer is `*mut` for C's sake).
             self.iovecs[i] = libc::iovec {
-                // SAFETY: `start..start + len` lies within `data`. `sendmmsg` only reads it.
-                iov_base: unsafe { base.add(*start) } as *mut libc::c_void,
-                iov_len: *len,
+                iov_base: bytes as *mut libc::c_void,
+                iov_len: len,
             };
+            let (to, _, _) = &self.entries[self.sent + i];
             let header = &mut self.headers[i].msg_hdr;
             match to {
                 Some(addr) => {
@@ -249,8 +315,9 @@ impl SendBatch {
             header.msg_controllen = 0;
             header.msg_flags = 0;
         }
-        // SAFETY: `count` headers, each pointing at a live iovec over `data` and at a live
-        // socket address (or none); the kernel only reads them and writes `msg_len`.
+        // SAFETY: `count` headers, each pointing at a live iovec over `data` or `received`
+        // (both borrowed for this call) and at a live socket address (or none); the kernel only
+        // reads them and writes `msg_len`.
         let n = unsafe { libc::sendmmsg(fd, self.headers.as_mut_ptr(), count as libc::c_uint, 0) };
         if n < 0 {
             return Err(io::Error::last_os_error());
@@ -261,11 +328,11 @@ impl SendBatch {
     }
 
     /// Sends the next queued datagram with one `sendto`/`send`.
-    pub(crate) fn send_one(&mut self, fd: RawFd) -> io::Result<usize> {
-        let Some((to, start, len)) = self.entries.get(self.sent) else {
+    pub(crate) fn send_one(&mut self, fd: RawFd, received: &[u8]) -> io::Result<usize> {
+        let Some((to, bytes, len)) = self.entries.get(self.sent) else {
             return Ok(0);
         };
-        let bytes = &self.data[*start..*start + *len];
+        let bytes = self.bytes_of(received, *bytes, *len);
         let (name, name_len) = match to {
             Some(addr) => (addr.as_ptr(), addr.len()),
             None => (std::ptr::null(), 0),
@@ -392,6 +459,36 @@ mod tests {
                 }
             }
             assert!(batch.stride >= slot, "slots do not overlap");
+        }
+    }
+
+    #[test]
+    fn datagrams_queued_by_their_place_are_sent_from_it_or_copied_in_order() {
+        use std::os::fd::AsRawFd;
+        let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        peer.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        sender.connect(peer.local_addr().unwrap()).unwrap();
+        let fd = sender.as_raw_fd();
+        let mut received = b"..echo..".to_vec();
+        let mut out = SendBatch::default();
+        out.push(None, b"first");
+        out.push_received(None, 2, 4);
+        out.push(None, b"last");
+        assert_eq!((out.bytes(), out.refers_to_received()), (13, true));
+        assert_eq!(out.send_mmsg(fd, 2, &received).unwrap(), 2);
+        // The receive buffer is about to be reused: what is left is copied in.
+        out.push_received(None, 0, 2);
+        out.settle(&received);
+        assert!(!out.refers_to_received());
+        received.fill(b'x');
+        assert_eq!(out.send_mmsg(fd, 8, &received).unwrap(), 2);
+        assert!(out.is_empty());
+        let mut buf = [0u8; 16];
+        for expected in [&b"first"[..], b"echo", b"last", b".."] {
+            let n = peer.recv(&mut buf).unwrap();
+            assert_eq!(&buf[..n], expected);
         }
     }
 }
