@@ -8,7 +8,8 @@
 //!   [`Budget`]); one-shot and periodic timers in a heap (O(log n)); closures posted from other
 //!   threads through a [`ReactorHandle`] (a `mio::Waker` plus a crossbeam-channel queue);
 //!   graceful stop; a scratch read buffer lent to the handler that is reading; [`Counters`] of
-//!   turns, events, wakeups and the syscalls transports report.
+//!   turns, events, wakeups and the syscalls transports report, kept per thread in a
+//!   [`Striped`] value (one copy per thread on a cache line of its own, summed when read).
 //! * [`ReactorPool`]: runs an [`IoModel`] — `Shared { threads }` (one loop served by
 //!   `threads` threads in turn, each polling or running handlers, never two at once per
 //!   source) or `Sharded { reactors }` (independent
