@@ -35,6 +35,10 @@ pub(crate) struct Lending {
     pub(crate) poll_until: Option<Instant>,
     /// Threads waiting on [`SharedLoop::idle`] for work.
     pub(crate) idle: usize,
+    /// Of those, threads already notified and not yet back with the reactor: notifying
+    /// them again would only cost a wake syscall (std's condition variable makes one whether
+    /// or not anyone still waits).
+    pub(crate) notified: usize,
     /// Threads still in their loop.
     pub(crate) running: usize,
     /// Turns taken since the last poll ended: work that makes more work (handlers waking each
@@ -144,7 +148,11 @@ impl SharedLoop {
             } else {
                 reactor.lending_mut().idle += 1;
                 reactor = self.idle.wait(reactor).unwrap_or_else(|e| e.into_inner());
-                reactor.lending_mut().idle -= 1;
+                let lending = reactor.lending_mut();
+                lending.idle -= 1;
+                // A spurious wakeup takes a notification's place: at worst a later turn
+                // notifies once more than it had to.
+                lending.notified = lending.notified.saturating_sub(1);
             }
         };
         self.leave(reactor);
@@ -154,14 +162,27 @@ impl SharedLoop {
     /// After this thread took a turn: if more wait, wake an idle thread, or else the poller, to
     /// take the next (it passes the rest on the same way); if none waits but this turn is
     /// expected to be long and nobody polls, wake an idle thread to poll meanwhile.
-    fn spread(&self, lending: &Lending, long: bool) {
+    ///
+    /// An idle thread already notified is not notified again: it stays counted as idle until
+    /// it holds the reactor, and every turn taken meanwhile sent another wake (0.13 `futex`
+    /// wakes per message at TCP 64 B with four threads on two cores, against 0.004 calls for
+    /// tokio).
+    fn spread(&self, lending: &mut Lending, long: bool) {
         if !lending.jobs.is_empty() {
             if lending.idle > 0 {
-                self.idle.notify_one();
+                self.wake_idle(lending);
             } else if lending.polling {
                 self.shared.notify();
             }
         } else if long && lending.idle > 0 && !lending.polling {
+            self.wake_idle(lending);
+        }
+    }
+
+    /// Notifies one idle thread, unless every idle thread has been notified already.
+    fn wake_idle(&self, lending: &mut Lending) {
+        if lending.notified < lending.idle {
+            lending.notified += 1;
             self.idle.notify_one();
         }
     }
@@ -192,5 +213,30 @@ impl SharedLoop {
         if lending.running == 0 {
             reactor.shutdown();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_idle_thread_is_notified_once_until_it_is_back() {
+        let reactor = Reactor::new(ReactorConfig::default()).unwrap();
+        let shared_loop = SharedLoop::new(reactor).unwrap();
+        let mut lending = Lending {
+            idle: 2,
+            ..Lending::default()
+        };
+        for _ in 0..5 {
+            shared_loop.wake_idle(&mut lending);
+        }
+        assert_eq!(lending.notified, 2, "two idle threads, two notifications");
+        // One is back with the reactor (as `run_thread` counts it): one more may be notified.
+        lending.idle -= 1;
+        lending.notified -= 1;
+        lending.idle += 1;
+        shared_loop.wake_idle(&mut lending);
+        assert_eq!((lending.idle, lending.notified), (2, 2));
     }
 }
