@@ -239,14 +239,20 @@ impl<H: UdpHandler> Endpoint<H> {
     /// (after the counters of what was received are published, as at the end of a turn), and
     /// what the socket does not take is copied into the queue.
     fn release_received(&mut self, cx: &mut Context<'_>, tally: &mut UdpStats) {
-        if !self.io.out.refers_to_received() {
-            return;
+        if self.io.out.refers_to_received() {
+            self.publish_and_flush(cx, std::mem::take(tally));
         }
+    }
+
+    /// Publishes `tally` (what was received, with the datagrams queued since), sends what is
+    /// queued, then publishes the sends. Returns whether the socket would block.
+    fn publish_and_flush(&mut self, cx: &mut Context<'_>, mut tally: UdpStats) -> bool {
         tally.datagrams_out += std::mem::take(&mut self.io.datagrams_out);
-        self.counters.add(&std::mem::take(tally));
+        self.counters.add(&tally);
         let mut sent = UdpStats::default();
-        self.flush(cx, &mut sent);
+        let blocked = self.flush(cx, &mut sent);
         self.counters.add(&sent);
+        blocked
     }
 
     /// Sends what is queued; returns whether the socket would block. What is left of the
@@ -411,23 +417,19 @@ impl<H: UdpHandler> Endpoint<H> {
     /// The end of every turn: publish what was received, send, publish the sends, keep the
     /// timer. Receive-side counters are published before the replies leave, so a peer that
     /// got a reply finds its datagram (and its session) counted in `stats()`.
-    fn finish_turn(&mut self, cx: &mut Context<'_>, mut tally: UdpStats, mut turn: Turn) -> Turn {
+    fn finish_turn(&mut self, cx: &mut Context<'_>, tally: UdpStats, mut turn: Turn) -> Turn {
         if let Some(peer) = self.single_peer()
             && !self.life.is_stopping()
         {
             self.with_session(peer, None, |h, s| h.on_turn_end(s));
         }
-        tally.datagrams_out += std::mem::take(&mut self.io.datagrams_out);
-        self.counters.add(&tally);
-        let mut sent = UdpStats::default();
-        let blocked = self.flush(cx, &mut sent);
+        let blocked = self.publish_and_flush(cx, tally);
         if !blocked && !self.io.out.is_empty() {
             turn = Turn::Again;
         }
         self.want_writable(cx, blocked);
         self.io.shared.set_queued(self.io.out.bytes());
         self.io.timers.slot.arm(self.io.timers.earliest(), cx);
-        self.counters.add(&sent);
         turn
     }
 }
