@@ -243,6 +243,7 @@ impl Link {
     }
 
     /// A received frame is about to be delivered; the bytes queued before its handling.
+    #[inline]
     fn begin_message(&mut self) -> usize {
         self.tally.frames_in += 1;
         self.queued()
@@ -253,6 +254,7 @@ impl Link {
     /// than the peer reads them (TCP flow control then pushes back on it). A queue filled by
     /// sends that do not answer messages does not pause reading: a peer that sends and reads
     /// at once must not deadlock with us.
+    #[inline]
     fn end_message(&mut self, queued: usize, high_watermark: usize) -> Flow {
         if matches!(self.state, State::Closed(_)) {
             return Flow::Pause;

@@ -307,6 +307,7 @@ pub(crate) fn append_parts(out: &mut Vec<u8>, parts: &[&[u8]]) {
 
 impl<'a> Session<'a> {
     /// The view a handler gets of its session; `input` as the field says.
+    #[inline]
     pub(crate) fn new(
         info: &'a SessionInfo,
         input: &'a [u8],
@@ -381,6 +382,7 @@ impl Session<'_> {
     /// A message sent back unchanged from `on_message` (an echo, or a relay of the same
     /// framing) is not copied: it is written straight from the receive buffer after the
     /// delivery, and only what the socket does not take is queued.
+    #[inline]
     pub fn send(&mut self, payload: &[u8]) -> Result<(), SendError> {
         self.encoder.send(self.link, self.input, payload)
     }
