@@ -360,6 +360,7 @@ impl Session<'_> {
     }
 
     /// Bytes queued and not yet written.
+    #[inline]
     pub fn queued_bytes(&self) -> usize {
         self.link.queued()
     }
@@ -401,6 +402,7 @@ impl Session<'_> {
     ///
     /// # Errors
     /// As [`send_raw`](Self::send_raw), for the parts' total length.
+    #[inline]
     pub fn send_raw_parts(&mut self, parts: &[&[u8]]) -> Result<(), SendError> {
         queue_parts(self.link, self.input, parts).map(drop)
     }

@@ -77,6 +77,7 @@ impl<'a> ReceivedData<'a> {
     }
 
     /// The payload.
+    #[inline]
     pub fn bytes(&self) -> &[u8] {
         match &self.inner {
             Inner::Read { bytes, .. } => bytes,

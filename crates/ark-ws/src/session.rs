@@ -216,6 +216,7 @@ impl WsSession<'_> {
     ///
     /// # Errors
     /// [`SendError::Full`], [`SendError::TooLarge`] or [`SendError::Closed`].
+    #[inline]
     pub fn send_binary(&mut self, data: &[u8]) -> Result<(), SendError> {
         self.write_data(OPCODE_BINARY, data)
     }
