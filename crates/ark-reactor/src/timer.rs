@@ -2,8 +2,10 @@
 //! O(log n); cancelled entries are skipped when they reach the top.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 use std::time::{Duration, Instant};
+
+use rustc_hash::FxHashMap;
 
 use crate::reactor::Reactor;
 use crate::source::SourceId;
@@ -35,7 +37,10 @@ pub(crate) struct Entry {
 #[derive(Default)]
 pub(crate) struct Timers {
     heap: BinaryHeap<Reverse<(Instant, TimerId)>>,
-    entries: HashMap<TimerId, Entry>,
+    /// Keyed by ids the reactor hands out in sequence, so FxHash (one multiply) serves: std's
+    /// SipHash took two hashes of about 20 ns on every turn (the heap's top checked in
+    /// `begin_poll` and again in `end_poll`), 1 % of a one-client exchange.
+    entries: FxHashMap<TimerId, Entry>,
 }
 
 impl Timers {
