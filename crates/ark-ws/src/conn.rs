@@ -81,11 +81,14 @@ impl Callback for Accept {
     }
 }
 
+/// Where a connection is. Every variant holds a pointer at most, so the state is small
+/// (16 bytes): [`WsConn::drive`] moves it out and back on every read, and with the handshakes
+/// inline it was 352 bytes.
 enum State {
-    Server(Option<MidHandshake<ServerHandshake<MemStream, Accept>>>),
-    Client(Option<MidHandshake<ClientHandshake<MemStream>>>),
+    Server(Option<Box<MidHandshake<ServerHandshake<MemStream, Accept>>>>),
+    Client(Option<Box<MidHandshake<ClientHandshake<MemStream>>>>),
     /// Client: the request is built, not yet sent (sent on TCP open).
-    ClientPending(Option<Request>),
+    ClientPending(Option<Box<Request>>),
     Open(Box<WebSocket<MemStream>>),
     /// Over: the handshake failed, or the connection was failed or closed; input is ignored.
     Done,
@@ -149,7 +152,7 @@ impl<H: WsHandler> WsConn<H> {
             accept,
             Some(config.tungstenite()),
         ) {
-            Err(HandshakeError::Interrupted(mid)) => State::Server(Some(mid)),
+            Err(HandshakeError::Interrupted(mid)) => State::Server(Some(Box::new(mid))),
             // Nothing was read yet, so the handshake can only be waiting for bytes.
             _ => State::Done,
         };
@@ -166,7 +169,12 @@ impl<H: WsHandler> WsConn<H> {
         handler: H,
         shared: Arc<WsShared>,
     ) -> Self {
-        let mut conn = Self::new(State::ClientPending(Some(request)), handler, config, shared);
+        let mut conn = Self::new(
+            State::ClientPending(Some(Box::new(request))),
+            handler,
+            config,
+            shared,
+        );
         conn.client = true;
         conn
     }
@@ -294,7 +302,7 @@ impl<H: WsHandler> WsConn<H> {
     fn drive(&mut self, tcp: &mut Session<'_>, input: &mut [u8]) {
         loop {
             match std::mem::replace(&mut self.state, State::Done) {
-                State::Server(Some(mid)) => match mid.handshake() {
+                State::Server(Some(mid)) => match (*mid).handshake() {
                     Ok(ws) => {
                         self.state = State::Open(Box::new(ws));
                         self.request = self
@@ -305,18 +313,18 @@ impl<H: WsHandler> WsConn<H> {
                         self.open(tcp);
                     }
                     Err(HandshakeError::Interrupted(mid)) => {
-                        self.state = State::Server(Some(mid));
+                        self.state = State::Server(Some(Box::new(mid)));
                         break;
                     }
                     Err(HandshakeError::Failure(e)) => return self.reject(tcp, e),
                 },
-                State::Client(Some(mid)) => match mid.handshake() {
+                State::Client(Some(mid)) => match (*mid).handshake() {
                     Ok((ws, _response)) => {
                         self.state = State::Open(Box::new(ws));
                         self.open(tcp);
                     }
                     Err(HandshakeError::Interrupted(mid)) => {
-                        self.state = State::Client(Some(mid));
+                        self.state = State::Client(Some(Box::new(mid)));
                         break;
                     }
                     Err(HandshakeError::Failure(e)) => {
@@ -594,7 +602,9 @@ impl<H: WsHandler> TcpHandler for WsConn<H> {
         let State::ClientPending(request) = &mut self.state else {
             return;
         };
-        let request = request.take().unwrap_or_else(|| Request::new(()));
+        let request = request
+            .take()
+            .map_or_else(|| Request::new(()), |request| *request);
         self.request = Some(copy_request(&request));
         match tungstenite::client::client_with_config(
             request,
@@ -602,7 +612,9 @@ impl<H: WsHandler> TcpHandler for WsConn<H> {
             Some(self.config.tungstenite()),
         ) {
             Ok((ws, _)) => self.state = State::Open(Box::new(ws)),
-            Err(HandshakeError::Interrupted(mid)) => self.state = State::Client(Some(mid)),
+            Err(HandshakeError::Interrupted(mid)) => {
+                self.state = State::Client(Some(Box::new(mid)));
+            }
             Err(HandshakeError::Failure(e)) => {
                 return self.abandon(tcp, OpenError::Handshake(e.to_string()));
             }
