@@ -344,7 +344,7 @@ impl<D: Decoder> FrameReader<D> {
     /// bytes when its length is known); then frames are found straight in the input, and a
     /// trailing partial one is copied into the buffer. A buffered frame must be consumed
     /// (`total` bytes) before the next call.
-    #[inline]
+    #[inline(always)]
     fn next_frame(&mut self, input: &[u8], at: &mut Cursor) -> Result<Found, DecodeError> {
         // Finish what is buffered first.
         while !self.buf.is_empty() {
