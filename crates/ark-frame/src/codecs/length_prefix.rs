@@ -125,7 +125,7 @@ impl LengthPrefix {
 }
 
 impl Decoder for LengthPrefix {
-    #[inline]
+    #[inline(always)]
     fn decode(&mut self, buf: &[u8]) -> Result<Decoded, DecodeError> {
         let header = self.width.bytes();
         let Some(prefix) = buf.get(..header) else {
