@@ -6,8 +6,11 @@ use std::time::{Duration, Instant};
 
 use crate::config::Config;
 use crate::congestion::Controller;
+use crate::cookie::SessionTokens;
 use crate::fec::{FecReceiver, FecSender};
-use crate::packet::{self, AckBlock, COOKIE_LEN, FecTag, HELLO_SIZE, Packet, PacketError};
+use crate::packet::{
+    self, AckBlock, COOKIE_LEN, FecTag, HELLO_SIZE, Packet, PacketError, TOKEN_LEN,
+};
 use crate::recv::{Arrival, Receiver};
 use crate::send::Sender;
 
@@ -95,6 +98,9 @@ pub struct ConnectionStats {
     pub malformed: u64,
     /// Acknowledgements that named data never sent (ignored).
     pub forged_acks: u64,
+    /// Datagrams without the session's token, or handshake datagrams with another nonce:
+    /// dropped unread (they close, feed and refresh nothing).
+    pub unauthenticated: u64,
     /// Messages delivered.
     pub messages_delivered: u64,
     /// The loss rate measured from the peer's receive count, 0..1.
@@ -114,6 +120,7 @@ impl ConnectionStats {
         self.duplicates += other.duplicates;
         self.malformed += other.malformed;
         self.forged_acks += other.forged_acks;
+        self.unauthenticated += other.unauthenticated;
         self.messages_delivered += other.messages_delivered;
     }
 }
@@ -144,6 +151,32 @@ enum State {
     Closed {
         send_close: bool,
     },
+}
+
+/// The tokens one end sends and expects.
+#[derive(Debug, Clone, Copy)]
+struct Keys {
+    tx: [u8; TOKEN_LEN],
+    rx: [u8; TOKEN_LEN],
+    server_side: bool,
+}
+
+impl Keys {
+    fn client(t: SessionTokens) -> Keys {
+        Keys {
+            tx: t.client,
+            rx: t.server,
+            server_side: false,
+        }
+    }
+
+    fn server(t: SessionTokens) -> Keys {
+        Keys {
+            tx: t.server,
+            rx: t.client,
+            server_side: true,
+        }
+    }
 }
 
 /// CLOSE code: an orderly close.
@@ -194,6 +227,8 @@ pub struct Connection {
     config: Arc<Config>,
     state: State,
     nonce: u64,
+    /// The tokens this end sends and expects, once it knows the cookie.
+    keys: Option<Keys>,
     accept_pending: bool,
     /// A server's ACCEPT, sent once at this instant and not yet answered: the client's first
     /// datagram after it gives the server's first RTT sample.
@@ -233,6 +268,7 @@ impl Connection {
             unreliable: VecDeque::new(),
             state,
             nonce,
+            keys: None,
             accept_pending: false,
             accepted_at: None,
             started: now,
@@ -262,8 +298,14 @@ impl Connection {
     }
 
     /// A server connection for a HELLO whose cookie checked out (see [`crate::Listener`]).
-    pub(crate) fn accepted(config: Arc<Config>, now: Instant, nonce: u64) -> Connection {
+    pub(crate) fn accepted(
+        config: Arc<Config>,
+        now: Instant,
+        nonce: u64,
+        cookie: &[u8; COOKIE_LEN],
+    ) -> Connection {
         let mut conn = Connection::new(config, now, nonce, State::Established);
+        conn.keys = Some(Keys::server(SessionTokens::derive(nonce, cookie)));
         conn.accept_pending = true;
         conn.accepted_at = Some(now);
         conn.events.push_back(Event::Connected);
@@ -285,6 +327,13 @@ impl Connection {
     /// The nonce of the handshake that made this connection.
     pub fn nonce(&self) -> u64 {
         self.nonce
+    }
+
+    /// The token a datagram from the peer must end in, once the handshake has given one.
+    /// For tests that play a peer who knows it (a hostile peer, or an on-path attacker).
+    #[doc(hidden)]
+    pub fn peer_token(&self) -> Option<[u8; TOKEN_LEN]> {
+        self.keys.map(|k| k.rx)
     }
 
     /// Whether the handshake finished and the connection is not closed.
@@ -388,13 +437,27 @@ impl Connection {
 impl Connection {
     /// A datagram from the peer arrived at `now`.
     ///
+    /// After the handshake a datagram must end in the session's token; one that does not
+    /// (forged by an off-path attacker spoofing the peer's address, or from an earlier
+    /// session), and a handshake datagram with another nonce, is counted
+    /// ([`ConnectionStats::unauthenticated`]) and dropped unread: it closes, feeds and
+    /// refreshes nothing.
+    ///
     /// # Errors
-    /// The datagram was not understood; it is ignored (it may be forged), the connection
+    /// The datagram was not understood or not authenticated; it is ignored, the connection
     /// goes on.
     pub fn handle_datagram(&mut self, now: Instant, datagram: &[u8]) -> Result<(), PacketError> {
         if self.is_closed() {
             return Ok(());
         }
+        let first = datagram.first().copied().unwrap_or(0);
+        if packet::is_handshake(first) {
+            return self.handle_handshake(now, datagram);
+        }
+        let Some(datagram) = self.keys.and_then(|k| packet::open(datagram, &k.rx)) else {
+            self.stats.unauthenticated += 1;
+            return Err(PacketError::Unauthenticated(first));
+        };
         let packet = packet::parse(datagram).inspect_err(|_| self.stats.malformed += 1)?;
         self.last_received = now;
         match packet {
@@ -433,22 +496,48 @@ impl Connection {
                 self.ack_pending |= ping;
             }
             Packet::Unreliable(message) => {
+                self.implicit_accept();
                 let mut buf = self.recv.spare.pop().unwrap_or_default();
                 buf.clear();
                 buf.extend_from_slice(message);
                 self.recv.inbox.push_back(buf);
             }
             Packet::Close(_) => self.close_with(CloseReason::PeerClosed, false),
-            Packet::Cookie { nonce, cookie } => self.on_cookie(nonce, cookie, now),
-            Packet::Accept { nonce } if nonce == self.nonce => self.on_accept(now),
-            Packet::Hello { nonce, .. } if nonce == self.nonce => {
+            Packet::Cookie { .. } | Packet::Accept { .. } | Packet::Hello { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// A HELLO, COOKIE or ACCEPT: believed only with this connection's nonce.
+    fn handle_handshake(&mut self, now: Instant, datagram: &[u8]) -> Result<(), PacketError> {
+        let packet = packet::parse(datagram).inspect_err(|_| self.stats.malformed += 1)?;
+        let nonce = match packet {
+            Packet::Cookie { nonce, .. }
+            | Packet::Accept { nonce }
+            | Packet::Hello { nonce, .. } => nonce,
+            _ => return Ok(()),
+        };
+        if nonce != self.nonce {
+            self.stats.unauthenticated += 1;
+            return Err(PacketError::Unauthenticated(datagram[0]));
+        }
+        self.last_received = now;
+        match packet {
+            Packet::Cookie { cookie, .. } => self.on_cookie(cookie, now),
+            Packet::Accept { .. } => self.on_accept(now),
+            Packet::Hello { .. } if self.accepted_by_us() => {
                 // The ACCEPT is sent again: its round trip no longer tells the RTT.
                 self.accepted_at = None;
                 self.accept_pending = true;
             }
-            Packet::Accept { .. } | Packet::Hello { .. } => {}
+            _ => {}
         }
         Ok(())
+    }
+
+    /// Whether this is a server's connection (it has keys but never handshook as a client).
+    fn accepted_by_us(&self) -> bool {
+        self.keys.is_some_and(|k| k.server_side)
     }
 
     /// The server answered (ACCEPT, or anything only an accepted connection gets).
@@ -474,19 +563,19 @@ impl Connection {
         self.implicit_accept();
     }
 
-    fn on_cookie(&mut self, nonce: u64, cookie: &[u8], now: Instant) {
+    fn on_cookie(&mut self, cookie: &[u8], now: Instant) {
         if let State::Handshaking {
             cookie: ours,
             next_hello,
             cookie_hellos,
             ..
         } = &mut self.state
-            && nonce == self.nonce
             && let Ok(c) = <[u8; COOKIE_LEN]>::try_from(cookie)
         {
             if *ours != c {
                 *ours = c;
                 *cookie_hellos = None;
+                self.keys = Some(Keys::client(SessionTokens::derive(self.nonce, &c)));
             }
             *next_hello = now; // answer with the cookie at once
         }
@@ -546,13 +635,19 @@ impl Connection {
     pub fn poll_transmit(&mut self, now: Instant, out: &mut [u8]) -> Option<usize> {
         // Closing: what was queued leaves once, before the CLOSE (nothing is repeated).
         if matches!(self.state, State::Closed { send_close: true })
+            && let Some(keys) = self.keys
             && let Some(seq) = self.send.next_to_send(usize::MAX)
         {
-            return Some(self.transmit_data(seq, now, out));
+            let n = self.transmit_data(seq, now, out);
+            return Some(packet::seal(out, n, &keys.tx));
         }
         match &mut self.state {
             State::Closed { send_close } => {
-                return std::mem::take(send_close).then(|| packet::write_close(out, CLOSE_NORMAL));
+                let keys = self.keys?;
+                return std::mem::take(send_close).then(|| {
+                    let n = packet::write_close(out, CLOSE_NORMAL);
+                    packet::seal(out, n, &keys.tx)
+                });
             }
             State::Handshaking {
                 cookie,
@@ -575,15 +670,16 @@ impl Connection {
             }
             State::Established => {}
         }
-        let n = self.next_datagram(now, out)?;
-        self.last_sent = now;
-        Some(n)
-    }
-
-    fn next_datagram(&mut self, now: Instant, out: &mut [u8]) -> Option<usize> {
         if std::mem::take(&mut self.accept_pending) {
             return Some(packet::write_accept(out, self.nonce));
         }
+        let keys = self.keys?;
+        let n = self.next_datagram(now, out)?;
+        self.last_sent = now;
+        Some(packet::seal(out, n, &keys.tx))
+    }
+
+    fn next_datagram(&mut self, now: Instant, out: &mut [u8]) -> Option<usize> {
         if let Some(n) = self.transmit_parity(out) {
             return Some(n);
         }

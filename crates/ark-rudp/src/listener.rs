@@ -70,7 +70,10 @@ impl Listener {
         if !self.remember(nonce) {
             return Ok(Incoming::Ignore);
         }
-        let conn = Connection::accepted(self.config.clone(), now, nonce);
+        let Ok(cookie) = <[u8; COOKIE_LEN]>::try_from(cookie) else {
+            return Ok(Incoming::Ignore);
+        };
+        let conn = Connection::accepted(self.config.clone(), now, nonce, &cookie);
         Ok(Incoming::Accept(
             Box::new(conn),
             packet::write_accept(out, nonce),

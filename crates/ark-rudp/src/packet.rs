@@ -11,6 +11,9 @@
 //! PARITY    0x30 | ack block [16] | group u32 | k u8 | m u8 | index u8 | shard
 //! UNRELIABLE 0x40 | message
 //! CLOSE     0x80 | code u8
+//! After the handshake (DATA, ACK, PARITY, UNRELIABLE, CLOSE) every datagram ends in the
+//! 8-byte token of its direction (see `cookie::SessionTokens`): a datagram without it is
+//! counted and dropped before it is parsed.
 //! ack block: next expected seq u32 | bitmap u64 (bit i: seq next+1+i arrived)
 //!            | window u16 (fragments the peer may send past next) | received u16 (datagrams
 //!            of kind DATA or PARITY received so far, wrapping: the sender's loss measure)
@@ -23,6 +26,8 @@ pub(crate) const VERSION: u8 = 1;
 pub(crate) const HELLO_SIZE: usize = 1200;
 /// Cookie bytes: a timestamp (u32 seconds) and a 16-byte MAC.
 pub(crate) const COOKIE_LEN: usize = 20;
+/// The session token that ends every datagram after the handshake.
+pub(crate) const TOKEN_LEN: usize = 8;
 /// Ack block bytes.
 pub(crate) const ACK_BLOCK: usize = 16;
 /// DATA header bytes without FEC fields.
@@ -70,6 +75,10 @@ pub enum PacketError {
     /// A HELLO of another version.
     #[error("unsupported protocol version {0}")]
     Version(u8),
+    /// A datagram after the handshake without the session's token (forged, or from an
+    /// earlier session): dropped before it is parsed.
+    #[error("datagram without the session's token (kind {0:#04x})")]
+    Unauthenticated(u8),
     /// Fields that contradict each other (a FEC index outside its group, k or m of 0, ...).
     #[error("malformed {0} packet")]
     Malformed(&'static str),
@@ -160,6 +169,29 @@ fn be16(b: &[u8]) -> u16 {
 
 fn be64(b: &[u8]) -> u64 {
     u64::from_be_bytes(b.try_into().unwrap_or_default())
+}
+
+/// Whether `kind` (a datagram's first byte) is one of the handshake's (HELLO, COOKIE,
+/// ACCEPT), which carry the nonce instead of a session token.
+pub(crate) fn is_handshake(first: u8) -> bool {
+    matches!(first & 0xF0, KIND_HELLO | KIND_COOKIE | KIND_ACCEPT)
+}
+
+/// Appends `token` to the `len` bytes of `out`; returns the new length.
+pub(crate) fn seal(out: &mut [u8], len: usize, token: &[u8; TOKEN_LEN]) -> usize {
+    out[len..len + TOKEN_LEN].copy_from_slice(token);
+    len + TOKEN_LEN
+}
+
+/// The datagram without its trailing token, if it ends in `token` (compared without an
+/// early exit, so the time does not tell how much matched).
+pub(crate) fn open<'a>(d: &'a [u8], token: &[u8; TOKEN_LEN]) -> Option<&'a [u8]> {
+    let body = d.len().checked_sub(TOKEN_LEN)?;
+    let diff = d[body..]
+        .iter()
+        .zip(token)
+        .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+    (diff == 0 && body > 0).then(|| &d[..body])
 }
 
 /// Parses one datagram.

@@ -72,7 +72,10 @@ fn forged_acknowledgements_for_unsent_data_are_counted_and_ignored() {
                         b"x",
                     ),
                 ];
-                for lie in lies {
+                // A hostile peer: it knows the session's token.
+                let token = conn.peer_token().expect("established");
+                for mut lie in lies {
+                    lie.extend_from_slice(&token);
                     conn.handle_datagram(now, &lie).unwrap();
                     forged[i] += 1;
                 }
