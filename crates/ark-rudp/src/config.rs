@@ -63,6 +63,11 @@ pub struct Config {
     pub handshake_timeout: Duration,
     /// A server's cookies are good for this long (default 10 s).
     pub cookie_lifetime: Duration,
+    /// A server holds at most this many sessions (default 10,000); a valid HELLO past it gets
+    /// no session and no answer (the client's handshake times out), and is counted in
+    /// `ConnectionStats::refused_sessions`. A session's memory is bounded by its send buffer
+    /// and its receive window, so this bounds the server's.
+    pub max_sessions: usize,
 }
 
 impl Default for Config {
@@ -87,6 +92,7 @@ impl Default for Config {
             unacked_timeout: Duration::from_secs(10),
             handshake_timeout: Duration::from_secs(10),
             cookie_lifetime: Duration::from_secs(10),
+            max_sessions: 10_000,
         }
     }
 }

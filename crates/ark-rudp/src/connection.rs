@@ -40,6 +40,15 @@ pub enum CloseReason {
     /// The server or client stopped.
     #[error("stopped")]
     Stopped,
+    /// The peer sent a message longer than this end's `Config::max_message`: it was dropped
+    /// unread, and the connection closed (a CLOSE goes to the peer).
+    #[error("the peer sent a message of {len} bytes, over the limit of {max} bytes")]
+    MessageTooLarge {
+        /// The message's length.
+        len: usize,
+        /// `Config::max_message`.
+        max: usize,
+    },
 }
 
 /// Why a send was refused. Nothing was queued.
@@ -101,6 +110,8 @@ pub struct ConnectionStats {
     /// Datagrams without the session's token, or handshake datagrams with another nonce:
     /// dropped unread (they close, feed and refresh nothing).
     pub unauthenticated: u64,
+    /// Valid handshakes a server refused because it held `Config::max_sessions` already.
+    pub refused_sessions: u64,
     /// Messages delivered.
     pub messages_delivered: u64,
     /// The loss rate measured from the peer's receive count, 0..1.
@@ -121,6 +132,7 @@ impl ConnectionStats {
         self.malformed += other.malformed;
         self.forged_acks += other.forged_acks;
         self.unauthenticated += other.unauthenticated;
+        self.refused_sessions += other.refused_sessions;
         self.messages_delivered += other.messages_delivered;
     }
 }
@@ -259,7 +271,8 @@ impl Connection {
         let window = u64::from(config.receive_window);
         Connection {
             send: Sender::new(first_seq(nonce), window),
-            recv: Receiver::new(first_seq(nonce), usize::from(config.receive_window)),
+            recv: Receiver::new(first_seq(nonce), usize::from(config.receive_window))
+                .with_limit(config.max_message),
             rtt: crate::rtt::RttEstimator::new(config.initial_rto, config.min_rto, config.max_rto),
             cc: Controller::new(config.congestion, config.initial_window, config.min_window),
             fec_tx: FecSender::new(config.fec, config.fec_residual),
@@ -585,6 +598,10 @@ impl Connection {
         self.ack_pending = true;
         // A fragment past the window is dropped: the sender repeats it once the window opens.
         let _: Arrival = self.recv.on_fragment(seq, flags, fragment);
+        if let Some(len) = self.recv.oversized.take() {
+            let max = self.config.max_message;
+            self.close_with(CloseReason::MessageTooLarge { len, max }, true);
+        }
     }
 
     fn on_parity(&mut self, (group, k, m, index): (u32, u8, u8, u8), shard: &[u8]) {

@@ -53,6 +53,8 @@ pub(crate) struct Driver<H> {
     /// Counters of connections already closed.
     closed_stats: ConnectionStats,
     connected: bool,
+    /// `Config::max_sessions`.
+    max_sessions: usize,
 }
 
 impl<H: RudpHandler> Driver<H> {
@@ -68,6 +70,7 @@ impl<H: RudpHandler> Driver<H> {
             out: vec![0; (config.mtu + 128).max(crate::packet::HELLO_SIZE)],
             closed_stats: ConnectionStats::default(),
             connected,
+            max_sessions: config.max_sessions,
         }
     }
 
@@ -106,6 +109,14 @@ impl<H: RudpHandler> Driver<H> {
         let Role::Server { listener, factory } = &mut self.role else {
             return;
         };
+        if self.entries.len() >= self.max_sessions
+            && listener.is_new_handshake(SystemTime::now(), peer, datagram)
+        {
+            // Full: no session, no answer, and the nonce not spent, so the client's next
+            // HELLO may get in once a session ends.
+            self.closed_stats.refused_sessions += 1;
+            return;
+        }
         match listener.handle((now, SystemTime::now()), peer, datagram, &mut self.out) {
             Ok(Incoming::Reply(n)) => {
                 let _ = udp.send_to(peer, &self.out[..n]);

@@ -49,6 +49,11 @@ pub(crate) struct Receiver {
     /// Fragments held now (bytes bounded by window × fragment size).
     held: usize,
     pub(crate) duplicates: u64,
+    /// The largest message delivered (`Config::max_message`): a larger one is dropped whole
+    /// and recorded in `oversized`.
+    limit: usize,
+    /// The length of a message over `limit` that the peer sent: a protocol violation.
+    pub(crate) oversized: Option<usize>,
 }
 
 impl Receiver {
@@ -62,7 +67,15 @@ impl Receiver {
             spare: Vec::new(),
             held: 0,
             duplicates: 0,
+            limit: usize::MAX,
+            oversized: None,
         }
+    }
+
+    /// The same, delivering no message over `limit` bytes.
+    pub(crate) fn with_limit(mut self, limit: usize) -> Self {
+        self.limit = limit;
+        self
     }
 
     fn copy(&mut self, parts: &[&[u8]]) -> Vec<u8> {
@@ -129,20 +142,35 @@ impl Receiver {
         Some((first, last))
     }
 
-    /// Moves the held fragments `first..=last` into one message in the inbox.
+    /// Moves the held fragments `first..=last` into one message in the inbox — or, if the
+    /// message is over the limit, drops them and records its length in `oversized`.
     fn deliver_range(&mut self, first: usize, last: usize) {
+        let len: usize = (first..=last)
+            .map(|i| match &self.slots[i] {
+                Slot::Held { fragment, .. } => fragment.len(),
+                _ => 0,
+            })
+            .sum();
         let mut message = self.spare.pop().unwrap_or_default();
         message.clear();
+        let keep = len <= self.limit;
         for i in first..=last {
             if let Slot::Held { fragment, .. } =
                 std::mem::replace(&mut self.slots[i], Slot::Delivered)
             {
-                message.extend_from_slice(&fragment);
+                if keep {
+                    message.extend_from_slice(&fragment);
+                }
                 self.spare.push(fragment);
                 self.held -= 1;
             }
         }
-        self.inbox.push_back(message);
+        if keep {
+            self.inbox.push_back(message);
+        } else {
+            self.spare.push(message);
+            self.oversized = Some(len);
+        }
     }
 
     fn deliver_unordered(&mut self, offset: usize) {
@@ -201,6 +229,25 @@ impl Receiver {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_message_over_the_limit_is_dropped_whole_and_reported() {
+        let mut r = Receiver::new(0, 64).with_limit(10);
+        assert_eq!(r.on_fragment(0, FIRST, &[1; 6]), Arrival::New);
+        assert_eq!(r.on_fragment(1, LAST, &[2; 6]), Arrival::New);
+        assert!(r.inbox.is_empty(), "12 bytes over a 10-byte limit");
+        assert_eq!(r.oversized, Some(12));
+        assert_eq!(r.held(), 0, "its fragments are not kept");
+        r.oversized = None;
+        r.on_fragment(2, FIRST, &[3; 5]);
+        r.on_fragment(3, LAST, &[4; 5]);
+        assert_eq!(
+            r.inbox.pop_front().map(|m| m.len()),
+            Some(10),
+            "at the limit"
+        );
+        assert_eq!(r.oversized, None);
+    }
 
     fn drain(r: &mut Receiver) -> Vec<Vec<u8>> {
         r.inbox.drain(..).collect()

@@ -276,3 +276,42 @@ proptest! {
         }
     }
 }
+
+/// Regression: a peer's message over this end's `max_message` (the peer's own limit is larger)
+/// was reassembled whole and delivered. Now it is dropped, the connection closes with
+/// `MessageTooLarge`, and the peer is told.
+#[test]
+fn a_message_over_the_receivers_max_message_closes_the_session_undelivered() {
+    let link = |seed| util::link(seed, Duration::from_millis(5));
+    let mut big = sim_config(Fec::Off);
+    big.max_message = 600_000;
+    let small = sim_config(Fec::Off);
+    let max = small.max_message;
+    let mut sim = Sim::new(big, small, 0x5150_0000_0000, link(31), link(32));
+    sim.run(Duration::from_secs(5), 100_000, |sim| {
+        sim.server.is_some() && sim.client.is_established()
+    });
+    sim.client
+        .send(&vec![7; 300_000], ark_rudp::Delivery::Ordered)
+        .expect("within the client's own limit");
+    let mut delivered = 0;
+    sim.run(Duration::from_secs(10), 1_000_000, |sim| {
+        while let Some(m) = sim.server.as_mut().and_then(Connection::recv) {
+            delivered += m.len();
+        }
+        sim.client.is_closed()
+    });
+    assert_eq!(delivered, 0, "nothing of it reached the application");
+    let too_large = ark_rudp::CloseReason::MessageTooLarge { len: 300_000, max };
+    assert_eq!(
+        sim.server_events,
+        vec![
+            ark_rudp::Event::Connected,
+            ark_rudp::Event::Closed(too_large)
+        ]
+    );
+    assert_eq!(
+        sim.client_events.last(),
+        Some(&ark_rudp::Event::Closed(ark_rudp::CloseReason::PeerClosed))
+    );
+}

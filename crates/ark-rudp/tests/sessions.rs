@@ -528,3 +528,61 @@ fn a_client_hears_of_a_handshake_that_fails_or_is_stopped() {
     client.stop().wait().unwrap();
     assert_eq!(next_note(&notes, WAIT), Note::Close(CloseReason::Stopped));
 }
+
+/// A server at `max_sessions` answers no further valid handshake (the client's handshake times
+/// out, the refusal is counted) and takes a new client once a session has ended.
+#[test]
+fn a_server_at_max_sessions_refuses_new_ones_until_one_ends() {
+    let mut config = Config::default();
+    config.max_sessions = 2;
+    config.handshake_timeout = Duration::from_millis(800);
+    let (echo, _server_notes) = Reporter::new(true);
+    let server = RudpServer::builder()
+        .bind("127.0.0.1:0")
+        .config(config.clone())
+        .start(move |_| echo.clone())
+        .unwrap();
+    let connect = || {
+        let (handler, notes) = Reporter::new(false);
+        let client = RudpClient::builder()
+            .config(config.clone())
+            .connect(server.local_addr(), handler)
+            .unwrap();
+        (client, notes)
+    };
+    let (first, first_notes) = connect();
+    let (second, second_notes) = connect();
+    assert_eq!(next_note(&first_notes, WAIT), Note::Open);
+    assert_eq!(next_note(&second_notes, WAIT), Note::Open);
+    let (third, third_notes) = connect();
+    assert_eq!(
+        next_note(&third_notes, WAIT),
+        Note::Close(CloseReason::HandshakeTimeout(Duration::from_millis(800)))
+    );
+    let refused = server.stats().map_or(0, |s| s.refused_sessions);
+    assert!(refused >= 1, "{refused} refusals counted");
+    first.session().close();
+    assert_eq!(
+        next_note(&first_notes, WAIT),
+        Note::Close(CloseReason::Local)
+    );
+    // The server hears the CLOSE and frees the slot.
+    let deadline = Instant::now() + WAIT;
+    let (fourth, fourth_notes) = loop {
+        let (client, notes) = connect();
+        match notes.recv_timeout(WAIT) {
+            Ok(Note::Open) => break (client, notes),
+            other => assert!(Instant::now() < deadline, "never let in: {other:?}"),
+        }
+        client.stop().wait().unwrap();
+    };
+    fourth.send(b"in", Delivery::Ordered);
+    assert_eq!(
+        next_note(&fourth_notes, WAIT),
+        Note::Message(b"in".to_vec())
+    );
+    for c in [first, second, third, fourth] {
+        c.stop().wait().unwrap();
+    }
+    server.stop().wait().unwrap();
+}
