@@ -828,6 +828,16 @@ impl TcpHandler for AgentConn {
             return;
         }
         self.timer = None;
+        // A session timer counts from its turn's clock, which may be a little behind the
+        // instant the deadline was read at: not due yet, it is set again for what is left.
+        let left = self
+            .job
+            .as_ref()
+            .map(|j| j.deadline.saturating_duration_since(Instant::now()));
+        if let Some(left) = left.filter(|l| !l.is_zero()) {
+            self.timer = Some(session.set_timer(left));
+            return;
+        }
         if let Some(job) = self.job.take() {
             let timeout = job.timeout;
             job.settle(Err(RequestError::Timeout(timeout)));

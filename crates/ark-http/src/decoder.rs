@@ -39,6 +39,8 @@ pub(crate) struct Dechunker {
     size: u64,
     /// Trailer bytes so far (bounded by the head limit).
     trailer: usize,
+    /// Bytes of the current chunk's extension (bounded by `Limits::max_chunk_extension`).
+    extension: usize,
 }
 
 impl Dechunker {
@@ -47,6 +49,7 @@ impl Dechunker {
             state: Chunk::Size { digits: 0 },
             size: 0,
             trailer: 0,
+            extension: 0,
         }
     }
 
@@ -98,12 +101,21 @@ impl Dechunker {
                 Chunk::Size { digits: digits + 1 }
             }
             (Chunk::Size { digits: 0 }, _) => return Err(bad("chunk size is not hexadecimal")),
-            (Chunk::Size { .. }, b';') => Chunk::Extension,
+            (Chunk::Size { .. }, b';') => {
+                self.extension = 1;
+                Chunk::Extension
+            }
             (Chunk::Size { .. }, b'\r') => Chunk::SizeLf,
             (Chunk::Size { .. }, _) => return Err(bad("chunk size is not hexadecimal")),
             (Chunk::Extension, b'\r') => Chunk::SizeLf,
             (Chunk::Extension, b'\n') => return Err(bad("bare LF in a chunk extension")),
-            (Chunk::Extension, _) => Chunk::Extension,
+            (Chunk::Extension, _) => {
+                self.extension += 1;
+                if self.extension > limits.max_chunk_extension {
+                    return Err(bad("chunk extension over Limits::max_chunk_extension"));
+                }
+                Chunk::Extension
+            }
             (Chunk::SizeLf, b'\n') if self.size == 0 => Chunk::TrailerStart,
             (Chunk::SizeLf, b'\n') => Chunk::Data(std::mem::take(&mut self.size)),
             (Chunk::SizeLf, _) => return Err(bad("chunk size line not ended by CRLF")),

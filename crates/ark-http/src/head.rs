@@ -15,6 +15,13 @@ pub struct Limits {
     pub max_headers: usize,
     /// Body bytes, after chunked decoding (default 16 MiB).
     pub max_body: u64,
+    /// Bytes of one chunk's extensions (`;name=value` after its size), default 4,096: past it
+    /// the request is refused with 400.
+    pub max_chunk_extension: usize,
+    /// Accept a head whose lines all end in a bare LF (default `false`: every line of a head
+    /// ends in CRLF). A head that mixes the two is refused with 400 either way: a proxy that
+    /// reads it otherwise would see other headers (RFC 9112 §2.2).
+    pub bare_lf: bool,
 }
 
 impl Default for Limits {
@@ -23,6 +30,8 @@ impl Default for Limits {
             max_head: 8192,
             max_headers: MAX_HEADERS,
             max_body: 16 * 1024 * 1024,
+            max_chunk_extension: 4096,
+            bare_lf: false,
         }
     }
 }
@@ -93,8 +102,34 @@ pub fn parse_head(input: &[u8], limits: &Limits) -> Result<Option<HeadFacts>, Ht
             limit: limits.max_head,
         });
     }
+    line_endings(&input[..len], limits.bare_lf)?;
     let version = request.version.unwrap_or(1);
     check(&request, len, version)
+}
+
+/// Every line of `head` ends in CRLF — or, with `bare_lf`, every line ends in a bare LF. A CR
+/// not before an LF, and a head mixing CRLF and bare LF, are refused.
+fn line_endings(head: &[u8], bare_lf: bool) -> Result<(), HttpError> {
+    let (mut crlf, mut lf) = (false, false);
+    for (i, &b) in head.iter().enumerate() {
+        match b {
+            b'\n' if i > 0 && head[i - 1] == b'\r' => crlf = true,
+            b'\n' => lf = true,
+            b'\r' if head.get(i + 1) != Some(&b'\n') => {
+                return Err(HttpError::BadRequest("CR not followed by LF in the head"));
+            }
+            _ => {}
+        }
+    }
+    match (crlf, lf) {
+        (true, true) => Err(HttpError::BadRequest(
+            "the head mixes CRLF and bare LF line endings",
+        )),
+        (false, true) if !bare_lf => Err(HttpError::BadRequest(
+            "the head's lines end in a bare LF, not CRLF",
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The framing and connection rules of one parsed head.

@@ -381,3 +381,66 @@ fn nothing_follows_a_deferred_answer_that_closes() {
     assert!(closed);
     server.stop().wait().unwrap();
 }
+
+/// Regression: httparse takes a bare LF as a line end, so a CRLF head with one bare LF inside
+/// hid a `Content-Length` that a proxy reading CRLF lines would not see (a desync).
+#[test]
+fn a_head_mixing_crlf_and_bare_lf_is_400() {
+    refused(
+        b"POST /echo HTTP/1.1\r\nHost: x\r\nX-A: a\nContent-Length: 5\r\n\r\nhello",
+        "400",
+    );
+    refused(b"GET / HTTP/1.1\nHost: x\r\n\r\n", "400");
+    refused(b"GET / HTTP/1.1\r\nHost: x\n\n", "400");
+}
+
+#[test]
+fn a_head_of_bare_lf_lines_is_400_unless_allowed_and_then_served() {
+    let bare = b"POST /echo HTTP/1.1\nHost: x\nContent-Length: 2\n\nhi";
+    refused(bare, "400");
+    let server = server_with(HttpConfig {
+        limits: Limits {
+            bare_lf: true,
+            ..Limits::default()
+        },
+        ..HttpConfig::default()
+    });
+    let mut request = bare.to_vec();
+    request.extend_from_slice(b"GET / HTTP/1.1\nHost: x\nConnection: close\n\n");
+    let (answer, closed) = exchange(server.local_addr(), &request);
+    assert!(answer.starts_with("HTTP/1.1 200 "), "{answer:?}");
+    assert!(answer.contains("\r\n\r\nhi"), "{answer:?}");
+    assert!(answer.ends_with("home"), "both served: {answer:?}");
+    assert!(closed);
+    let (answer, _) = exchange(
+        server.local_addr(),
+        b"GET / HTTP/1.1\nHost: x\r\nX-A: a\n\n",
+    );
+    assert!(
+        answer.starts_with("HTTP/1.1 400 "),
+        "mixed, still: {answer:?}"
+    );
+    server.stop().wait().unwrap();
+}
+
+/// Regression: a chunk extension had no cap but the body's 16 MiB hold limit.
+#[test]
+fn a_chunk_extension_over_the_limit_is_400() {
+    let mut request =
+        b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1;a=".to_vec();
+    request.extend(std::iter::repeat_n(b'b', 100_000));
+    request.extend_from_slice(b"\r\nx\r\n0\r\n\r\n");
+    refused(&request, "400");
+    let server = server();
+    let mut request =
+        b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n1;a=".to_vec();
+    request.extend(std::iter::repeat_n(b'b', 4000));
+    request.extend_from_slice(b"\r\nx\r\n0\r\n\r\n");
+    let (answer, _) = exchange(server.local_addr(), &request);
+    assert!(
+        answer.starts_with("HTTP/1.1 200 "),
+        "within 4 KiB: {answer:?}"
+    );
+    assert!(answer.ends_with("\r\n\r\nx"), "{answer:?}");
+    server.stop().wait().unwrap();
+}

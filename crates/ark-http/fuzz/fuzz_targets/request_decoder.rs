@@ -17,6 +17,8 @@ fn decode_all(input: &[u8], step: usize) -> Vec<Event> {
         max_head: 512,
         max_headers: 16,
         max_body: 4096,
+        max_chunk_extension: 64,
+        bare_lf: false,
     };
     let mut decoder = RequestDecoder::new(limits);
     let (mut pending, mut events) = (Vec::new(), Vec::new());
