@@ -152,10 +152,12 @@ impl Frames {
         }
     }
 
-    /// Nothing is held: the next received bytes may be taken apart where they were read
-    /// ([`lendable`]).
+    /// Nothing is held and no fragmented message is under way: the next received bytes may be
+    /// taken apart where they were read ([`lendable`]). While tungstenite reassembles a
+    /// fragmented message, every frame goes to it, so that a data frame inside the message is
+    /// its protocol error (1002), not a message of its own.
     pub(crate) fn is_clear(&self) -> bool {
-        self.buf.is_empty() && self.to_tungstenite == 0
+        self.buf.is_empty() && self.to_tungstenite == 0 && !self.fragmented
     }
 
     /// How many of `input`'s bytes to [`push`](Self::push) next: what the frame held lacks

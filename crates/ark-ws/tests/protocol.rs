@@ -245,3 +245,129 @@ fn oversized_messages_close_with_1009_and_invalid_utf8_with_1007() {
     drop((ws, ok));
     server.stop().wait().unwrap();
 }
+
+/// Sends `frames` as they are on a fresh connection and returns what comes back, up to and
+/// including a close frame (or until the server closes or 3 s pass).
+fn answers_to(addr: std::net::SocketAddr, frames: Vec<Frame>) -> Vec<Message> {
+    let mut ws = blocking_client(addr);
+    ws.get_ref()
+        .set_read_timeout(Some(Duration::from_secs(3)))
+        .unwrap();
+    for f in frames {
+        ws.send(Message::Frame(f)).unwrap();
+    }
+    let mut got = Vec::new();
+    while let Ok(m) = ws.read() {
+        let close = matches!(m, Message::Close(_));
+        got.push(m);
+        if close {
+            break;
+        }
+    }
+    got
+}
+
+fn data(payload: &'static str, kind: Data, fin: bool) -> Frame {
+    Frame::message(payload, OpCode::Data(kind), fin)
+}
+
+fn control(payload: &'static str, kind: Control, fin: bool) -> Frame {
+    Frame::message(payload, OpCode::Control(kind), fin)
+}
+
+use tungstenite::protocol::frame::coding::Control;
+
+/// RFC 6455 §5.4's order of frames, case by case: what a server must refuse with 1002 and
+/// what it must accept. Regression: a data frame inside a fragmented message got no close at
+/// all (the frame after a fragment was taken apart as a whole message of its own).
+#[test]
+fn fragment_order_follows_rfc_6455_section_5_4() {
+    let (server, _) = echo_server(1 << 20);
+    let addr = server.local_addr();
+    let protocol_error = |frames: Vec<Frame>, case: &str| {
+        let got = answers_to(addr, frames);
+        assert_eq!(
+            got.last().cloned().map(close_code),
+            Some(1002),
+            "{case}: {got:?}"
+        );
+        assert!(
+            got.iter().all(|m| !m.is_binary() && !m.is_text()),
+            "{case}: nothing delivered: {got:?}"
+        );
+    };
+    protocol_error(
+        vec![
+            data("a", Data::Binary, false),
+            data("b", Data::Binary, true),
+        ],
+        "a data frame inside a fragmented message",
+    );
+    protocol_error(
+        vec![data("a", Data::Text, false), data("b", Data::Text, false)],
+        "a second start inside a fragmented message",
+    );
+    protocol_error(
+        vec![data("a", Data::Text, false), data("b", Data::Binary, true)],
+        "a binary frame inside a fragmented text message",
+    );
+    protocol_error(
+        vec![data("x", Data::Continue, true)],
+        "a continuation without a start",
+    );
+    protocol_error(
+        vec![data("x", Data::Continue, false)],
+        "a non-final continuation without a start",
+    );
+    protocol_error(
+        vec![control("p", Control::Ping, false)],
+        "a fragmented ping",
+    );
+    protocol_error(
+        vec![
+            data("a", Data::Text, false),
+            control("p", Control::Ping, false),
+        ],
+        "a fragmented ping inside a fragmented message",
+    );
+    // Control frames may come between fragments: answered at once, the message whole after.
+    let got = answers_to(
+        addr,
+        vec![
+            data("a", Data::Text, false),
+            control("p1", Control::Ping, true),
+            data("b", Data::Continue, false),
+            control("p2", Control::Ping, true),
+            data("c", Data::Continue, true),
+            Frame::close(None),
+        ],
+    );
+    assert_eq!(
+        got[..3],
+        [
+            Message::Pong("p1".into()),
+            Message::Pong("p2".into()),
+            Message::text("abc")
+        ],
+        "{got:?}"
+    );
+    // After a fragmented message, a whole one is taken as usual.
+    let got = answers_to(
+        addr,
+        vec![
+            data("a", Data::Binary, false),
+            data("b", Data::Continue, true),
+            data("c", Data::Binary, true),
+            Frame::close(None),
+        ],
+    );
+    assert_eq!(
+        got[..2],
+        [
+            Message::binary(b"ab".to_vec()),
+            Message::binary(b"c".to_vec())
+        ],
+        "{got:?}"
+    );
+    server.stop().wait().unwrap();
+}
