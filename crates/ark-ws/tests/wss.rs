@@ -127,3 +127,50 @@ fn python_websockets_over_tls_talks_to_the_wss_server() {
     );
     server.stop().wait().unwrap();
 }
+
+/// A wss client that finishes TLS and then sends nothing is closed by the handshake timeout,
+/// which counts from the TCP accept, TLS included (not by the 1 h idle timeout). The client is
+/// `openssl s_client` (installed by `scripts/setup-test-deps.sh`), which exits when the
+/// server closes.
+#[test]
+fn a_wss_client_silent_after_tls_is_closed_by_the_handshake_timeout() {
+    use std::process::Stdio;
+    let pki = Pki::generate(&["localhost"]).unwrap();
+    let echo = util::Echo::default();
+    let server = WsServer::builder()
+        .bind("127.0.0.1:0")
+        .tls(pki.server_tls().unwrap())
+        .handshake_timeout(Duration::from_millis(500))
+        .start(move |_| echo.clone())
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut client = Command::new("openssl")
+        .args(["s_client", "-quiet", "-connect"])
+        .arg(server.local_addr().to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("openssl (scripts/setup-test-deps.sh installs it)");
+    let status = loop {
+        if let Some(status) = client.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > Duration::from_secs(8) {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let waited = started.elapsed();
+    let _ = client.kill();
+    let _ = client.wait();
+    assert!(status.is_some(), "still open after {waited:?}");
+    assert!(
+        waited >= Duration::from_millis(400) && waited < Duration::from_secs(3),
+        "closed after {waited:?}"
+    );
+    assert!(ark_testkit::wait_until(Duration::from_secs(5), || {
+        server.stats().sessions_open == 0
+    }));
+    server.stop().wait().unwrap();
+}
