@@ -66,6 +66,20 @@ pub trait Endpoints: Sized {
     /// # Errors
     /// A thread could not be joined.
     fn stop(self) -> std::io::Result<()>;
+
+    /// A server-only run's stop (`--role server`): the server is given `drain` to close its
+    /// sessions, and what is still open then is cut. Returns how many were cut, where the
+    /// implementation can tell.
+    ///
+    /// # Errors
+    /// A thread could not be joined.
+    fn stop_within(self, drain: std::time::Duration) -> std::io::Result<Option<usize>>
+    where
+        Self: Sized,
+    {
+        let _ = drain;
+        self.stop().map(|()| None)
+    }
 }
 
 /// A running ark server of any protocol.
@@ -357,10 +371,22 @@ impl Endpoints for ArkEndpoints {
         args.udp_batch == Switch::On
     }
 
-    fn stop(self) -> std::io::Result<()> {
-        // Every client's stop begins at once; then each is waited for.
+    fn stop(mut self) -> std::io::Result<()> {
+        self.stop_clients()?;
+        self.stop_server(None).map(|_| ())
+    }
+
+    fn stop_within(mut self, drain: std::time::Duration) -> std::io::Result<Option<usize>> {
+        self.stop_clients()?;
+        self.stop_server(Some(drain)).map(Some)
+    }
+}
+
+impl ArkEndpoints {
+    /// Stops the clients: every client's stop begins at once; then each is waited for.
+    fn stop_clients(&mut self) -> std::io::Result<()> {
         let mut stopping = Vec::new();
-        for client in self.clients {
+        for client in std::mem::take(&mut self.clients) {
             match client {
                 Client::Tcp(c) => stopping.push(c.stop()),
                 Client::Udp(c) => stopping.push(c.stop()),
@@ -372,18 +398,28 @@ impl Endpoints for ArkEndpoints {
         for stop in stopping {
             stop.wait()?;
         }
-        match self.server {
-            Some(Server::Tcp(s)) => s.stop().wait()?,
-            Some(Server::Udp(s)) => s.stop().wait()?,
-            Some(Server::Ws(s)) => s.stop().wait()?,
-            Some(Server::Http(s)) => s.stop().wait()?,
-            Some(Server::Rudp(s)) => s.stop().wait()?,
-            None => {}
-        }
+        Ok(())
+    }
+
+    /// Stops the server (within `drain` if given: what is open then is cut, and counted),
+    /// then the IO threads.
+    fn stop_server(self, drain: Option<std::time::Duration>) -> std::io::Result<usize> {
+        let wait = |s: ark_reactor::Stopping| match drain {
+            Some(d) => s.wait_timeout_cut(d),
+            None => s.wait().map(|()| 0),
+        };
+        let cut = match self.server {
+            Some(Server::Tcp(s)) => wait(s.stop())?,
+            Some(Server::Udp(s)) => wait(s.stop())?,
+            Some(Server::Ws(s)) => wait(s.stop())?,
+            Some(Server::Http(s)) => wait(s.stop())?,
+            Some(Server::Rudp(s)) => wait(s.stop())?,
+            None => 0,
+        };
         for pool in self.pools {
             ark_reactor::release_pool(pool, true)?;
         }
-        Ok(())
+        Ok(cut)
     }
 }
 

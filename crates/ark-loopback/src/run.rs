@@ -138,7 +138,8 @@ pub fn run_server(args: &Args) -> std::io::Result<serde_json::Value> {
 }
 
 /// Runs the server only (`--role server`) for warm-up + measured + drain + 5 s (or until
-/// SIGINT/SIGTERM), then stops it gracefully and returns what it served.
+/// SIGINT/SIGTERM), then stops it, giving its sessions at most the drain to close (the rest
+/// are cut and counted in `server_sessions_cut`), and returns what it served.
 ///
 /// # Errors
 /// The IO threads or the server could not start.
@@ -152,8 +153,11 @@ pub fn serve<E: Endpoints>(args: &Args) -> std::io::Result<serde_json::Value> {
         args.warmup + args.seconds + args.drain + 5.0,
     ));
     let syscalls = endpoints.syscalls();
-    endpoints.stop()?;
+    // Told when to end, the server ends then: sessions still open after the drain (a client
+    // that never reads, say) are cut and counted, not waited for to their close timeout.
+    let cut = endpoints.stop_within(Duration::from_secs_f64(args.drain))?;
     Ok(serde_json::json!({
+        "server_sessions_cut": cut,
         "role": "server",
         "implementation": E::NAME,
         "address": addr.to_string(),

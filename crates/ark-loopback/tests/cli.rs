@@ -398,3 +398,58 @@ fn http_and_https_with_the_issue_flags_complete() {
         assert_eq!(record["protocol"], protocol);
     }
 }
+
+/// Regression: `--role server` with a client that never reads nor closes ended the transport's
+/// close timeout (10 s TCP, 30 s WebSocket) after the drain, not at it. Now the server gives
+/// its sessions the drain, cuts the rest and says how many.
+#[test]
+fn a_server_told_when_to_end_ends_then_and_counts_the_sessions_it_cut() {
+    for protocol in ["tcp", "websocket"] {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let addr = format!("127.0.0.1:{port}");
+        let started = std::time::Instant::now();
+        let server = binary()
+            .args(["--protocol", protocol, "--role", "server", "--bind", &addr])
+            .args(["--warmup", "0", "--seconds", "0.5", "--drain", "1"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // A peer that connects (and for WebSocket upgrades) and then never reads or closes.
+        let mut silent = None;
+        for _ in 0..100 {
+            if let Ok(s) = std::net::TcpStream::connect(&addr) {
+                silent = Some(s);
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let mut silent = silent.expect("the server listens");
+        if protocol == "websocket" {
+            use std::io::Write;
+            let upgrade = format!(
+                "GET / HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+            );
+            silent.write_all(upgrade.as_bytes()).unwrap();
+        }
+        let out = server.wait_with_output().unwrap();
+        let took = started.elapsed();
+        drop(silent);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let record: Value = serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap();
+        assert!(out.status.success(), "{protocol}: {record}");
+        // 0.5 s measured + 1 s drain + 5 s, then at most the 1 s drain and a second to close.
+        assert!(
+            took < std::time::Duration::from_secs(9),
+            "{protocol}: ended after {took:?}"
+        );
+        assert!(
+            record["server_sessions_cut"].as_u64().unwrap_or(0) >= 1,
+            "{protocol}: {record}"
+        );
+    }
+}

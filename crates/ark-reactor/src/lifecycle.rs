@@ -170,7 +170,7 @@ impl Stopping {
     /// Stopping an own pool failed.
     pub fn wait(mut self) -> io::Result<()> {
         let timeout = self.timeout;
-        self.finish(timeout)
+        self.finish(timeout).map(|_| ())
     }
 
     /// Waits at most `timeout` for the members; what is left is closed at once.
@@ -178,20 +178,32 @@ impl Stopping {
     /// # Errors
     /// Stopping an own pool failed.
     pub fn wait_timeout(mut self, timeout: Duration) -> io::Result<()> {
+        self.finish(timeout).map(|_| ())
+    }
+
+    /// As [`wait_timeout`](Self::wait_timeout); returns how many members (sessions, and a
+    /// listener that had not yet closed) were still there at the deadline and were closed at
+    /// once.
+    ///
+    /// # Errors
+    /// Stopping an own pool failed.
+    pub fn wait_timeout_cut(mut self, timeout: Duration) -> io::Result<usize> {
         self.finish(timeout)
     }
 
-    fn finish(&mut self, timeout: Duration) -> io::Result<()> {
+    fn finish(&mut self, timeout: Duration) -> io::Result<usize> {
         if std::mem::replace(&mut self.done, true) {
-            return Ok(());
+            return Ok(0);
         }
+        let mut cut = 0;
         if !self.life.wait_idle(Instant::now() + timeout) {
+            cut = self.life.live();
             self.life.remove_all();
             self.life.wait_idle(Instant::now() + Duration::from_secs(1));
         }
         match self.pool.take() {
-            Some((pool, owned)) => release_pool(pool, owned),
-            None => Ok(()),
+            Some((pool, owned)) => release_pool(pool, owned).map(|()| cut),
+            None => Ok(cut),
         }
     }
 }
