@@ -1,4 +1,5 @@
-//! Arbitrary datagrams into an established client/server pair and into the listener,
+//! Arbitrary datagrams (half of them ending in the session token) into an established
+//! client/server pair and into the listener,
 //! interleaved with real traffic and time: nothing panics, and the pair still carries
 //! messages both ways between the forged datagrams.
 #![no_main]
@@ -62,9 +63,18 @@ fuzz_target!(|input: &[u8]| {
         let (datagram, tail) = tail.split_at(n);
         rest = tail;
         step += 1;
+        // Every other forgery ends in the token its receiver expects (a hostile peer, not
+        // only an off-path one), so the parsers behind the token check are reached too.
+        let sealed = |conn: &Connection| {
+            let mut d = datagram.to_vec();
+            if step % 2 == 0 {
+                d.extend_from_slice(&conn.peer_token().unwrap_or_default());
+            }
+            d
+        };
         let _ = match step % 3 {
-            0 => server.handle_datagram(now, datagram),
-            1 => client.handle_datagram(now, datagram),
+            0 => server.handle_datagram(now, &sealed(&server)),
+            1 => client.handle_datagram(now, &sealed(&client)),
             _ => listener
                 .handle((now, SystemTime::now()), peer, datagram, &mut buf)
                 .map(|_| ()),
