@@ -19,8 +19,8 @@
 //!            of kind DATA or PARITY received so far, wrapping: the sender's loss measure)
 //! ```
 
-/// Protocol version in HELLO.
-pub(crate) const VERSION: u8 = 1;
+/// Protocol version in HELLO (2: datagrams after the handshake end in the session token).
+pub(crate) const VERSION: u8 = 2;
 /// A HELLO is padded to this size, so the server's answers (COOKIE, ACCEPT) are always
 /// smaller than what the client sent: no amplification.
 pub(crate) const HELLO_SIZE: usize = 1200;

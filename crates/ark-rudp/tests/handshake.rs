@@ -90,7 +90,7 @@ fn a_hello_without_a_cookie_gets_a_smaller_cookie_and_the_listener_keeps_nothing
             .is_err()
     );
     let mut other_version = hello.clone();
-    other_version[1] = 2;
+    other_version[1] = 1; // the version before the session tokens
     assert!(
         listener
             .handle((now, wall), peer(1), &other_version, &mut out)
@@ -233,7 +233,7 @@ impl Lcg {
 fn raw_hello(nonce: u64, cookie: [u8; 20]) -> Vec<u8> {
     let mut d = vec![0u8; HELLO];
     d[0] = 0x50;
-    d[1] = 1;
+    d[1] = 2; // the protocol version
     d[2..10].copy_from_slice(&nonce.to_be_bytes());
     d[10..30].copy_from_slice(&cookie);
     d

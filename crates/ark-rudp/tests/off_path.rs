@@ -22,7 +22,7 @@ fn forgeries() -> Vec<Vec<u8>> {
     ack.extend_from_slice(&[0; 16]);
     let mut hello = vec![0u8; 1200];
     hello[0] = 0x50;
-    hello[1] = 1;
+    hello[1] = 2; // this version: parsed, then refused for its nonce
     let mut cookie = vec![0x60];
     cookie.extend_from_slice(&[7; 8 + 20]);
     let mut accept = vec![0x70];
