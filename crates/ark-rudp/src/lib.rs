@@ -5,6 +5,10 @@
 //! * a handshake that keeps no server state and never answers with more bytes than it got
 //!   until the client proves its address (a stateless HMAC cookie; the HELLO is padded to
 //!   1200 bytes; replayed HELLOs make no second session);
+//! * every datagram after the handshake ending in an 8-byte per-session, per-direction token
+//!   derived from the handshake, so an off-path attacker spoofing the peer's address cannot
+//!   close, feed or keep alive a session (what lacks it is counted and dropped unread);
+//!   `max_sessions` on a server, `max_message` on both ends' receive side;
 //! * reliable ordered messages, reliable unordered ones and unreliable datagrams on the same
 //!   session; fragmentation to [`Config::mtu`] (default 1200 B);
 //! * selective acknowledgement (a cumulative point and a 64-bit map on every datagram),
