@@ -73,10 +73,7 @@ pub trait Endpoints: Sized {
     ///
     /// # Errors
     /// A thread could not be joined.
-    fn stop_within(self, drain: std::time::Duration) -> std::io::Result<Option<usize>>
-    where
-        Self: Sized,
-    {
+    fn stop_within(self, drain: std::time::Duration) -> std::io::Result<Option<usize>> {
         let _ = drain;
         self.stop().map(|()| None)
     }

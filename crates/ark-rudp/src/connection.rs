@@ -170,7 +170,6 @@ enum State {
 struct Keys {
     tx: [u8; TOKEN_LEN],
     rx: [u8; TOKEN_LEN],
-    server_side: bool,
 }
 
 impl Keys {
@@ -178,7 +177,6 @@ impl Keys {
         Keys {
             tx: t.client,
             rx: t.server,
-            server_side: false,
         }
     }
 
@@ -186,7 +184,6 @@ impl Keys {
         Keys {
             tx: t.server,
             rx: t.client,
-            server_side: true,
         }
     }
 }
@@ -538,7 +535,7 @@ impl Connection {
         match packet {
             Packet::Cookie { cookie, .. } => self.on_cookie(cookie, now),
             Packet::Accept { .. } => self.on_accept(now),
-            Packet::Hello { .. } if self.accepted_by_us() => {
+            Packet::Hello { .. } => {
                 // The ACCEPT is sent again: its round trip no longer tells the RTT.
                 self.accepted_at = None;
                 self.accept_pending = true;
@@ -546,11 +543,6 @@ impl Connection {
             _ => {}
         }
         Ok(())
-    }
-
-    /// Whether this is a server's connection (it has keys but never handshook as a client).
-    fn accepted_by_us(&self) -> bool {
-        self.keys.is_some_and(|k| k.server_side)
     }
 
     /// The server answered (ACCEPT, or anything only an accepted connection gets).

@@ -10,27 +10,7 @@ mod util;
 use std::time::Duration;
 
 use ark_rudp::{CloseReason, Config, Connection, Delivery, Event, Fec};
-use util::{Sim, sim_config};
-
-/// Every well-formed packet kind an attacker can write without knowing anything secret.
-fn forgeries() -> Vec<Vec<u8>> {
-    let mut data = vec![0x13]; // DATA, first and last fragment of a message
-    data.extend_from_slice(&0u32.to_be_bytes());
-    data.extend_from_slice(&[0; 16]); // ack block
-    data.extend_from_slice(b"evil");
-    let mut ack = vec![0x21]; // ACK with PING
-    ack.extend_from_slice(&[0; 16]);
-    let mut hello = vec![0u8; 1200];
-    hello[0] = 0x50;
-    hello[1] = 2; // this version: parsed, then refused for its nonce
-    let mut cookie = vec![0x60];
-    cookie.extend_from_slice(&[7; 8 + 20]);
-    let mut accept = vec![0x70];
-    accept.extend_from_slice(&[7; 8]);
-    let mut unreliable = vec![0x40];
-    unreliable.extend_from_slice(b"evil");
-    vec![vec![0x80, 0], unreliable, data, ack, hello, cookie, accept]
-}
+use util::{Sim, forgeries, sim_config};
 
 /// Each forgery bare, ending in a guessed token, and ending in `reflected` (a token the
 /// victim itself sends).
