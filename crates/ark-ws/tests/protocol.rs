@@ -320,15 +320,9 @@ fn fragment_order_follows_rfc_6455_section_5_4() {
         vec![data("x", Data::Continue, false)],
         "a non-final continuation without a start",
     );
+    protocol_error(vec![ping("p", false)], "a fragmented ping");
     protocol_error(
-        vec![ping("p", false)],
-        "a fragmented ping",
-    );
-    protocol_error(
-        vec![
-            data("a", Data::Text, false),
-            ping("p", false),
-        ],
+        vec![data("a", Data::Text, false), ping("p", false)],
         "a fragmented ping inside a fragmented message",
     );
     // Control frames may come between fragments: answered at once, the message whole after.

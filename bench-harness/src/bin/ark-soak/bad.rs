@@ -12,7 +12,7 @@ use crate::shared::{Ctx, Rng, pause, timed_out};
 use crate::tally::Ending;
 
 /// How long the server has to close a stalled connection (its own deadline is 10 s).
-const CLOSE_WAIT: Duration = Duration::from_secs(30);
+pub const CLOSE_WAIT: Duration = Duration::from_secs(30);
 
 /// How long a half-closed client waits for all its echoes and the end of stream.
 const HALF_CLOSE_WAIT: Duration = Duration::from_secs(60);
@@ -37,7 +37,7 @@ pub fn repeat(ctx: &Ctx, stream: u64, kind: &'static str, actor: Actor) {
 
 /// How a connection that the server should end did end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum End {
+pub enum End {
     /// The server's FIN.
     Eof,
     /// The server's reset.
@@ -50,7 +50,7 @@ enum End {
 
 /// Reads until the server ends the connection or `within` passes; returns how it ended and
 /// the bytes that came (at most `keep` kept).
-fn read_until_end(stream: &mut TcpStream, within: Duration, keep: usize) -> (End, Vec<u8>) {
+pub fn read_until_end(stream: &mut TcpStream, within: Duration, keep: usize) -> (End, Vec<u8>) {
     let deadline = Instant::now() + within;
     let (mut got, mut buf) = (Vec::new(), vec![0u8; 64 * 1024]);
     for _ in 0..1_000_000 {
@@ -74,7 +74,7 @@ fn read_until_end(stream: &mut TcpStream, within: Duration, keep: usize) -> (End
 }
 
 /// The ending of a connection the server had to close within [`CLOSE_WAIT`].
-fn must_close(end: End, started: Instant, detail: &str) -> Ending {
+pub fn must_close(end: End, started: Instant, detail: &str) -> Ending {
     match end {
         End::Eof => Ending::new(format!("closed by the server (EOF{detail})"), started),
         End::Reset => Ending::new(format!("closed by the server (reset{detail})"), started),
@@ -92,7 +92,7 @@ fn must_close(end: End, started: Instant, detail: &str) -> Ending {
 }
 
 /// A TCP connection for a bad actor, or the ending that says it could not connect.
-fn connect(
+pub fn connect(
     addr: std::net::SocketAddr,
     timeout: Duration,
     started: Instant,

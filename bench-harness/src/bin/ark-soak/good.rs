@@ -6,7 +6,9 @@ use std::net::UdpSocket;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use crate::http::HttpLink;
 use crate::link::{Link, Plan, TcpLink, WsLink, exchange};
+use crate::rudp::RudpLink;
 use crate::shared::{Ctx, Rng, pause, timed_out};
 use crate::tally::{Fault, Proto};
 
@@ -110,6 +112,81 @@ pub fn ws_long(ctx: &Ctx, stream: u64) {
     let plan = long_plan(5);
     let result = one_client(ctx, &mut rng, &t.ws, &plan, WsLink::connect, ctx.addrs.ws);
     t.client_ended(&t.ws, "long-lived ws client", result);
+}
+
+/// Short-lived clients of one of the protocols that run a [`Link`] (kept-alive HTTP, reliable
+/// UDP), one after another, until the run ends.
+fn short_clients<L: Link>(
+    ctx: &Ctx,
+    stream: u64,
+    proto: &Proto,
+    name: &str,
+    connect: fn(std::net::SocketAddr) -> io::Result<L>,
+    addr: std::net::SocketAddr,
+) {
+    let mut rng = Rng::new(ctx.seed, stream);
+    while ctx.running() {
+        let plan = short_plan(&mut rng);
+        proto.clients.fetch_add(1, Ordering::Relaxed);
+        let result = one_client(ctx, &mut rng, proto, &plan, connect, addr);
+        if !ctx.tally.client_ended(proto, name, result) {
+            pause(ctx, AFTER_FAILURE);
+        }
+    }
+}
+
+/// One client of a [`Link`] protocol for the whole run.
+fn long_client<L: Link>(
+    ctx: &Ctx,
+    stream: u64,
+    proto: &Proto,
+    name: &str,
+    connect: fn(std::net::SocketAddr) -> io::Result<L>,
+    addr: std::net::SocketAddr,
+) {
+    let mut rng = Rng::new(ctx.seed, stream);
+    proto.clients.fetch_add(1, Ordering::Relaxed);
+    proto.long_lived.fetch_add(1, Ordering::Relaxed);
+    let result = one_client(ctx, &mut rng, proto, &long_plan(0), connect, addr);
+    ctx.tally.client_ended(proto, name, result);
+}
+
+/// Short-lived HTTP clients: `POST /echo` requests pipelined on one kept-alive connection.
+pub fn http_short(ctx: &Ctx, stream: u64) {
+    let (t, addr) = (&ctx.tally, ctx.addrs.http);
+    short_clients(ctx, stream, &t.http, "http client", HttpLink::connect, addr);
+}
+
+/// One HTTP connection kept alive for the whole run.
+pub fn http_long(ctx: &Ctx, stream: u64) {
+    let (t, addr) = (&ctx.tally, ctx.addrs.http);
+    long_client(
+        ctx,
+        stream,
+        &t.http,
+        "long-lived http client",
+        HttpLink::connect,
+        addr,
+    );
+}
+
+/// Short-lived reliable-UDP clients (a handshake, ordered messages, a CLOSE).
+pub fn rudp_short(ctx: &Ctx, stream: u64) {
+    let (t, addr) = (&ctx.tally, ctx.addrs.rudp);
+    short_clients(ctx, stream, &t.rudp, "rudp client", RudpLink::connect, addr);
+}
+
+/// One reliable-UDP session for the whole run.
+pub fn rudp_long(ctx: &Ctx, stream: u64) {
+    let (t, addr) = (&ctx.tally, ctx.addrs.rudp);
+    long_client(
+        ctx,
+        stream,
+        &t.rudp,
+        "long-lived rudp client",
+        RudpLink::connect,
+        addr,
+    );
 }
 
 /// How long a UDP client waits for an echo before counting the datagram lost.

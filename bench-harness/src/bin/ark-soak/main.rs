@@ -1,26 +1,32 @@
-//! `ark-soak`: an on-demand soak test of ark's TCP, UDP and WebSocket servers.
+//! `ark-soak`: an on-demand soak test of ark's TCP, UDP, WebSocket, HTTP and reliable-UDP
+//! servers.
 //!
 //! ```text
 //! ark-soak run --minutes 10    # what scripts/soak.sh runs
 //! ark-soak server              # started by `run` as its child
 //! ```
 //!
-//! `run` starts `ark-soak server` as a child process (ark's three echo servers with default
+//! `run` starts `ark-soak server` as a child process (ark's five echo servers with default
 //! settings on 127.0.0.1) and drives it for the given minutes from several threads with
 //! blocking std sockets: well-behaved clients that check every echo byte for byte and in order
 //! (short-lived ones that come and go, and long-lived ones), and bad actors mixed in all along
 //! (half-close, stalled frame, flooder, oversized length, stalled WebSocket upgrade, WebSocket
-//! ping flood). Meanwhile it samples the child's VmRSS and open descriptors every second. At
+//! ping flood, HTTP heads with mixed or bare line endings or a chunk extension over the cap,
+//! and a reliable-UDP forger: a client through a relay socket while the relay sends forged
+//! packets from the peer's address to both ends). Meanwhile it samples the child's VmRSS and open descriptors every second. At
 //! the end it stops the clients, waits for the server to drain, closes the child's stdin (the
 //! child stops its servers and prints their final stats) and prints one JSON summary line.
 //! It fails (exit code 1, reasons on stderr) on any lost or wrong message, any well-behaved
 //! client error, a stalled connection the server did not close, a descriptor leak, memory
-//! growth, sessions or buffers left in the server, or a server that died.
+//! growth, sessions or buffers left in the server, a forgery not counted as unauthenticated
+//! (by the server and by the forger's client, exactly), or a server that died.
 
 mod bad;
 mod good;
+mod http;
 mod link;
 mod monitor;
+mod rudp;
 mod run;
 mod server;
 mod shared;
@@ -35,7 +41,7 @@ use clap::{Parser, Subcommand};
 #[derive(Parser, Debug)]
 #[command(
     name = "ark-soak",
-    about = "Soak test of ark's TCP, UDP and WebSocket servers under well-behaved and hostile clients"
+    about = "Soak test of ark's TCP, UDP, WebSocket, HTTP and reliable-UDP servers under well-behaved and hostile clients"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -47,7 +53,7 @@ struct Cli {
 enum Command {
     /// Drive an `ark-soak server` child for some minutes and judge it (prints a JSON summary).
     Run(run::RunArgs),
-    /// Run the three echo servers until stdin closes (addresses, then final stats, as JSON lines).
+    /// Run the five echo servers until stdin closes (addresses, then final stats, as JSON lines).
     Server,
 }
 

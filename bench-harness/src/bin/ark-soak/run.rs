@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use crate::monitor::{Monitor, Readings};
 use crate::shared::{Addrs, Ctx};
 use crate::tally::round;
-use crate::{bad, good, verdict};
+use crate::{bad, good, http, rudp, verdict};
 
 /// How long the server may take to print its addresses.
 const STARTUP_WAIT: Duration = Duration::from_secs(10);
@@ -126,6 +126,10 @@ fn jobs() -> Vec<(&'static str, Job)> {
         ("ws-long", good::ws_long),
         ("udp-short", good::udp_short),
         ("udp-long", good::udp_long),
+        ("http-short", good::http_short),
+        ("http-long", good::http_long),
+        ("rudp-short", good::rudp_short),
+        ("rudp-long", good::rudp_long),
         ("tcp-half-close", |c: &Ctx, s: u64| {
             bad::repeat(c, s, "tcp_half_close", bad::half_close)
         }),
@@ -143,6 +147,12 @@ fn jobs() -> Vec<(&'static str, Job)> {
         }),
         ("ws-ping-flood", |c: &Ctx, s: u64| {
             bad::repeat(c, s, "ws_ping_flood", bad::ws_ping_flood)
+        }),
+        ("http-bad-framing", |c: &Ctx, s: u64| {
+            bad::repeat(c, s, "http_bad_framing", http::bad_framing)
+        }),
+        ("rudp-forger", |c: &Ctx, s: u64| {
+            bad::repeat(c, s, "rudp_forger", rudp::forger)
         }),
     ]
 }
@@ -173,12 +183,14 @@ fn progress(ctx: &Ctx, r: &Readings, elapsed: Duration) {
     let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
     let (problems, _) = t.problems();
     eprintln!(
-        "[ark-soak] {:>4} s: echoes tcp {} ws {} udp {}; bad actors {}; problems {problems}; \
-         server rss {:.1} MiB, fds {}",
+        "[ark-soak] {:>4} s: echoes tcp {} ws {} udp {} http {} rudp {}; bad actors {}; \
+         problems {problems}; server rss {:.1} MiB, fds {}",
         elapsed.as_secs(),
         get(&t.tcp.messages),
         get(&t.ws.messages),
         get(&t.udp.messages),
+        get(&t.http.messages),
+        get(&t.rudp.messages),
         t.actor_runs(),
         r.rss_kib.last as f64 / 1024.0,
         r.fds.last,
@@ -267,6 +279,9 @@ fn summary(
         "tcp": t.tcp.json(),
         "udp": t.udp.json(),
         "ws": t.ws.json(),
+        "http": t.http.json(),
+        "rudp": t.rudp.json(),
+        "rudp_forged": t.forged.json(),
         "bad_actors": t.actors_json(),
         "rss_mib": {
             "baseline": mib(r.rss_kib.first),

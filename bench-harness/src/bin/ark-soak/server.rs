@@ -1,5 +1,5 @@
-//! `ark-soak server`: ark's TCP, UDP and WebSocket echo servers in one process, with default
-//! settings, on 127.0.0.1. Prints the addresses as one JSON line, serves until stdin closes,
+//! `ark-soak server`: ark's TCP, UDP, WebSocket, HTTP and reliable-UDP echo servers in one
+//! process, with default settings, on 127.0.0.1. Prints the addresses as one JSON line, serves until stdin closes,
 //! then prints the servers' stats (taken before stopping) and how the stop went as one JSON
 //! line.
 
@@ -10,6 +10,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use ark_http::{HttpServer, HttpServerHandle, Router};
+use ark_rudp::{ConnectionStats, RudpHandler, RudpServer, RudpServerHandle, RudpSession};
 use ark_tcp::{CloseReason, Session, TcpHandler, TcpServer, TcpServerHandle, TcpStats};
 use ark_udp::{UdpHandler, UdpServer, UdpServerHandle, UdpSession, UdpStats};
 use ark_ws::{Message, Request, WsClose, WsHandler, WsServer, WsServerHandle, WsSession};
@@ -37,7 +39,7 @@ impl Counts {
     }
 }
 
-/// The echo handler of all three servers: every message goes back as it came. One value per
+/// The echo handler of the TCP, UDP, WebSocket and reliable-UDP servers: every message goes back as it came. One value per
 /// session (the factory clones a template), sharing the server's [`Counts`].
 #[derive(Debug, Clone, Default)]
 struct Echo {
@@ -106,14 +108,44 @@ impl WsHandler for Echo {
     }
 }
 
-/// The three running servers and their handlers' counts.
+impl RudpHandler for Echo {
+    fn on_open(&mut self, _: &mut RudpSession<'_>) {
+        self.opened();
+    }
+    fn on_message(&mut self, session: &mut RudpSession<'_>, message: &[u8]) {
+        self.sent(session.send(message));
+    }
+    fn on_close(&mut self, _: &ark_rudp::CloseReason) {
+        self.closed();
+    }
+}
+
+/// The HTTP server's routes: `POST /echo` answers 200 with the request's body, `GET /echo`
+/// with an empty one. `served` counts the answers.
+fn http_router(served: Arc<AtomicU64>) -> Router {
+    let counted = served.clone();
+    Router::new()
+        .post("/echo", move |req, res| {
+            counted.fetch_add(1, Ordering::Relaxed);
+            res.header("content-type", "application/octet-stream")
+                .body(req.body());
+        })
+        .get("/echo", move |_, res| {
+            served.fetch_add(1, Ordering::Relaxed);
+            res.body(b"");
+        })
+}
+
+/// The five running servers and their handlers' counts.
 struct Servers {
     tcp: (TcpServerHandle, Echo),
     udp: (UdpServerHandle, Echo),
     ws: (WsServerHandle, Echo),
+    http: (HttpServerHandle, Arc<AtomicU64>),
+    rudp: (RudpServerHandle, Echo),
 }
 
-/// Starts the three servers on 127.0.0.1, ports chosen by the system.
+/// Starts the five servers on 127.0.0.1, ports chosen by the system.
 fn start() -> io::Result<Servers> {
     let any = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
     let (tcp_echo, udp_echo, ws_echo) = (Echo::default(), Echo::default(), Echo::default());
@@ -123,10 +155,19 @@ fn start() -> io::Result<Servers> {
     let udp = UdpServer::builder().bind(any).start(move |_| e.clone())?;
     let e = ws_echo.clone();
     let ws = WsServer::builder().bind(any).start(move |_| e.clone())?;
+    let served = Arc::new(AtomicU64::new(0));
+    let http = HttpServer::builder()
+        .bind(any)
+        .start(http_router(served.clone()))?;
+    let rudp_echo = Echo::default();
+    let e = rudp_echo.clone();
+    let rudp = RudpServer::builder().bind(any).start(move |_| e.clone())?;
     Ok(Servers {
         tcp: (tcp, tcp_echo),
         udp: (udp, udp_echo),
         ws: (ws, ws_echo),
+        http: (http, served),
+        rudp: (rudp, rudp_echo),
     })
 }
 
@@ -153,6 +194,19 @@ fn udp_json(s: &UdpStats) -> Value {
     })
 }
 
+/// The reliable-UDP server's counters (every session's, summed) as JSON; `null` if its
+/// socket's thread did not answer.
+fn rudp_json(s: Option<ConnectionStats>) -> Value {
+    s.map_or(Value::Null, |s| {
+        json!({
+            "data_sent": s.data_sent, "retransmissions": s.retransmissions,
+            "messages_delivered": s.messages_delivered, "duplicates": s.duplicates,
+            "malformed": s.malformed, "forged_acks": s.forged_acks,
+            "unauthenticated": s.unauthenticated, "refused_sessions": s.refused_sessions,
+        })
+    })
+}
+
 /// Runs `stop`, returning how long it took and its error, if any.
 fn timed_stop(stop: impl FnOnce() -> io::Result<()>) -> Value {
     let started = Instant::now();
@@ -166,15 +220,29 @@ fn timed_stop(stop: impl FnOnce() -> io::Result<()>) -> Value {
 /// Takes every server's stats, stops each gracefully, and reports both with the handlers'
 /// counts after the stop (every handler opened must have been closed).
 fn stop(servers: Servers) -> Value {
-    let Servers { tcp, udp, ws } = servers;
+    let Servers {
+        tcp,
+        udp,
+        ws,
+        http,
+        rudp,
+    } = servers;
     let (tcp_stats, udp_stats, ws_stats) = (tcp.0.stats(), udp.0.stats(), ws.0.stats());
+    let (http_stats, rudp_stats) = (http.0.stats(), rudp.0.stats());
     let tcp_stop = timed_stop(|| tcp.0.stop().wait_timeout(STOP_TIMEOUT));
     let udp_stop = timed_stop(|| udp.0.stop().wait_timeout(STOP_TIMEOUT));
     let ws_stop = timed_stop(|| ws.0.stop().wait_timeout(STOP_TIMEOUT));
+    let http_stop = timed_stop(|| http.0.stop().wait_timeout(STOP_TIMEOUT));
+    let rudp_stop = timed_stop(|| rudp.0.stop().wait_timeout(STOP_TIMEOUT));
     json!({
         "tcp": {"stats": tcp_json(&tcp_stats), "stop": tcp_stop, "after_stop": tcp.1.counts.json()},
         "udp": {"stats": udp_json(&udp_stats), "stop": udp_stop, "after_stop": udp.1.counts.json()},
         "ws": {"stats": tcp_json(&ws_stats), "stop": ws_stop, "after_stop": ws.1.counts.json()},
+        "http": {
+            "stats": tcp_json(&http_stats), "stop": http_stop,
+            "requests_served": http.1.load(Ordering::Relaxed),
+        },
+        "rudp": {"stats": rudp_json(rudp_stats), "stop": rudp_stop, "after_stop": rudp.1.counts.json()},
     })
 }
 
@@ -199,6 +267,8 @@ pub fn serve() -> ExitCode {
         "tcp": servers.tcp.0.local_addr().to_string(),
         "udp": servers.udp.0.local_addr().to_string(),
         "ws": servers.ws.0.local_addr().to_string(),
+        "http": servers.http.0.local_addr().to_string(),
+        "rudp": servers.rudp.0.local_addr().to_string(),
     });
     if print_line(&addrs).is_err() {
         return ExitCode::FAILURE;

@@ -10,7 +10,7 @@ use crate::tally::Tally;
 /// Largest message a well-behaved client sends (16 KiB).
 pub const MAX_MESSAGE: u64 = 16 * 1024;
 
-/// The three servers' addresses, as the server child printed them.
+/// The five servers' addresses, as the server child printed them.
 #[derive(Debug, Clone, Copy)]
 pub struct Addrs {
     /// The TCP echo server (4-byte length prefix).
@@ -19,6 +19,10 @@ pub struct Addrs {
     pub udp: SocketAddr,
     /// The WebSocket echo server.
     pub ws: SocketAddr,
+    /// The HTTP echo server (`POST /echo` answers with the body).
+    pub http: SocketAddr,
+    /// The reliable-UDP echo server.
+    pub rudp: SocketAddr,
 }
 
 impl Addrs {
@@ -40,6 +44,8 @@ impl Addrs {
             tcp: addr("tcp")?,
             udp: addr("udp")?,
             ws: addr("ws")?,
+            http: addr("http")?,
+            rudp: addr("rudp")?,
         })
     }
 }

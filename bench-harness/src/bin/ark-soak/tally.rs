@@ -67,6 +67,29 @@ impl Proto {
     }
 }
 
+/// Forged reliable-UDP packets sent from a session's peer address, without its token.
+#[derive(Debug, Default)]
+pub struct Forged {
+    /// Sent to the server.
+    pub to_server: AtomicU64,
+    /// Sent to the forgers' own clients.
+    pub to_clients: AtomicU64,
+    /// Of those, what the clients counted as unauthenticated.
+    pub counted_by_clients: AtomicU64,
+}
+
+impl Forged {
+    /// The counters as JSON.
+    pub fn json(&self) -> Value {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        json!({
+            "to_server": get(&self.to_server),
+            "to_clients": get(&self.to_clients),
+            "counted_by_clients": get(&self.counted_by_clients),
+        })
+    }
+}
+
 /// How one bad actor's run ended.
 #[derive(Debug, Clone, Default)]
 pub struct Ending {
@@ -143,6 +166,12 @@ pub struct Tally {
     pub udp: Proto,
     /// WebSocket well-behaved clients.
     pub ws: Proto,
+    /// HTTP well-behaved clients.
+    pub http: Proto,
+    /// Reliable-UDP well-behaved clients.
+    pub rudp: Proto,
+    /// Forged reliable-UDP packets the forgers sent: to the server, and to their clients.
+    pub forged: Forged,
     actors: Mutex<BTreeMap<&'static str, Actor>>,
     problems: Mutex<Vec<String>>,
     problem_count: AtomicU64,

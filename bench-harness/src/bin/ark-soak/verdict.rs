@@ -27,7 +27,10 @@ pub fn judge(
     clients(tally, &mut why);
     resources(readings, &mut why);
     match server {
-        Ok(final_stats) => server_stats(final_stats, &mut why),
+        Ok(final_stats) => {
+            server_stats(final_stats, &mut why);
+            forgeries(tally, final_stats, &mut why);
+        }
         Err(e) => why.push(format!("no final stats from the server: {e}")),
     }
     match exit {
@@ -40,7 +43,13 @@ pub fn judge(
 
 /// Lost or wrong messages, client errors, and bad actors that were not dealt with.
 fn clients(tally: &Tally, why: &mut Vec<String>) {
-    let protos: [(&str, &Proto); 3] = [("tcp", &tally.tcp), ("udp", &tally.udp), ("ws", &tally.ws)];
+    let protos: [(&str, &Proto); 5] = [
+        ("tcp", &tally.tcp),
+        ("udp", &tally.udp),
+        ("ws", &tally.ws),
+        ("http", &tally.http),
+        ("rudp", &tally.rudp),
+    ];
     for (name, p) in protos {
         let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
         let (lost, wrong, errors) = (get(&p.lost), get(&p.wrong), get(&p.errors));
@@ -89,7 +98,7 @@ fn resources(r: &Readings, why: &mut Vec<String>) {
 /// After the drain: no TCP or WebSocket session, receive buffer or send queue left; after the
 /// stop: every handler opened was closed, and no stop failed.
 fn server_stats(v: &Value, why: &mut Vec<String>) {
-    for server in ["tcp", "ws"] {
+    for server in ["tcp", "ws", "http"] {
         for field in ["sessions_open", "recv_buffer_bytes", "send_queue_bytes"] {
             let n = v[server]["stats"][field].as_u64();
             if n != Some(0) {
@@ -97,7 +106,7 @@ fn server_stats(v: &Value, why: &mut Vec<String>) {
             }
         }
     }
-    for server in ["tcp", "udp", "ws"] {
+    for server in ["tcp", "udp", "ws", "rudp"] {
         let after = &v[server]["after_stop"];
         let (opened, closed) = (&after["handlers_opened"], &after["handlers_closed"]);
         if opened.as_u64().is_none() || opened != closed {
@@ -105,9 +114,23 @@ fn server_stats(v: &Value, why: &mut Vec<String>) {
                 "{server} server after the stop: {opened} handlers opened, {closed} closed"
             ));
         }
+    }
+    for server in ["tcp", "udp", "ws", "http", "rudp"] {
         let error = &v[server]["stop"]["stop_error"];
         if !error.is_null() {
             why.push(format!("{server} server's stop failed: {error}"));
         }
+    }
+}
+
+/// Every forged reliable-UDP packet sent to the server was counted as unauthenticated (the
+/// well-behaved clients send none), and none was taken for a message.
+fn forgeries(tally: &Tally, v: &Value, why: &mut Vec<String>) {
+    let sent = tally.forged.to_server.load(Ordering::Relaxed);
+    let counted = v["rudp"]["stats"]["unauthenticated"].as_u64();
+    if counted != Some(sent) {
+        why.push(format!(
+            "rudp server: {counted:?} packets counted unauthenticated, {sent} forgeries sent to it"
+        ));
     }
 }
