@@ -282,6 +282,16 @@ impl HttpConn {
         limits.max_head + limits.max_body as usize + 64 * 1024
     }
 
+    /// Once the connection is done (a refusal, a 408, an answer that closes), nothing more
+    /// is read from it: the request bytes held and the decoder's body go at once, not when
+    /// the close finishes (up to `close_timeout` later, a whole `max_body` per connection).
+    fn release_if_done(&mut self) {
+        if self.done {
+            self.pending = Vec::new();
+            self.decoder = RequestDecoder::new(*self.decoder.limits());
+        }
+    }
+
     /// Serves `pending` (the bytes kept from earlier reads) and drops what it consumed.
     fn serve_pending(&mut self, session: &mut Session<'_>) {
         let pending = std::mem::take(&mut self.pending);
@@ -330,6 +340,7 @@ impl TcpHandler for HttpConn {
         if self.pending.is_empty() {
             self.pending = Vec::new();
         }
+        self.release_if_done();
         self.watch(session);
     }
 
@@ -337,6 +348,7 @@ impl TcpHandler for HttpConn {
         self.drain_waiting();
         self.flush(session);
         self.close_when_answered(session);
+        self.release_if_done();
         if self.out.is_empty() && !self.pending.is_empty() && !self.done {
             self.serve_pending(session);
             self.watch(session);
@@ -362,6 +374,7 @@ impl TcpHandler for HttpConn {
             self.done = true;
             self.flush(session);
             self.close_when_answered(session);
+            self.release_if_done();
         }
     }
 
@@ -564,5 +577,33 @@ mod tests {
                 "nothing held after the last request"
             );
         }
+    }
+
+    /// Regression: after the 408 for a stalled body, the connection kept the request bytes
+    /// it held until its close ended, up to `close_timeout` later (a refusal already let
+    /// them go: what it refuses is consumed).
+    #[test]
+    fn after_a_408_the_connection_holds_no_request_bytes() {
+        let router = Arc::new(Router::new().post("/echo", |req, res| {
+            res.body(req.body());
+        }));
+        let config = HttpConfig::default();
+        let timeout = config.request_timeout;
+        let conn = HttpConn::new(router, Arc::new(config));
+        let codec = Raw::new().with_max_frame_len(64 * 1024);
+        let mut sim = Simulator::new(conn, codec, SessionConfig::default());
+        sim.peer_send(b"POST /echo HTTP/1.1\r\nhost: x\r\ncontent-length: 8388608\r\n\r\n");
+        for _ in 0..64 {
+            sim.peer_send(&[b'a'; 64 * 1024]);
+        }
+        assert!(
+            sim.handler().pending.capacity() >= 4 << 20,
+            "half the body is held"
+        );
+        sim.advance(timeout);
+        let answer = sim.peer_read();
+        let first = String::from_utf8_lossy(&answer[..answer.len().min(40)]).into_owned();
+        assert!(answer.starts_with(b"HTTP/1.1 408 "), "{first}");
+        assert_eq!(sim.handler().pending.capacity(), 0, "after the 408");
     }
 }
