@@ -18,17 +18,23 @@ pub struct ResultSet {
 
 impl ResultSet {
     /// `root/<machine>-<YYYYMMDD>`, created if needed, for records in `records` (a file
-    /// name such as `baseline.jsonl`): several matrices of one day share the set, but a set
-    /// that already holds `records` is never overwritten — the next free
-    /// `<machine>-<YYYYMMDD>-2`, `-3`, ... is used instead.
-    pub fn create(root: &Path, machine: &str, records: &str) -> std::io::Result<ResultSet> {
+    /// name such as `baseline.jsonl`) run from `commit`: several matrices of one day and one
+    /// commit share the set, but a set that already holds `records`, or records of another
+    /// commit, is never added to — the next such `<machine>-<YYYYMMDD>-2`, `-3`, ... is used
+    /// instead.
+    pub fn create(
+        root: &Path,
+        machine: &str,
+        records: &str,
+        commit: &str,
+    ) -> std::io::Result<ResultSet> {
         let base = format!("{machine}-{}", utc_date_compact());
         let dir = (1..)
             .map(|n| match n {
                 1 => root.join(&base),
                 n => root.join(format!("{base}-{n}")),
             })
-            .find(|dir| !dir.join(records).exists())
+            .find(|dir| !dir.join(records).exists() && only_from(dir, commit))
             .expect("an unbounded range finds a free name");
         std::fs::create_dir_all(&dir)?;
         Ok(ResultSet { dir })
@@ -102,6 +108,25 @@ impl ResultSet {
     }
 }
 
+/// Whether every run in `dir` (each `*.metadata.json`) was made from `commit`; an absent or
+/// empty directory holds none.
+fn only_from(dir: &Path, commit: &str) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return true;
+    };
+    entries.flatten().all(|entry| {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.ends_with("metadata.json") {
+            return true;
+        }
+        let recorded = std::fs::read_to_string(entry.path())
+            .ok()
+            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+            .and_then(|v| v["git_commit"].as_str().map(str::to_string));
+        recorded.as_deref() == Some(commit)
+    })
+}
+
 /// Appends records to one JSON-lines file, flushing each line (a run stopped midway keeps
 /// every record written so far).
 #[derive(Debug)]
@@ -134,22 +159,39 @@ mod tests {
     fn a_second_run_of_a_matrix_gets_a_new_set_and_other_matrices_share_the_first() {
         let root = std::env::temp_dir().join(format!("result-set-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
-        let first = ResultSet::create(&root, "m", "baseline.jsonl").unwrap();
+        let first = ResultSet::create(&root, "m", "baseline.jsonl", "c1").unwrap();
         first.start_records("baseline.jsonl").unwrap();
-        let other = ResultSet::create(&root, "m", "udp-limits.jsonl").unwrap();
+        let other = ResultSet::create(&root, "m", "udp-limits.jsonl", "c1").unwrap();
         assert_eq!(
             other.dir(),
             first.dir(),
             "another matrix joins the day's set"
         );
-        let second = ResultSet::create(&root, "m", "baseline.jsonl").unwrap();
+        let second = ResultSet::create(&root, "m", "baseline.jsonl", "c1").unwrap();
         assert_eq!(
             second.dir().file_name().unwrap().to_string_lossy(),
             format!("{}-2", first.dir().file_name().unwrap().to_string_lossy())
         );
         second.start_records("baseline.jsonl").unwrap();
-        let third = ResultSet::create(&root, "m", "baseline.jsonl").unwrap();
+        let third = ResultSet::create(&root, "m", "baseline.jsonl", "c1").unwrap();
         assert!(third.dir().to_string_lossy().ends_with("-3"));
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    /// Regression: a second matrix of the day went into the day's first set although that
+    /// set's records came from another commit.
+    #[test]
+    fn a_matrix_joins_only_a_set_of_its_own_commit() {
+        let root = std::env::temp_dir().join(format!("result-set-commit-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let first = ResultSet::create(&root, "m", "baseline.jsonl", "c1").unwrap();
+        first.start_records("baseline.jsonl").unwrap();
+        let meta = r#"{"git_commit": "c1"}"#;
+        std::fs::write(first.dir().join("baseline.metadata.json"), meta).unwrap();
+        let same = ResultSet::create(&root, "m", "rudp.jsonl", "c1").unwrap();
+        assert_eq!(same.dir(), first.dir());
+        let other = ResultSet::create(&root, "m", "rudp.jsonl", "c2").unwrap();
+        assert!(other.dir().to_string_lossy().ends_with("-2"), "{other:?}");
         let _ = std::fs::remove_dir_all(&root);
     }
 

@@ -379,6 +379,7 @@ fn run(args: &RunArgs) -> Result<(), String> {
             &root.join("results"),
             &metadata.machine,
             &format!("{name}.jsonl"),
+            &metadata.git_commit,
         )
         .map_err(|e| e.to_string())?,
     };

@@ -885,15 +885,14 @@ fn docs_index(dir: &Path) -> Result<(), String> {
     else {
         return Ok(());
     };
-    let mut newest: BTreeMap<String, PathBuf> = BTreeMap::new();
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(results)
+    // Newest by when the run finished (its metadata), not by the set's name: names sort
+    // by machine first, and a set's number counts only that machine's sets of the day.
+    let mut newest: BTreeMap<String, (RunAge, PathBuf)> = BTreeMap::new();
+    let dirs = std::fs::read_dir(results)
         .map_err(|e| e.to_string())?
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.is_dir())
-        .collect();
-    // Oldest first, by the date in the set's name (machines sort apart alphabetically).
-    dirs.sort_by_key(|d| set_age(&d.file_name().unwrap_or_default().to_string_lossy()));
+        .filter(|p| p.is_dir());
     for d in dirs {
         for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
             let path = entry.path();
@@ -902,10 +901,14 @@ fn docs_index(dir: &Path) -> Result<(), String> {
                     .file_stem()
                     .map(|s| s.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                newest.insert(stem, d.clone());
+                let age = run_age(&d, &stem);
+                if newest.get(&stem).is_none_or(|(seen, _)| age > *seen) {
+                    newest.insert(stem, (age, d.clone()));
+                }
             }
         }
     }
+    let newest = newest.into_iter().map(|(stem, (_, d))| (stem, d));
     let docs = results
         .parent()
         .unwrap_or(Path::new("."))
@@ -946,6 +949,21 @@ fn docs_index(dir: &Path) -> Result<(), String> {
 }
 
 /// When a set named `<machine>-<YYYYMMDD>[-N]` was made: its date, then N (1 without).
+/// When a matrix's run in a set finished (`finished_utc` of its metadata, ISO 8601 so it
+/// sorts as text; empty if absent), then the set's name order ([`set_age`]).
+type RunAge = (String, (String, u32, String));
+
+/// The [`RunAge`] of matrix `stem` in set `dir`.
+fn run_age(dir: &Path, stem: &str) -> RunAge {
+    let finished = std::fs::read_to_string(dir.join(format!("{stem}.metadata.json")))
+        .ok()
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+        .and_then(|v| v["finished_utc"].as_str().map(str::to_string))
+        .unwrap_or_default();
+    let name = dir.file_name().unwrap_or_default().to_string_lossy();
+    (finished, set_age(&name))
+}
+
 fn set_age(name: &str) -> (String, u32, String) {
     let parts: Vec<&str> = name.split('-').collect();
     let is_date = |p: &&str| p.len() == 8 && p.bytes().all(|b| b.is_ascii_digit());
@@ -1048,7 +1066,7 @@ pub(crate) fn compare(a: &Path, b: &Path) -> Result<String, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::set_age;
+    use super::{run_age, set_age};
 
     #[test]
     fn sets_order_by_their_date_and_number_not_by_machine() {
@@ -1068,5 +1086,23 @@ mod tests {
                 "epyc-2c-20261201-2"
             ]
         );
+    }
+
+    /// Regression: `xeon-2c-20261202-2` finished after `epyc-2c-20261202-8`, and the index
+    /// named the EPYC set as the newest (by its name's number).
+    #[test]
+    fn the_newest_run_is_the_one_that_finished_last() {
+        let root = std::env::temp_dir().join(format!("ark-run-age-{}", std::process::id()));
+        let set = |name: &str, finished: &str| {
+            let dir = root.join(name);
+            std::fs::create_dir_all(&dir).unwrap();
+            let meta = format!(r#"{{"finished_utc": "{finished}"}}"#);
+            std::fs::write(dir.join("baseline.metadata.json"), meta).unwrap();
+            dir
+        };
+        let epyc = set("epyc-2c-20261202-8", "2026-12-02T16:40:06Z");
+        let xeon = set("xeon-2c-20261202-2", "2026-12-02T23:47:11Z");
+        assert!(run_age(&xeon, "baseline") > run_age(&epyc, "baseline"));
+        std::fs::remove_dir_all(&root).unwrap();
     }
 }

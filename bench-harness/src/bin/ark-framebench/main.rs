@@ -235,8 +235,13 @@ fn run(args: &RunArgs) -> Result<(), String> {
             metadata.git_dirty_paths.len()
         );
     }
-    let set = ResultSet::create(&args.results_dir, &metadata.machine, "framing.jsonl")
-        .map_err(|e| e.to_string())?;
+    let set = ResultSet::create(
+        &args.results_dir,
+        &metadata.machine,
+        "framing.jsonl",
+        &metadata.git_commit,
+    )
+    .map_err(|e| e.to_string())?;
     let records = set
         .start_records("framing.jsonl")
         .map_err(|e| e.to_string())?;
