@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use ark_frame::Raw;
 use ark_tcp::{
-    CloseReason, IoModel, ReactorConfig, ReactorPool, Session, SessionHandle, TcpClient,
-    TcpClientHandle, TcpHandler, TimerId,
+    CloseReason, IoModel, ReactorConfig, ReactorPool, TcpClient, TcpClientHandle, TcpHandler,
+    TcpSession, TcpSessionHandle, TimerId,
 };
 
 use crate::answers::{AnswerReader, AnswerSink, ClientResponse};
@@ -222,7 +222,7 @@ struct Conn {
     /// Keeps the connection alive; dropped away from its reactor (see `Shared::graveyard`).
     client: Option<TcpClientHandle>,
     /// Set at open: how the agent wakes the connection.
-    session: Option<SessionHandle>,
+    session: Option<TcpSessionHandle>,
     /// A job handed to the connection while idle, taken in its next turn.
     mailbox: Option<Job>,
     /// The job the connection is serving, by id (cancel finds it here).
@@ -689,7 +689,7 @@ impl AnswerSink for OneAnswer {
 
 impl AgentConn {
     /// Writes `job`'s request and starts its deadline; settles it instead if it is stale.
-    fn start(&mut self, session: &mut Session<'_>, job: Job) -> bool {
+    fn start(&mut self, session: &mut TcpSession<'_>, job: Job) -> bool {
         if let Some(error) = job.stale(Instant::now()) {
             job.settle(Err(error));
             return false;
@@ -709,7 +709,7 @@ impl AgentConn {
 
     /// The connection is free: the next job of the origin, or idle. Stale jobs in the queue
     /// are settled on the way.
-    fn next(&mut self, session: &mut Session<'_>) {
+    fn next(&mut self, session: &mut TcpSession<'_>) {
         loop {
             let job = {
                 let mut state = self.shared.lock();
@@ -738,7 +738,7 @@ impl AgentConn {
 }
 
 impl TcpHandler for AgentConn {
-    fn on_open(&mut self, session: &mut Session<'_>) {
+    fn on_open(&mut self, session: &mut TcpSession<'_>) {
         self.opened = true;
         let first = {
             let mut state = self.shared.lock();
@@ -760,7 +760,7 @@ impl TcpHandler for AgentConn {
         }
     }
 
-    fn on_message(&mut self, session: &mut Session<'_>, bytes: &[u8]) {
+    fn on_message(&mut self, session: &mut TcpSession<'_>, bytes: &[u8]) {
         let mut sink = OneAnswer {
             head: self
                 .job
@@ -796,7 +796,7 @@ impl TcpHandler for AgentConn {
         job.settle(Ok(response));
     }
 
-    fn on_wake(&mut self, session: &mut Session<'_>) {
+    fn on_wake(&mut self, session: &mut TcpSession<'_>) {
         if self
             .job
             .as_ref()
@@ -823,7 +823,7 @@ impl TcpHandler for AgentConn {
         }
     }
 
-    fn on_timer(&mut self, session: &mut Session<'_>, timer: TimerId) {
+    fn on_timer(&mut self, session: &mut TcpSession<'_>, timer: TimerId) {
         if self.timer != Some(timer) {
             return;
         }

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use ark_frame::Raw;
 use ark_tcp::{
-    CloseReason, ReactorPool, SendError, Session, TcpClient, TcpClientHandle, TcpHandler, TcpStats,
+    CloseReason, ReactorPool, SendError, TcpClient, TcpClientHandle, TcpHandler, TcpSession,
+    TcpStats,
 };
 
 use crate::answers::{AnswerReader, AnswerSink, ClientResponse};
@@ -18,7 +19,7 @@ use crate::head::Limits;
 
 /// A client connection's view for its handler: send requests.
 pub struct ClientSession<'s, 'a> {
-    tcp: &'s mut Session<'a>,
+    tcp: &'s mut TcpSession<'a>,
     host: &'s str,
     in_flight: &'s mut VecDeque<bool>,
     buf: &'s mut Vec<u8>,
@@ -133,7 +134,10 @@ struct ClientConn<H> {
 }
 
 impl<H: HttpClientHandler> ClientConn<H> {
-    fn view<'s, 'a>(&'s mut self, tcp: &'s mut Session<'a>) -> (&'s mut H, ClientSession<'s, 'a>) {
+    fn view<'s, 'a>(
+        &'s mut self,
+        tcp: &'s mut TcpSession<'a>,
+    ) -> (&'s mut H, ClientSession<'s, 'a>) {
         (
             &mut self.handler,
             ClientSession {
@@ -165,14 +169,14 @@ impl<H: HttpClientHandler> AnswerSink for Deliver<'_, '_, '_, H> {
 }
 
 impl<H: HttpClientHandler> TcpHandler for ClientConn<H> {
-    fn on_open(&mut self, tcp: &mut Session<'_>) {
+    fn on_open(&mut self, tcp: &mut TcpSession<'_>) {
         self.reader.reset();
         self.in_flight.clear();
         let (handler, mut session) = self.view(tcp);
         handler.on_open(&mut session);
     }
 
-    fn on_message(&mut self, tcp: &mut Session<'_>, bytes: &[u8]) {
+    fn on_message(&mut self, tcp: &mut TcpSession<'_>, bytes: &[u8]) {
         let ClientConn {
             handler,
             host,
@@ -192,7 +196,7 @@ impl<H: HttpClientHandler> TcpHandler for ClientConn<H> {
         }
     }
 
-    fn on_writable(&mut self, tcp: &mut Session<'_>) {
+    fn on_writable(&mut self, tcp: &mut TcpSession<'_>) {
         let (handler, mut session) = self.view(tcp);
         handler.on_writable(&mut session);
     }

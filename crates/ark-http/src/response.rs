@@ -47,7 +47,7 @@ pub struct Response {
     body: Vec<u8>,
     close: bool,
     /// Wakes the connection when a deferred answer is ready.
-    waker: Option<ark_tcp::SessionHandle>,
+    waker: Option<ark_tcp::TcpSessionHandle>,
     /// The handler deferred its answer to this slot.
     deferred: Option<Slot>,
 }
@@ -71,7 +71,7 @@ impl Response {
     }
 
     /// The connection to wake when a deferred answer is ready.
-    pub(crate) fn set_waker(&mut self, waker: ark_tcp::SessionHandle) {
+    pub(crate) fn set_waker(&mut self, waker: ark_tcp::TcpSessionHandle) {
         self.waker = Some(waker);
     }
 
@@ -176,7 +176,7 @@ impl Response {
 #[derive(Debug)]
 pub struct Responder {
     slot: Slot,
-    waker: Option<ark_tcp::SessionHandle>,
+    waker: Option<ark_tcp::TcpSessionHandle>,
     answered: bool,
 }
 

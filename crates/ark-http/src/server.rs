@@ -10,8 +10,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ark_frame::Raw;
 use ark_tcp::{
-    CloseReason, IoModel, ReactorPool, SendError, Session, Stopping, TcpHandler, TcpServer,
-    TcpServerHandle, TcpStats, TimerId,
+    CloseReason, IoModel, ReactorPool, SendError, Stopping, TcpHandler, TcpServer, TcpServerHandle,
+    TcpSession, TcpStats, TimerId,
 };
 
 use crate::decoder::{Decoded, RequestDecoder};
@@ -120,7 +120,7 @@ impl HttpConn {
     }
 
     /// Answers every whole request at the front of `input`; returns the bytes consumed.
-    fn serve(&mut self, session: &mut Session<'_>, input: &[u8]) -> usize {
+    fn serve(&mut self, session: &mut TcpSession<'_>, input: &[u8]) -> usize {
         let mut at = 0;
         if !self.waker_set {
             self.waker_set = true;
@@ -161,7 +161,7 @@ impl HttpConn {
     }
 
     /// Once the connection is done and no deferred answer is outstanding, closes it.
-    fn close_when_answered(&mut self, session: &mut Session<'_>) {
+    fn close_when_answered(&mut self, session: &mut TcpSession<'_>) {
         if self.done && self.waiting.is_empty() {
             session.close();
         }
@@ -253,7 +253,7 @@ impl HttpConn {
     }
 
     /// Hands the encoded answers to the session; they wait here while its queue is full.
-    fn flush(&mut self, session: &mut Session<'_>) {
+    fn flush(&mut self, session: &mut TcpSession<'_>) {
         if self.out.is_empty() {
             return;
         }
@@ -264,7 +264,7 @@ impl HttpConn {
     }
 
     /// Keeps the request deadline armed while a request is under way.
-    fn watch(&mut self, session: &mut Session<'_>) {
+    fn watch(&mut self, session: &mut TcpSession<'_>) {
         match (self.pending.is_empty(), self.deadline) {
             (false, None) => self.deadline = Some(session.set_timer(self.config.request_timeout)),
             (true, Some(timer)) => {
@@ -293,7 +293,7 @@ impl HttpConn {
     }
 
     /// Serves `pending` (the bytes kept from earlier reads) and drops what it consumed.
-    fn serve_pending(&mut self, session: &mut Session<'_>) {
+    fn serve_pending(&mut self, session: &mut TcpSession<'_>) {
         let pending = std::mem::take(&mut self.pending);
         let used = self.serve(session, &pending);
         self.pending = pending;
@@ -302,7 +302,7 @@ impl HttpConn {
 }
 
 impl TcpHandler for HttpConn {
-    fn on_message(&mut self, session: &mut Session<'_>, bytes: &[u8]) {
+    fn on_message(&mut self, session: &mut TcpSession<'_>, bytes: &[u8]) {
         if self.done {
             return;
         }
@@ -344,7 +344,7 @@ impl TcpHandler for HttpConn {
         self.watch(session);
     }
 
-    fn on_wake(&mut self, session: &mut Session<'_>) {
+    fn on_wake(&mut self, session: &mut TcpSession<'_>) {
         self.drain_waiting();
         self.flush(session);
         self.close_when_answered(session);
@@ -355,7 +355,7 @@ impl TcpHandler for HttpConn {
         }
     }
 
-    fn on_writable(&mut self, session: &mut Session<'_>) {
+    fn on_writable(&mut self, session: &mut TcpSession<'_>) {
         self.flush(session);
         if self.out.is_empty() && !self.pending.is_empty() && !self.done {
             self.serve_pending(session);
@@ -363,7 +363,7 @@ impl TcpHandler for HttpConn {
         }
     }
 
-    fn on_timer(&mut self, session: &mut Session<'_>, timer: TimerId) {
+    fn on_timer(&mut self, session: &mut TcpSession<'_>, timer: TimerId) {
         if self.deadline == Some(timer) {
             self.deadline = None;
             self.response.reset();
@@ -456,13 +456,13 @@ impl HttpServerBuilder {
         let config = Arc::new(self.config);
         // Answers of pipelined requests pause reading at 1 MiB queued (a client that does not
         // read its answers is held back by TCP), and the queue stops at 4 MiB.
-        let session = ark_tcp::SessionConfig {
+        let session = ark_tcp::TcpConfig {
             idle_timeout: Some(config.keep_alive_timeout.max(config.request_timeout)),
             stall_timeout: None,
             send_limit: 4 * 1024 * 1024,
             high_watermark: 1024 * 1024,
             low_watermark: 256 * 1024,
-            ..ark_tcp::SessionConfig::default()
+            ..ark_tcp::TcpConfig::default()
         };
         let mut tcp = TcpServer::builder()
             .bind(addr)
@@ -510,7 +510,7 @@ impl HttpServerHandle {
 mod tests {
     use super::*;
     use ark_frame::Raw;
-    use ark_tcp::{SessionConfig, Simulator};
+    use ark_tcp::{Simulator, TcpConfig};
 
     /// Pipelined POSTs of many sizes (an empty body, one byte, sizes around a read, 40 KB).
     fn requests() -> (Vec<u8>, Vec<Vec<u8>>) {
@@ -564,7 +564,7 @@ mod tests {
         for piece in [1, 7, 100, 1000, 4096, 16_385, 30_000, 65_536] {
             let conn = HttpConn::new(router.clone(), Arc::new(HttpConfig::default()));
             let codec = Raw::new().with_max_frame_len(64 * 1024);
-            let mut sim = Simulator::new(conn, codec, SessionConfig::default());
+            let mut sim = Simulator::new(conn, codec, TcpConfig::default());
             let mut answers = Vec::new();
             for chunk in stream.chunks(piece) {
                 sim.peer_send(chunk);
@@ -591,7 +591,7 @@ mod tests {
         let timeout = config.request_timeout;
         let conn = HttpConn::new(router, Arc::new(config));
         let codec = Raw::new().with_max_frame_len(64 * 1024);
-        let mut sim = Simulator::new(conn, codec, SessionConfig::default());
+        let mut sim = Simulator::new(conn, codec, TcpConfig::default());
         sim.peer_send(b"POST /echo HTTP/1.1\r\nhost: x\r\ncontent-length: 8388608\r\n\r\n");
         for _ in 0..64 {
             sim.peer_send(&[b'a'; 64 * 1024]);

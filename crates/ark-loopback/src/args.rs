@@ -265,11 +265,11 @@ pub struct Args {
     #[arg(long = "rudp-fec", default_value = "adaptive", value_parser = rudp_fec)]
     pub rudp_fec: RudpFec,
     /// For rudp's adaptive FEC: the acceptable probability that a group has more losses
-    /// than parity (ark-rudp's `Config::fec_residual`; default: ark-rudp's), in (0, 1).
+    /// than parity (ark-rudp's `RudpConfig::fec_residual`; default: ark-rudp's), in (0, 1).
     #[arg(long = "rudp-fec-residual", value_parser = probability)]
     pub rudp_fec_residual: Option<f64>,
     /// For rudp's FEC: the longest a group waits for data before its parity leaves, in
-    /// milliseconds (ark-rudp's `Config::fec_max_delay`; default: ark-rudp's).
+    /// milliseconds (ark-rudp's `RudpConfig::fec_max_delay`; default: ark-rudp's).
     #[arg(long = "rudp-fec-delay-ms", value_parser = seconds((0.0, 10_000.0), false))]
     pub rudp_fec_delay_ms: Option<f64>,
 }

@@ -400,7 +400,7 @@ impl Drop for Core {
 pub struct TcpClient(pub Core);
 
 impl ark_tcp::TcpHandler for TcpClient {
-    fn on_open(&mut self, session: &mut ark_tcp::Session<'_>) {
+    fn on_open(&mut self, session: &mut ark_tcp::TcpSession<'_>) {
         if let Some(tls) = session.tls() {
             self.0.note_tls(&tls.version, &tls.cipher_suite);
         }
@@ -408,10 +408,10 @@ impl ark_tcp::TcpHandler for TcpClient {
             .on_connected(session.tls().is_some_and(|t| t.resumed));
         self.0.pump(|m| session.send(m).is_ok());
     }
-    fn on_message(&mut self, session: &mut ark_tcp::Session<'_>, message: &[u8]) {
+    fn on_message(&mut self, session: &mut ark_tcp::TcpSession<'_>, message: &[u8]) {
         self.0.on_echo(message, |m| session.send(m).is_ok());
     }
-    fn on_writable(&mut self, session: &mut ark_tcp::Session<'_>) {
+    fn on_writable(&mut self, session: &mut ark_tcp::TcpSession<'_>) {
         self.0.pump(|m| session.send(m).is_ok());
     }
     fn on_close(&mut self, _: &ark_tcp::CloseReason) {

@@ -110,7 +110,7 @@ pub struct ArkEndpoints {
     /// `--rudp-fec` as the record spells it.
     rudp_fec: String,
     /// The rudp settings of the run.
-    rudp_config: ark_rudp::Config,
+    rudp_config: ark_rudp::RudpConfig,
 }
 
 impl std::fmt::Debug for ArkEndpoints {
@@ -336,13 +336,13 @@ impl Endpoints for ArkEndpoints {
             return None;
         };
         let mut server_side = server.stats()?;
-        let mut client_side = ark_rudp::ConnectionStats::default();
+        let mut client_side = ark_rudp::RudpStats::default();
         for client in &self.clients {
             if let Client::Rudp(c) = client {
                 client_side.add(&c.stats()?);
             }
         }
-        let json = |s: &ark_rudp::ConnectionStats| {
+        let json = |s: &ark_rudp::RudpStats| {
             serde_json::json!({
                 "data_sent": s.data_sent,
                 "retransmissions": s.retransmissions,
@@ -421,8 +421,8 @@ impl ArkEndpoints {
 }
 
 /// The reliable-UDP settings of a run: `--rudp-fec` on both ends, the rest the defaults.
-fn rudp_config(args: &Args) -> ark_rudp::Config {
-    let mut config = ark_rudp::Config::default();
+fn rudp_config(args: &Args) -> ark_rudp::RudpConfig {
+    let mut config = ark_rudp::RudpConfig::default();
     config.fec = match args.rudp_fec {
         RudpFec::Off => ark_rudp::Fec::Off,
         RudpFec::Fixed { k, m } => ark_rudp::Fec::Fixed { k, m },

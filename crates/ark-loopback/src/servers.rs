@@ -61,7 +61,7 @@ impl Echo {
 }
 
 impl ark_tcp::TcpHandler for Echo {
-    fn on_message(&mut self, session: &mut ark_tcp::Session<'_>, message: &[u8]) {
+    fn on_message(&mut self, session: &mut ark_tcp::TcpSession<'_>, message: &[u8]) {
         self.before_echo(message);
         if session.send(message).is_err() {
             self.rejected();

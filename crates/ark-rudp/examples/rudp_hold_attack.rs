@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use ark_rudp::{Config, Congestion, Delivery, RudpClient, RudpHandler, RudpSession};
+use ark_rudp::{Congestion, Delivery, RudpClient, RudpConfig, RudpHandler, RudpSession};
 
 const SESSIONS: usize = 50;
 const MESSAGE: usize = 600_000;
@@ -63,7 +63,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let socket = UdpSocket::bind("127.0.0.1:0")?;
         let addr = socket.local_addr()?;
         relays.push(relay(socket, server, stop.clone()));
-        let mut config = Config::default();
+        let mut config = RudpConfig::default();
         config.congestion = Congestion::Off; // only the server's receive window limits it
         config.send_buffer = 4 * MESSAGE;
         config.max_message = MESSAGE; // over the server's 256 KiB: refused only once whole

@@ -8,7 +8,7 @@ use crate::fec::Fec;
 /// The settings of reliable-UDP connections (both ends read their own).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
-pub struct Config {
+pub struct RudpConfig {
     /// Largest fragment payload per datagram (default 1200 B, which with the 26-byte header
     /// and IPv6 + UDP headers stays under a 1280-byte path MTU).
     pub mtu: usize,
@@ -65,14 +65,14 @@ pub struct Config {
     pub cookie_lifetime: Duration,
     /// A server holds at most this many sessions (default 10,000); a valid HELLO past it gets
     /// no session and no answer (the client's handshake times out), and is counted in
-    /// `ConnectionStats::refused_sessions`. A session's memory is bounded by its send buffer
+    /// `RudpStats::refused_sessions`. A session's memory is bounded by its send buffer
     /// and its receive window, so this bounds the server's.
     pub max_sessions: usize,
 }
 
-impl Default for Config {
+impl Default for RudpConfig {
     fn default() -> Self {
-        Config {
+        RudpConfig {
             mtu: 1200,
             max_message: 256 * 1024,
             receive_window: 1024,
@@ -97,7 +97,7 @@ impl Default for Config {
     }
 }
 
-impl Config {
+impl RudpConfig {
     /// The largest message these settings can carry: `max_message`, cut to half the receive
     /// window in fragments.
     pub(crate) fn message_limit(&self) -> usize {

@@ -4,7 +4,7 @@
 //! measured against, simple enough to verify, and fair to TCP on a shared bottleneck. Two
 //! choices adapt it to a lossy link: losses FEC repairs never reach it (the receiver
 //! acknowledges recovered fragments), and the window never falls below a floor
-//! (`Config::min_window`), so random, non-congestive loss cannot starve a flow. `Off` leaves
+//! (`RudpConfig::min_window`), so random, non-congestive loss cannot starve a flow. `Off` leaves
 //! only the peer's flow-control window (as KCP's `nc`).
 
 use std::time::Instant;

@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::config::Config;
+use crate::config::RudpConfig;
 use crate::congestion::Controller;
 use crate::cookie::SessionTokens;
 use crate::fec::{FecReceiver, FecSender};
@@ -40,13 +40,13 @@ pub enum CloseReason {
     /// The server or client stopped.
     #[error("stopped")]
     Stopped,
-    /// The peer sent a message longer than this end's `Config::max_message`: it was dropped
+    /// The peer sent a message longer than this end's `RudpConfig::max_message`: it was dropped
     /// unread, and the connection closed (a CLOSE goes to the peer).
     #[error("the peer sent a message of {len} bytes, over the limit of {max} bytes")]
     MessageTooLarge {
         /// The message's length.
         len: usize,
-        /// `Config::max_message`.
+        /// `RudpConfig::max_message`.
         max: usize,
     },
 }
@@ -55,7 +55,7 @@ pub enum CloseReason {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SendError {
-    /// Longer than a message can be (`Config::max_message`, or the MTU for unreliable ones).
+    /// Longer than a message can be (`RudpConfig::max_message`, or the MTU for unreliable ones).
     #[error("message of {len} bytes exceeds the limit of {max} bytes")]
     TooLarge {
         /// The message's length.
@@ -68,7 +68,7 @@ pub enum SendError {
     Full {
         /// Bytes buffered.
         buffered: usize,
-        /// `Config::send_buffer`.
+        /// `RudpConfig::send_buffer`.
         limit: usize,
     },
     /// The connection is closed.
@@ -83,14 +83,14 @@ pub enum Delivery {
     Ordered,
     /// Reliable, delivered as soon as it is whole.
     Unordered,
-    /// One datagram, not repeated if lost (at most `Config::mtu` bytes).
+    /// One datagram, not repeated if lost (at most `RudpConfig::mtu` bytes).
     Unreliable,
 }
 
 /// Counters of one connection.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 #[non_exhaustive]
-pub struct ConnectionStats {
+pub struct RudpStats {
     /// DATA datagrams sent (first transmissions and retransmissions).
     pub data_sent: u64,
     /// DATA datagrams sent again.
@@ -110,7 +110,7 @@ pub struct ConnectionStats {
     /// Datagrams without the session's token, or handshake datagrams with another nonce:
     /// dropped unread (they close, feed and refresh nothing).
     pub unauthenticated: u64,
-    /// Valid handshakes a server refused because it held `Config::max_sessions` already.
+    /// Valid handshakes a server refused because it held `RudpConfig::max_sessions` already.
     pub refused_sessions: u64,
     /// Messages delivered.
     pub messages_delivered: u64,
@@ -120,9 +120,9 @@ pub struct ConnectionStats {
     pub srtt: Duration,
 }
 
-impl ConnectionStats {
+impl RudpStats {
     /// Adds `other`'s counters (not the estimates).
-    pub fn add(&mut self, other: &ConnectionStats) {
+    pub fn add(&mut self, other: &RudpStats) {
         self.data_sent += other.data_sent;
         self.retransmissions += other.retransmissions;
         self.parity_sent += other.parity_sent;
@@ -233,7 +233,7 @@ impl LossMeter {
 /// delivers ([`recv`](Self::recv)) and its events ([`poll_event`](Self::poll_event)).
 #[derive(Debug)]
 pub struct Connection {
-    config: Arc<Config>,
+    config: Arc<RudpConfig>,
     state: State,
     nonce: u64,
     /// The tokens this end sends and expects, once it knows the cookie.
@@ -260,11 +260,11 @@ pub struct Connection {
     last_received: Instant,
     last_progress: Instant,
     events: VecDeque<Event>,
-    stats: ConnectionStats,
+    stats: RudpStats,
 }
 
 impl Connection {
-    fn new(config: Arc<Config>, now: Instant, nonce: u64, state: State) -> Connection {
+    fn new(config: Arc<RudpConfig>, now: Instant, nonce: u64, state: State) -> Connection {
         let window = u64::from(config.receive_window);
         Connection {
             send: Sender::new(first_seq(nonce), window),
@@ -290,14 +290,14 @@ impl Connection {
             last_received: now,
             last_progress: now,
             events: VecDeque::new(),
-            stats: ConnectionStats::default(),
+            stats: RudpStats::default(),
             config,
         }
     }
 
     /// A client connection; its first [`poll_transmit`](Self::poll_transmit) sends the HELLO.
     /// `nonce` names this connection attempt (random).
-    pub fn client(config: Arc<Config>, now: Instant, nonce: u64) -> Connection {
+    pub fn client(config: Arc<RudpConfig>, now: Instant, nonce: u64) -> Connection {
         let state = State::Handshaking {
             cookie: [0; COOKIE_LEN],
             next_hello: now,
@@ -309,7 +309,7 @@ impl Connection {
 
     /// A server connection for a HELLO whose cookie checked out (see [`crate::Listener`]).
     pub(crate) fn accepted(
-        config: Arc<Config>,
+        config: Arc<RudpConfig>,
         now: Instant,
         nonce: u64,
         cookie: &[u8; COOKIE_LEN],
@@ -357,8 +357,8 @@ impl Connection {
     }
 
     /// The counters.
-    pub fn stats(&self) -> ConnectionStats {
-        ConnectionStats {
+    pub fn stats(&self) -> RudpStats {
+        RudpStats {
             parity_sent: self.fec_tx.parity_sent,
             fec_recovered: self.fec_rx.recovered,
             duplicates: self.recv.duplicates,
@@ -450,7 +450,7 @@ impl Connection {
     /// After the handshake a datagram must end in the session's token; one that does not
     /// (forged by an off-path attacker spoofing the peer's address, or from an earlier
     /// session), and a handshake datagram with another nonce, is counted
-    /// ([`ConnectionStats::unauthenticated`]) and dropped unread: it closes, feeds and
+    /// ([`RudpStats::unauthenticated`]) and dropped unread: it closes, feeds and
     /// refreshes nothing.
     ///
     /// # Errors
@@ -639,7 +639,7 @@ impl Connection {
 
 /// Sending and time.
 impl Connection {
-    /// Writes the next datagram to send into `out` (at least `Config::mtu` + 64 bytes, and
+    /// Writes the next datagram to send into `out` (at least `RudpConfig::mtu` + 64 bytes, and
     /// 1200 for a client's HELLO); returns its length, or `None` when nothing is due.
     pub fn poll_transmit(&mut self, now: Instant, out: &mut [u8]) -> Option<usize> {
         // Closing: what was queued leaves once, before the CLOSE (nothing is repeated).

@@ -10,8 +10,8 @@ use std::time::{Instant, SystemTime};
 use ark_reactor::TimerId;
 use ark_udp::{UdpHandler, UdpSession};
 
-use crate::config::Config;
-use crate::connection::{CloseReason, Connection, ConnectionStats, Event};
+use crate::config::RudpConfig;
+use crate::connection::{CloseReason, Connection, Event, RudpStats};
 use crate::listener::{Incoming, Listener};
 use crate::session::{Command, Mailbox, RudpHandler, RudpSession, TimerOwner, Timers};
 
@@ -51,14 +51,14 @@ pub(crate) struct Driver<H> {
     mailbox: Arc<Mailbox>,
     out: Vec<u8>,
     /// Counters of connections already closed.
-    closed_stats: ConnectionStats,
+    closed_stats: RudpStats,
     connected: bool,
-    /// `Config::max_sessions`.
+    /// `RudpConfig::max_sessions`.
     max_sessions: usize,
 }
 
 impl<H: RudpHandler> Driver<H> {
-    pub(crate) fn new(role: Role<H>, config: &Config, mailbox: Arc<Mailbox>) -> Self {
+    pub(crate) fn new(role: Role<H>, config: &RudpConfig, mailbox: Arc<Mailbox>) -> Self {
         let connected = matches!(role, Role::Client { .. });
         Driver {
             role,
@@ -68,7 +68,7 @@ impl<H: RudpHandler> Driver<H> {
             armed: None,
             mailbox,
             out: vec![0; (config.mtu + 128).max(crate::packet::HELLO_SIZE)],
-            closed_stats: ConnectionStats::default(),
+            closed_stats: RudpStats::default(),
             connected,
             max_sessions: config.max_sessions,
         }
@@ -166,7 +166,7 @@ impl<H: RudpHandler> Driver<H> {
         }
     }
 
-    fn stats(&self) -> ConnectionStats {
+    fn stats(&self) -> RudpStats {
         let mut total = self.closed_stats;
         for e in self.entries.values() {
             total.add(&e.conn.stats());

@@ -10,8 +10,8 @@ use ark_udp::{
     UdpCast, UdpCastBuilder, UdpClient as UdpClientSocket, UdpClientBuilder, UdpSocketHandle,
 };
 
-use crate::config::Config;
-use crate::connection::{Connection, ConnectionStats, Delivery};
+use crate::config::RudpConfig;
+use crate::connection::{Connection, Delivery, RudpStats};
 use crate::cookie::random_u64;
 use crate::driver::{Driver, Role};
 use crate::listener::Listener;
@@ -20,8 +20,8 @@ use crate::session::{Mailbox, RudpHandler, RudpSessionHandle};
 /// Socket settings both builders share.
 macro_rules! socket_options {
     () => {
-        /// The connections' settings (default [`Config::default`]).
-        pub fn config(mut self, config: Config) -> Self {
+        /// The connections' settings (default [`RudpConfig::default`]).
+        pub fn config(mut self, config: RudpConfig) -> Self {
             self.config = config;
             self
         }
@@ -58,11 +58,11 @@ macro_rules! socket_options {
 pub struct RudpServer;
 
 impl RudpServer {
-    /// A builder with the default [`Config`].
+    /// A builder with the default [`RudpConfig`].
     pub fn builder() -> RudpServerBuilder {
         RudpServerBuilder {
             udp: UdpCast::builder(),
-            config: Config::default(),
+            config: RudpConfig::default(),
         }
     }
 }
@@ -71,7 +71,7 @@ impl RudpServer {
 #[derive(Debug)]
 pub struct RudpServerBuilder {
     udp: UdpCastBuilder,
-    config: Config,
+    config: RudpConfig,
 }
 
 impl RudpServerBuilder {
@@ -126,7 +126,7 @@ impl RudpServerHandle {
 
     /// Every session's counters summed (closed sessions included), read on the socket's
     /// thread; `None` if it is stopped.
-    pub fn stats(&self) -> Option<ConnectionStats> {
+    pub fn stats(&self) -> Option<RudpStats> {
         self.mailbox.stats()
     }
 
@@ -142,11 +142,11 @@ impl RudpServerHandle {
 pub struct RudpClient;
 
 impl RudpClient {
-    /// A builder with the default [`Config`].
+    /// A builder with the default [`RudpConfig`].
     pub fn builder() -> RudpClientBuilder {
         RudpClientBuilder {
             udp: UdpClientSocket::builder(),
-            config: Config::default(),
+            config: RudpConfig::default(),
         }
     }
 }
@@ -155,7 +155,7 @@ impl RudpClient {
 #[derive(Debug)]
 pub struct RudpClientBuilder {
     udp: UdpClientBuilder,
-    config: Config,
+    config: RudpConfig,
 }
 
 impl RudpClientBuilder {
@@ -163,7 +163,7 @@ impl RudpClientBuilder {
 
     /// Connects to `server` and starts the handshake; `handler.on_open` runs once it
     /// finishes, or `on_close(CloseReason::HandshakeTimeout)` if it does not within
-    /// `Config::handshake_timeout`.
+    /// `RudpConfig::handshake_timeout`.
     ///
     /// # Errors
     /// The address does not resolve; binding or starting the pool failed.
@@ -226,7 +226,7 @@ impl RudpClientHandle {
     }
 
     /// The session's counters (after it closed: its last ones); `None` if stopped.
-    pub fn stats(&self) -> Option<ConnectionStats> {
+    pub fn stats(&self) -> Option<RudpStats> {
         self.mailbox.stats()
     }
 

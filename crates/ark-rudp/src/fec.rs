@@ -1,6 +1,6 @@
 //! Forward error correction: Reed–Solomon groups over whole DATA datagrams
 //! (`reed-solomon-simd`). A group takes up to `k` data datagrams; when it is full, or its
-//! first member has waited `Config::fec_max_delay` (or half the smoothed RTT, whichever is
+//! first member has waited `RudpConfig::fec_max_delay` (or half the smoothed RTT, whichever is
 //! shorter), `m` parity datagrams follow. Any `k` of the `k + m` rebuild the missing data
 //! datagrams; ARQ repairs what a group cannot.
 //!
@@ -30,7 +30,7 @@ pub enum Fec {
     },
     /// Groups of up to 16 data datagrams; parity per group from the loss measured (the
     /// peer's count of what arrived): the fewest parity datagrams for which a group stays
-    /// unrecoverable with probability at most `Config::fec_residual` (none while no loss is
+    /// unrecoverable with probability at most `RudpConfig::fec_residual` (none while no loss is
     /// measured).
     Adaptive,
 }

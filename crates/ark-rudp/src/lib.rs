@@ -10,7 +10,7 @@
 //!   close, feed or keep alive a session (what lacks it is counted and dropped unread);
 //!   `max_sessions` on a server, `max_message` on both ends' receive side;
 //! * reliable ordered messages, reliable unordered ones and unreliable datagrams on the same
-//!   session; fragmentation to [`Config::mtu`] (default 1200 B);
+//!   session; fragmentation to [`RudpConfig::mtu`] (default 1200 B);
 //! * selective acknowledgement (a cumulative point and a 64-bit map on every datagram),
 //!   RTT estimation and the retransmission timeout of RFC 6298, fast retransmit (packet and
 //!   time thresholds), NewReno congestion control with a floor (see [`Congestion`]), the
@@ -71,9 +71,9 @@ mod send;
 mod session;
 
 pub use ark_reactor::{IoModel, ReactorPool, Stopping, TimerId};
-pub use config::Config;
+pub use config::RudpConfig;
 pub use congestion::Congestion;
-pub use connection::{CloseReason, Connection, ConnectionStats, Delivery, Event, SendError};
+pub use connection::{CloseReason, Connection, Delivery, Event, RudpStats, SendError};
 pub use endpoint::{
     RudpClient, RudpClientBuilder, RudpClientHandle, RudpServer, RudpServerBuilder,
     RudpServerHandle,

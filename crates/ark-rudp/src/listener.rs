@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use crate::config::Config;
+use crate::config::RudpConfig;
 use crate::connection::Connection;
 use crate::cookie::CookieJar;
 use crate::packet::{self, COOKIE_LEN, Packet, PacketError};
@@ -31,7 +31,7 @@ pub enum Incoming {
 /// The stateless half of a server's handshake.
 #[derive(Debug)]
 pub struct Listener {
-    config: Arc<Config>,
+    config: Arc<RudpConfig>,
     jar: CookieJar,
     accepted: HashSet<u64>,
     order: VecDeque<u64>,
@@ -39,7 +39,7 @@ pub struct Listener {
 
 impl Listener {
     /// A listener making connections with `config`.
-    pub fn new(config: Arc<Config>) -> Listener {
+    pub fn new(config: Arc<RudpConfig>) -> Listener {
         Listener {
             jar: CookieJar::new(config.cookie_lifetime),
             config,

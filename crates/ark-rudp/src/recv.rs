@@ -49,7 +49,7 @@ pub(crate) struct Receiver {
     /// Fragments held now (bytes bounded by window × fragment size).
     held: usize,
     pub(crate) duplicates: u64,
-    /// The largest message delivered (`Config::max_message`): a larger one is dropped whole
+    /// The largest message delivered (`RudpConfig::max_message`): a larger one is dropped whole
     /// and recorded in `oversized`.
     limit: usize,
     /// The length of a message over `limit` that the peer sent: a protocol violation.

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use ark_reactor::{Deadlines, TimerId};
 use ark_udp::UdpWaker;
 
-use crate::connection::{CloseReason, Connection, ConnectionStats, Delivery, SendError};
+use crate::connection::{CloseReason, Connection, Delivery, RudpStats, SendError};
 
 /// The callbacks of one reliable-UDP session. One handler value per session; callbacks run on
 /// the thread serving the socket, never two at once.
@@ -76,7 +76,7 @@ pub(crate) enum Command {
     Send(SocketAddr, Vec<u8>, Delivery),
     Close(SocketAddr),
     /// The sum of every session's counters (closed ones included), answered on the channel.
-    Stats(mpsc::Sender<ConnectionStats>),
+    Stats(mpsc::Sender<RudpStats>),
 }
 
 /// The mailbox of a socket's sessions, and the waker of its thread.
@@ -103,7 +103,7 @@ impl Mailbox {
 
     /// Every session's counters summed on the socket's thread; `None` if it does not answer
     /// within a second (stopped).
-    pub(crate) fn stats(&self) -> Option<ConnectionStats> {
+    pub(crate) fn stats(&self) -> Option<RudpStats> {
         let (tx, rx) = mpsc::channel();
         self.post(Command::Stats(tx));
         rx.recv_timeout(Duration::from_secs(1)).ok()
@@ -136,7 +136,7 @@ impl RudpSession<'_> {
     /// Sends a reliable message, delivered in order. It leaves at the end of the turn.
     ///
     /// # Errors
-    /// [`SendError::TooLarge`] past `Config::max_message`; [`SendError::Full`] when the send
+    /// [`SendError::TooLarge`] past `RudpConfig::max_message`; [`SendError::Full`] when the send
     /// buffer is full; [`SendError::Closed`].
     pub fn send(&mut self, message: &[u8]) -> Result<(), SendError> {
         self.conn.send(message, Delivery::Ordered)
@@ -150,7 +150,7 @@ impl RudpSession<'_> {
         self.conn.send(message, Delivery::Unordered)
     }
 
-    /// Sends one datagram, not repeated if lost (at most `Config::mtu` bytes).
+    /// Sends one datagram, not repeated if lost (at most `RudpConfig::mtu` bytes).
     ///
     /// # Errors
     /// As [`send`](Self::send).
@@ -164,7 +164,7 @@ impl RudpSession<'_> {
     }
 
     /// The session's counters.
-    pub fn stats(&self) -> ConnectionStats {
+    pub fn stats(&self) -> RudpStats {
         self.conn.stats()
     }
 

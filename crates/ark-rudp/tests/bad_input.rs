@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use ark_link::LinkConfig;
-use ark_rudp::{Config, Connection, Fec, Incoming, Listener};
+use ark_rudp::{Connection, Fec, Incoming, Listener, RudpConfig};
 use proptest::prelude::*;
 use util::{Flow, Side, Sim, sim_config};
 
@@ -257,7 +257,7 @@ proptest! {
         port in 1u16..,
         v6 in any::<bool>(),
     ) {
-        let mut listener = Listener::new(Arc::new(Config::default()));
+        let mut listener = Listener::new(Arc::new(RudpConfig::default()));
         let ip = if v6 { IpAddr::V6(Ipv6Addr::LOCALHOST) } else { IpAddr::V4(Ipv4Addr::LOCALHOST) };
         let peer = SocketAddr::new(ip, port);
         let mut out = vec![0u8; 64];

@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use ark_rudp::{
-    CloseReason, Config, Connection, Delivery, Event, Incoming, Listener, RudpClient, RudpServer,
+    CloseReason, Connection, Delivery, Event, Incoming, Listener, RudpClient, RudpConfig,
+    RudpServer,
 };
 use util::{Note, Reporter, next_note};
 
@@ -17,8 +18,8 @@ const HELLO: usize = 1200;
 const KIND_COOKIE: u8 = 0x60;
 const KIND_ACCEPT: u8 = 0x70;
 
-fn config() -> Arc<Config> {
-    Arc::new(Config::default())
+fn config() -> Arc<RudpConfig> {
+    Arc::new(RudpConfig::default())
 }
 
 /// The HELLO a fresh client with `nonce` sends first (no cookie).
@@ -177,7 +178,7 @@ fn a_valid_cookie_accepts_once_and_replays_and_other_addresses_are_refused() {
 #[test]
 fn an_unanswered_client_retries_with_backoff_then_times_out() {
     let start = Instant::now();
-    let mut config = Config::default();
+    let mut config = RudpConfig::default();
     config.handshake_timeout = Duration::from_secs(5);
     let mut client = Connection::client(Arc::new(config), start, 9);
     let mut now = start;

@@ -9,7 +9,7 @@ mod util;
 
 use std::time::Duration;
 
-use ark_rudp::{CloseReason, Config, Connection, Delivery, Event, Fec};
+use ark_rudp::{CloseReason, Connection, Delivery, Event, Fec, RudpConfig};
 use util::{Sim, forgeries, sim_config};
 
 /// Each forgery bare, ending in a guessed token, and ending in `reflected` (a token the
@@ -30,7 +30,7 @@ fn attack(victim: &mut Connection, now: std::time::Instant, reflected: [u8; 8]) 
     sent
 }
 
-fn connected(config: Config) -> Sim {
+fn connected(config: RudpConfig) -> Sim {
     let link = |seed| util::link(seed, Duration::from_millis(5));
     let mut sim = Sim::new(
         config.clone(),

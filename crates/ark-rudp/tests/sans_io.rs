@@ -8,7 +8,7 @@ mod util;
 use std::time::Duration;
 
 use ark_link::LinkConfig;
-use ark_rudp::{CloseReason, Config, Delivery, Event, Fec, SendError};
+use ark_rudp::{CloseReason, Delivery, Event, Fec, RudpConfig, SendError};
 use util::{Flow, Scenario, Side, Sim, Traffic, exchange, sim_config};
 
 const MESSAGES: usize = 2_000;
@@ -278,7 +278,7 @@ fn sequences_wrap_around_the_32_bit_space() {
 }
 
 /// Settings with short dead-peer timeouts, a 100 ms first RTO and a 16 KiB send buffer.
-fn impatient() -> Config {
+fn impatient() -> RudpConfig {
     let mut config = sim_config(Fec::Off);
     config.initial_rto = Duration::from_millis(100);
     config.send_buffer = 16 * 1024;
@@ -289,7 +289,7 @@ fn impatient() -> Config {
 }
 
 /// A connected pair over a clean 5 ms link with `config` on both ends.
-fn connected(config: Config) -> Sim {
+fn connected(config: RudpConfig) -> Sim {
     let link = |seed| util::link(seed, Duration::from_millis(5));
     let mut sim = Sim::new(config.clone(), config, 0xDEAD, link(91), link(92));
     sim.run(Duration::from_secs(5), 10_000, |sim| {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use ark_link::{LinkConfig, UdpRelay};
 use ark_rudp::{
-    CloseReason, Config, Delivery, RudpClient, RudpHandler, RudpServer, RudpSession,
+    CloseReason, Delivery, RudpClient, RudpConfig, RudpHandler, RudpServer, RudpSession,
     RudpSessionHandle, SendError, TimerId,
 };
 use util::{Note, Reporter, Side, next_event, next_note};
@@ -453,7 +453,7 @@ fn a_client_whose_server_vanished_fills_its_buffer_and_closes_once() {
     let addr = socket.local_addr().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let hole = black_hole(socket, stop.clone());
-    let mut config = Config::default();
+    let mut config = RudpConfig::default();
     config.send_buffer = 16 * 1024;
     config.initial_rto = Duration::from_millis(50);
     config.keep_alive = Duration::from_millis(100);
@@ -504,7 +504,7 @@ fn a_client_whose_server_vanished_fills_its_buffer_and_closes_once() {
 #[test]
 fn a_client_hears_of_a_handshake_that_fails_or_is_stopped() {
     let silent = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let mut config = Config::default();
+    let mut config = RudpConfig::default();
     config.handshake_timeout = Duration::from_millis(300);
     let (reporter, notes) = Reporter::new(false);
     let client = RudpClient::builder()
@@ -533,7 +533,7 @@ fn a_client_hears_of_a_handshake_that_fails_or_is_stopped() {
 /// out, the refusal is counted) and takes a new client once a session has ended.
 #[test]
 fn a_server_at_max_sessions_refuses_new_ones_until_one_ends() {
-    let mut config = Config::default();
+    let mut config = RudpConfig::default();
     config.max_sessions = 2;
     config.handshake_timeout = Duration::from_millis(800);
     let (echo, _server_notes) = Reporter::new(true);

@@ -8,10 +8,10 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-use ark_tcp::{CloseReason, Session, SessionHandle, TcpHandler, TcpServer, TcpServerHandle};
+use ark_tcp::{CloseReason, TcpHandler, TcpServer, TcpServerHandle, TcpSession, TcpSessionHandle};
 
 /// The members present, by session id: anyone can send to anyone through their handles.
-pub type Members = Arc<Mutex<HashMap<u64, SessionHandle>>>;
+pub type Members = Arc<Mutex<HashMap<u64, TcpSessionHandle>>>;
 
 /// One member's session; a member is known by its address.
 pub struct Member {
@@ -31,19 +31,19 @@ fn broadcast(members: &Members, from: u64, text: &str) {
 }
 
 impl TcpHandler for Member {
-    fn on_open(&mut self, session: &mut Session<'_>) {
+    fn on_open(&mut self, session: &mut TcpSession<'_>) {
         (self.id, self.addr) = (session.id(), session.peer_addr());
         broadcast(&self.members, self.id, &format!("* {} joined", self.addr));
         let handle = session.handle();
         self.members.lock().unwrap().insert(self.id, handle);
     }
 
-    fn on_message(&mut self, _: &mut Session<'_>, message: &[u8]) {
+    fn on_message(&mut self, _: &mut TcpSession<'_>, message: &[u8]) {
         let text = format!("{}: {}", self.addr, String::from_utf8_lossy(message));
         broadcast(&self.members, self.id, &text);
     }
 
-    fn on_stopping(&mut self, session: &mut Session<'_>) {
+    fn on_stopping(&mut self, session: &mut TcpSession<'_>) {
         let _ = session.send(b"* the server is stopping: goodbye");
     }
 

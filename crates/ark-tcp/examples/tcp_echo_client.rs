@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use ark_tcp::{CloseReason, Session, TcpClient, TcpHandler};
+use ark_tcp::{CloseReason, TcpClient, TcpHandler, TcpSession};
 
 struct Pump {
     total: u64,
@@ -20,7 +20,7 @@ struct Pump {
 }
 
 impl Pump {
-    fn fill(&mut self, session: &mut Session<'_>) {
+    fn fill(&mut self, session: &mut TcpSession<'_>) {
         while self.sent < self.total && self.sent - self.echoed < self.window {
             self.payload[..8].copy_from_slice(&self.sent.to_be_bytes());
             if let Err(e) = session.send(&self.payload) {
@@ -34,11 +34,11 @@ impl Pump {
 }
 
 impl TcpHandler for Pump {
-    fn on_open(&mut self, session: &mut Session<'_>) {
+    fn on_open(&mut self, session: &mut TcpSession<'_>) {
         self.fill(session);
     }
 
-    fn on_message(&mut self, session: &mut Session<'_>, message: &[u8]) {
+    fn on_message(&mut self, session: &mut TcpSession<'_>, message: &[u8]) {
         if message.get(..8) != Some(&self.echoed.to_be_bytes()[..]) {
             let _ = self
                 .done

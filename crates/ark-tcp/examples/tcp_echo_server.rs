@@ -9,12 +9,12 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use ark_reactor::IoModel;
-use ark_tcp::{CloseReason, Session, TcpHandler, TcpServer};
+use ark_tcp::{CloseReason, TcpHandler, TcpServer, TcpSession};
 
 struct Echo;
 
 impl TcpHandler for Echo {
-    fn on_message(&mut self, session: &mut Session<'_>, message: &[u8]) {
+    fn on_message(&mut self, session: &mut TcpSession<'_>, message: &[u8]) {
         if let Err(e) = session.send(message) {
             eprintln!("session {}: {e}; closing", session.id());
             session.close();

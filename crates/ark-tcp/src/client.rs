@@ -13,10 +13,10 @@ use ark_reactor::{
 };
 use mio::net::TcpStream;
 
-use crate::config::{Keepalive, SessionConfig, apply_socket_options};
+use crate::config::{Keepalive, TcpConfig, apply_socket_options};
 use crate::core::{Framing, SessionCore};
 use crate::driver::Conn;
-use crate::handle::SessionHandle;
+use crate::handle::TcpSessionHandle;
 use crate::owner::Owner;
 use crate::server::session_options;
 use crate::session::{CloseReason, SendError, SessionInfo, TcpHandler};
@@ -51,10 +51,10 @@ pub(crate) struct ClientShared<C> {
     backoff: Mutex<Duration>,
     connected: AtomicBool,
     addr: SocketAddr,
-    config: Arc<SessionConfig>,
+    config: Arc<TcpConfig>,
     codec: C,
     /// The live connection's handle.
-    session: Mutex<Option<SessionHandle>>,
+    session: Mutex<Option<TcpSessionHandle>>,
     /// Connections attempted (the first one included).
     attempts: AtomicU64,
     /// TLS for every connection, and the server's name (verified and sent by SNI).
@@ -72,7 +72,7 @@ impl<C> std::fmt::Debug for ClientShared<C> {
 }
 
 impl<C> ClientShared<C> {
-    fn session(&self) -> std::sync::MutexGuard<'_, Option<SessionHandle>> {
+    fn session(&self) -> std::sync::MutexGuard<'_, Option<TcpSessionHandle>> {
         self.session.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -127,12 +127,12 @@ impl<C: Framing, H: TcpHandler> Owner<H> for ClientShared<C> {
 pub struct TcpClient;
 
 impl TcpClient {
-    /// A builder with the defaults of [`SessionConfig`], a 30 s connect timeout, no reconnect,
+    /// A builder with the defaults of [`TcpConfig`], a 30 s connect timeout, no reconnect,
     /// a 4-byte big-endian length prefix and a single-threaded pool of its own.
     pub fn builder() -> TcpClientBuilder<LengthPrefix> {
         TcpClientBuilder {
             codec: LengthPrefix::default(),
-            config: SessionConfig::default(),
+            config: TcpConfig::default(),
             runtime: Runtime::default(),
             reactor_config: ReactorConfig::default(),
             connect_timeout: Duration::from_secs(30),
@@ -146,7 +146,7 @@ impl TcpClient {
 #[derive(Debug)]
 pub struct TcpClientBuilder<C> {
     codec: C,
-    config: SessionConfig,
+    config: TcpConfig,
     runtime: Runtime,
     reactor_config: ReactorConfig,
     connect_timeout: Duration,
@@ -179,7 +179,7 @@ impl<C: Framing> TcpClientBuilder<C> {
     /// Speaks TLS (`tcps`) to the server `server_name` (a DNS name or an IP address: the
     /// name its certificate must be valid for, sent by SNI). Every connection (reconnects
     /// too) does a handshake first; the session opens when it completes, with
-    /// [`Session::tls`](crate::Session::tls) set. A failed handshake ends the connection with
+    /// [`TcpSession::tls`](crate::TcpSession::tls) set. A failed handshake ends the connection with
     /// [`CloseReason::Tls`] saying which check failed.
     pub fn tls(mut self, tls: ark_tls::ClientTls, server_name: impl Into<String>) -> Self {
         self.tls = Some((tls, server_name.into()));
@@ -342,7 +342,7 @@ fn reconnect_later<C: Framing, H: TcpHandler>(
 }
 
 /// A socket with the session options applied, connecting without blocking.
-fn open_stream(addr: SocketAddr, config: &SessionConfig) -> io::Result<TcpStream> {
+fn open_stream(addr: SocketAddr, config: &TcpConfig) -> io::Result<TcpStream> {
     let socket = socket2::Socket::new(
         socket2::Domain::for_address(addr),
         socket2::Type::STREAM,
@@ -377,7 +377,7 @@ trait ClientState: Send + Sync + std::fmt::Debug {
     fn attempts(&self) -> u64;
     fn counters(&self) -> &TcpCounters;
     fn life(&self) -> &Arc<Lifecycle>;
-    fn session(&self) -> Option<SessionHandle>;
+    fn session(&self) -> Option<TcpSessionHandle>;
 }
 
 impl<C: Send + Sync> ClientState for ClientShared<C> {
@@ -393,7 +393,7 @@ impl<C: Send + Sync> ClientState for ClientShared<C> {
     fn life(&self) -> &Arc<Lifecycle> {
         &self.life
     }
-    fn session(&self) -> Option<SessionHandle> {
+    fn session(&self) -> Option<TcpSessionHandle> {
         ClientShared::session(self).clone()
     }
 }
@@ -415,18 +415,18 @@ impl TcpClientHandle {
     }
 
     /// Queues `payload` as one frame on the current connection (see
-    /// [`SessionHandle::send`]); a connection still being made takes it too and writes it
+    /// [`TcpSessionHandle::send`]); a connection still being made takes it too and writes it
     /// once established.
     ///
     /// # Errors
     /// [`SendError::NotConnected`] between connections (a reconnect's backoff, or after the
-    /// connection ended); otherwise as [`SessionHandle::send`].
+    /// connection ended); otherwise as [`TcpSessionHandle::send`].
     pub fn send(&self, payload: &[u8]) -> Result<(), SendError> {
         self.session().ok_or(SendError::NotConnected)?.send(payload)
     }
 
     /// A handle to the current connection's session, if there is one.
-    pub fn session(&self) -> Option<SessionHandle> {
+    pub fn session(&self) -> Option<TcpSessionHandle> {
         self.shared.session()
     }
 

@@ -1,4 +1,4 @@
-//! Session options shared by servers and clients, with their defaults.
+//! TCP session options shared by servers and clients, with their defaults.
 
 use std::time::Duration;
 
@@ -15,7 +15,7 @@ pub struct Keepalive {
 
 /// Options of every session of a server or client.
 #[derive(Debug, Clone)]
-pub struct SessionConfig {
+pub struct TcpConfig {
     /// Initial capacity of a session's receive buffer, allocated only when a frame spans two
     /// reads. Default 4 KiB.
     pub initial_recv_buffer: usize,
@@ -23,7 +23,7 @@ pub struct SessionConfig {
     pub nodelay: bool,
     /// TCP keepalive. Default off.
     pub keepalive: Option<Keepalive>,
-    /// `SO_SNDBUF` request (the kernel may double and cap it; see `Session::socket_buffers`).
+    /// `SO_SNDBUF` request (the kernel may double and cap it; see `TcpSession::socket_buffers`).
     pub send_buffer: Option<usize>,
     /// `SO_RCVBUF` request.
     pub recv_buffer: Option<usize>,
@@ -56,9 +56,9 @@ pub struct SessionConfig {
     pub write_stall_timeout: Option<Duration>,
 }
 
-impl Default for SessionConfig {
+impl Default for TcpConfig {
     fn default() -> Self {
-        SessionConfig {
+        TcpConfig {
             initial_recv_buffer: 4 * 1024,
             nodelay: true,
             keepalive: None,
@@ -75,7 +75,7 @@ impl Default for SessionConfig {
     }
 }
 
-impl SessionConfig {
+impl TcpConfig {
     /// The configuration with its watermarks put in order: low ≤ high ≤ send limit.
     pub(crate) fn normalized(mut self) -> Self {
         self.high_watermark = self.high_watermark.min(self.send_limit);
@@ -87,7 +87,7 @@ impl SessionConfig {
 /// Applies the socket options of `config` to a socket.
 pub(crate) fn apply_socket_options(
     socket: &socket2::SockRef<'_>,
-    config: &SessionConfig,
+    config: &TcpConfig,
 ) -> std::io::Result<()> {
     socket.set_tcp_nodelay(config.nodelay)?;
     if let Some(k) = config.keepalive {

@@ -13,7 +13,6 @@
 //! The session's phase is one [`State`]; the receive side's pause (backpressure) is the frame
 //! reader's own state.
 
-use std::io::{self, IoSlice};
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -21,9 +20,9 @@ use std::time::{Duration, Instant};
 use ark_frame::{Decoder, Encoder, Flow, FrameReader, RecvBuf};
 use ark_reactor::{Deadlines, SourceRef, TimerId};
 
-use crate::config::SessionConfig;
+use crate::config::TcpConfig;
 use crate::handle::HandleShared;
-use crate::session::{CloseReason, SendError, Session, SessionInfo, TcpHandler};
+use crate::session::{CloseReason, SendError, SessionInfo, TcpHandler, TcpSession};
 use crate::stats::TurnTally;
 
 /// The codecs a TCP session can use: any ark-frame decoder that also encodes (and that a
@@ -38,7 +37,7 @@ const DIRECT_READ_THRESHOLD: usize = 32 * 1024;
 /// Received bytes to deliver, and how their frames are lent.
 enum Input<'a> {
     /// To [`TcpHandler::on_message`]; with `in_place`, frames sent back unchanged from
-    /// `input` are queued by reference (see [`SessionCore::handle_read_writing`]).
+    /// `input` are queued by reference (see [`SessionCore::handle_read_lending`]).
     Shared { input: &'a [u8], in_place: bool },
     /// To [`TcpHandler::on_message_mut`].
     Mut(&'a mut [u8]),
@@ -127,14 +126,14 @@ impl SendQueue {
     }
 }
 
-/// The part of a session a handler's [`Session`] view changes: the phase, the send queue and
+/// The part of a session a handler's [`TcpSession`] view changes: the phase, the send queue and
 /// this turn's counts. Kept apart from the frame reader, which is busy delivering while
 /// handlers run.
 #[derive(Debug)]
 pub(crate) struct Link {
     state: State,
     queue: SendQueue,
-    config: Arc<SessionConfig>,
+    config: Arc<TcpConfig>,
     /// The time of the input being handled.
     now: Instant,
     /// A send was refused (or reading paused): call `on_writable` once the queue drains.
@@ -146,8 +145,9 @@ pub(crate) struct Link {
     tally: TurnTally,
     /// Frames sent back unchanged from the input being delivered (echoes), queued by
     /// reference after `queue`: this range of the input. Only ever set while a driver's read
-    /// is delivered ([`SessionCore::handle_read_writing`]), which writes it or copies it into
-    /// `queue` before the input goes.
+    /// is delivered ([`SessionCore::handle_read_lending`]); the driver writes it and
+    /// [`SessionCore::handle_written_in_place`] copies what is left into `queue` before the
+    /// input goes.
     in_place: Option<Range<usize>>,
 }
 
@@ -334,7 +334,7 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
     pub(crate) fn new(
         handler: H,
         codec: C,
-        config: Arc<SessionConfig>,
+        config: Arc<TcpConfig>,
         info: SessionInfo,
         now: Instant,
         connect_timeout: Option<Duration>,
@@ -400,8 +400,12 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
     }
 
     /// Runs `f` with the handler and a session view.
-    pub(crate) fn with_session<R>(&mut self, f: impl FnOnce(&mut H, &mut Session<'_>) -> R) -> R {
-        let mut session = Session::new(&self.info, &[], &mut self.link, &self.codec, &self.handle);
+    pub(crate) fn with_session<R>(
+        &mut self,
+        f: impl FnOnce(&mut H, &mut TcpSession<'_>) -> R,
+    ) -> R {
+        let mut session =
+            TcpSession::new(&self.info, &[], &mut self.link, &self.codec, &self.handle);
         f(&mut self.handler, &mut session)
     }
 
@@ -467,60 +471,41 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
     }
 
     /// As [`handle_read`](Self::handle_read), but frames the handler sends back unchanged
-    /// from `input` (an echo, a relay of the same framing) are not copied into the queue:
-    /// after the delivery `write` gets the queue's bytes and those frames, straight from
-    /// `input`, in one call, and only what it does not take is copied into the queue (as a
-    /// program that writes from its receive buffer does). `write` is called only when such
-    /// frames were sent; it returns what it wrote (`WouldBlock` and `Interrupted` count as
-    /// nothing written; another error ends the session). A handler that
+    /// from `input` (an echo, a relay of the same framing) are not copied into the queue: the
+    /// driver then writes the queue's bytes and those frames, straight from `input`, in one
+    /// call ([`transmit_in_place`](Self::transmit_in_place)), and only what it does not take
+    /// is copied into the queue ([`handle_written_in_place`](Self::handle_written_in_place)),
+    /// as a program that writes from its receive buffer does. A handler that
     /// [decodes in place](TcpHandler::decodes_in_place) gets the frames mutably instead.
-    pub(crate) fn handle_read_writing(
-        &mut self,
-        now: Instant,
-        input: &mut [u8],
-        write: impl FnOnce(&[IoSlice<'_>]) -> io::Result<usize>,
-    ) {
+    pub(crate) fn handle_read_lending(&mut self, now: Instant, input: &mut [u8]) {
+        debug_assert!(
+            self.link.in_place.is_none(),
+            "the last in-place write was settled"
+        );
         self.received(now, input.len());
         let lent = self.lent(&mut *input);
         self.deliver(lent);
         self.note_buffer_use();
-        self.write_in_place(now, input, write);
     }
 
-    /// Writes what is queued in place after the queue, and copies into the queue what `write`
-    /// does not take.
-    fn write_in_place(
-        &mut self,
-        now: Instant,
-        input: &[u8],
-        write: impl FnOnce(&[IoSlice<'_>]) -> io::Result<usize>,
-    ) {
+    /// After [`handle_read_lending`](Self::handle_read_lending) of `input`: when the handler
+    /// sent frames in place, the bytes to write now and in this order (what the queue holds,
+    /// then those frames of `input`); `None` when it did not. The driver writes them in one
+    /// call and reports it with [`handle_written_in_place`](Self::handle_written_in_place),
+    /// or a failure with [`handle_error`](Self::handle_error).
+    pub(crate) fn transmit_in_place<'a>(&'a self, input: &'a [u8]) -> Option<[&'a [u8]; 2]> {
+        let run = self.link.in_place.clone()?;
+        Some([self.link.queue.bytes(), &input[run]])
+    }
+
+    /// `n` bytes of [`transmit_in_place`](Self::transmit_in_place) were written (0 when the
+    /// socket was full): what the frames of `input` still hold is copied into the queue.
+    pub(crate) fn handle_written_in_place(&mut self, now: Instant, input: &[u8], n: usize) {
         let Some(run) = self.link.in_place.take() else {
             return;
         };
-        let (queued, frames) = (self.link.queue.bytes(), &input[run]);
-        let queued_len = queued.len();
-        self.link.tally.writes += 1;
-        let result = match queued.is_empty() {
-            true => write(&[IoSlice::new(frames)]),
-            false => write(&[IoSlice::new(queued), IoSlice::new(frames)]),
-        };
-        let written = match result {
-            Ok(n) => n.min(queued_len + frames.len()),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-                ) =>
-            {
-                0
-            }
-            Err(e) => {
-                self.link.tally.dropped_send_bytes += frames.len() as u64;
-                self.link.finish(CloseReason::io(&e));
-                return;
-            }
-        };
+        let (queued_len, frames) = (self.link.queue.len(), &input[run]);
+        let written = n.min(queued_len + frames.len());
         let from_frames = written.saturating_sub(queued_len);
         self.link.tally.bytes_out += from_frames as u64;
         if from_frames > 0 {
@@ -594,7 +579,7 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
                 reader.feed(input, |frame: &[u8]| {
                     let queued = link.begin_message();
                     handler.on_message(
-                        &mut Session::new(info, sent_from, link, codec, handle),
+                        &mut TcpSession::new(info, sent_from, link, codec, handle),
                         frame,
                     );
                     link.end_message(queued, high)
@@ -602,7 +587,7 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
             }
             Input::Mut(input) => reader.feed_mut(input, |frame: &mut [u8]| {
                 let queued = link.begin_message();
-                handler.on_message_mut(&mut Session::new(info, &[], link, codec, handle), frame);
+                handler.on_message_mut(&mut TcpSession::new(info, &[], link, codec, handle), frame);
                 link.end_message(queued, high)
             }),
         };
@@ -863,8 +848,8 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
     }
 
     /// A handle to the session.
-    pub(crate) fn session_handle(&self) -> crate::SessionHandle {
-        crate::SessionHandle::new(self.handle.clone())
+    pub(crate) fn session_handle(&self) -> crate::TcpSessionHandle {
+        crate::TcpSessionHandle::new(self.handle.clone())
     }
 
     /// The socket is drained: a receive buffer that holds memory with nothing in it is freed

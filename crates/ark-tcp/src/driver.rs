@@ -2,7 +2,7 @@
 //! [`SessionCore`]. Read → feed → deliver → write; the core decides everything else. With TLS
 //! (`tls.rs`) the bytes pass through an `ark_tls::TlsSession` on the way.
 
-use std::io::{self, Read, Write};
+use std::io::{self, IoSlice, Read, Write};
 use std::net::{Shutdown, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
@@ -281,17 +281,24 @@ impl<C: Framing, H: TcpHandler> Feed<C, H> for Plain {
             return true;
         }
         // Echoed frames are written from the scratch buffer before the next read reuses it.
-        let mut wrote = false;
-        core.handle_read_writing(now, &mut cx.scratch()[..n], |bufs| {
-            wrote = true;
-            match bufs {
-                [one] => stream.write(one),
-                _ => stream.write_vectored(bufs),
+        let input = &mut cx.scratch()[..n];
+        core.handle_read_lending(now, input);
+        let Some(bufs) = core.transmit_in_place(input) else {
+            return true;
+        };
+        let result = match bufs {
+            [[], frames] => stream.write(frames),
+            [queued, frames] => {
+                stream.write_vectored(&[IoSlice::new(queued), IoSlice::new(frames)])
             }
-        });
-        if wrote {
-            cx.counters().add_writes(1);
+        };
+        core.count_write();
+        match result {
+            Ok(written) => core.handle_written_in_place(now, input, written),
+            Err(e) if would_block(&e) => core.handle_written_in_place(now, input, 0),
+            Err(e) => core.handle_error(CloseReason::io(&e)),
         }
+        cx.counters().add_writes(1);
         true
     }
 
@@ -348,6 +355,14 @@ pub(crate) fn read<C: Framing, H: TcpHandler>(
         }
     }
     false
+}
+
+/// Whether a failed read or write only means "not now".
+fn would_block(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+    )
 }
 
 /// One write of what the core offers. Returns (the socket is full, reading resumed).

@@ -1,4 +1,4 @@
-//! `SessionHandle`: reach a session from any thread.
+//! `TcpSessionHandle`: reach a session from any thread.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
@@ -116,18 +116,18 @@ impl HandleShared {
 /// A cheap, cloneable, `Send` handle to one TCP session: send to it, close or abort it, or
 /// wake its handler, from any thread — another session's callbacks included. Requests reach
 /// the session through its reactor (a wake); the session's own turns take no lock. Get one
-/// from [`Session::handle`](crate::Session::handle), a server's
+/// from [`TcpSession::handle`](crate::TcpSession::handle), a server's
 /// [`sessions`](crate::TcpServerHandle::sessions) or a client handle.
 ///
 /// ```
-/// use ark_tcp::{Session, SessionConfig, Simulator, TcpHandler};
+/// use ark_tcp::{TcpSession, TcpConfig, Simulator, TcpHandler};
 ///
 /// struct Quiet;
 /// impl TcpHandler for Quiet {
-///     fn on_message(&mut self, _: &mut Session<'_>, _: &[u8]) {}
+///     fn on_message(&mut self, _: &mut TcpSession<'_>, _: &[u8]) {}
 /// }
 ///
-/// let mut sim = Simulator::with_handler(Quiet, SessionConfig::default());
+/// let mut sim = Simulator::with_handler(Quiet, TcpConfig::default());
 /// let handle = sim.with_session(|_, session| session.handle());
 /// std::thread::spawn(move || handle.send(b"from another thread").unwrap())
 ///     .join()
@@ -136,13 +136,13 @@ impl HandleShared {
 /// assert_eq!(&sim.peer_read()[4..], b"from another thread");
 /// ```
 #[derive(Clone)]
-pub struct SessionHandle {
+pub struct TcpSessionHandle {
     shared: Arc<HandleShared>,
 }
 
-impl std::fmt::Debug for SessionHandle {
+impl std::fmt::Debug for TcpSessionHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SessionHandle")
+        f.debug_struct("TcpSessionHandle")
             .field("id", &self.shared.id)
             .field("peer", &self.shared.peer)
             .field("open", &self.is_open())
@@ -150,9 +150,9 @@ impl std::fmt::Debug for SessionHandle {
     }
 }
 
-impl SessionHandle {
+impl TcpSessionHandle {
     pub(crate) fn new(shared: Arc<HandleShared>) -> Self {
-        SessionHandle { shared }
+        TcpSessionHandle { shared }
     }
 
     /// The session's id (unique within its server or client).
@@ -182,11 +182,11 @@ impl SessionHandle {
         self.shared.state.load(Ordering::SeqCst) == OPEN
     }
 
-    /// Queues `payload` as one frame for the session, as [`Session::send`] does: the frame is
+    /// Queues `payload` as one frame for the session, as [`TcpSession::send`] does: the frame is
     /// encoded here, and the session writes it at its next turn. `Ok` means queued: like any
     /// send, it is lost if the session ends before writing it.
     ///
-    /// [`Session::send`]: crate::Session::send
+    /// [`TcpSession::send`]: crate::TcpSession::send
     ///
     /// # Errors
     /// [`SendError::Closed`] once the session is closing or gone; [`SendError::Full`] when its
@@ -216,7 +216,7 @@ impl SessionHandle {
         Ok(())
     }
 
-    /// Closes the session gracefully (as [`Session::close`](crate::Session::close)), after
+    /// Closes the session gracefully (as [`TcpSession::close`](crate::TcpSession::close)), after
     /// what handles queued before.
     pub fn close(&self) {
         self.shared.set_closing();
@@ -224,7 +224,7 @@ impl SessionHandle {
     }
 
     /// Closes the session at once, dropping what is queued (as
-    /// [`Session::abort`](crate::Session::abort)).
+    /// [`TcpSession::abort`](crate::TcpSession::abort)).
     pub fn abort(&self) {
         self.shared.set_closing();
         self.shared.deliver(|inbox| inbox.abort = true);

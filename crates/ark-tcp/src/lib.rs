@@ -13,12 +13,12 @@
 //!   the session's receive buffer, allocated lazily, grown with the bytes that arrive (never
 //!   with an announced length) and released when the session goes idle. A large pending frame
 //!   is read directly into the receive buffer.
-//! * **Send path.** [`Session::send`] appends header and payload to the session's send queue;
+//! * **Send path.** [`TcpSession::send`] appends header and payload to the session's send queue;
 //!   the queue is written with one `write` per turn, so many messages share a syscall. Sends
 //!   never block: past the queue limit they fail with [`SendError::Full`] and
 //!   [`TcpHandler::on_writable`] follows when the queue drains. While answers pile up past the
 //!   high watermark the session stops reading (backpressure to the peer).
-//! * **Timers and close.** [`Session::set_timer`] starts a timer ([`TcpHandler::on_timer`]).
+//! * **Timers and close.** [`TcpSession::set_timer`] starts a timer ([`TcpHandler::on_timer`]).
 //!   Graceful close flushes everything queued, shuts down writing and waits for the peer's end
 //!   of stream, all within the close timeout; a peer that ends its stream still gets every
 //!   answer first. Bad frames, resets, EOF mid-frame, stalled frames or writes, idle and connect
@@ -27,27 +27,27 @@
 //! * **TLS (`tcps`).** [`TcpServerBuilder::tls`] and [`TcpClientBuilder::tls`] put an
 //!   `ark_tls::TlsSession` (rustls) between the socket and the session core: same framing,
 //!   handles, timers and backpressure; the session opens after the handshake
-//!   ([`Session::tls`]); a bad handshake ends only its connection with [`CloseReason::Tls`]
+//!   ([`TcpSession::tls`]); a bad handshake ends only its connection with [`CloseReason::Tls`]
 //!   saying which check failed; a graceful close sends `close_notify`.
 //!
 //! ```
 //! use std::sync::mpsc;
 //! use std::time::Duration;
-//! use ark_tcp::{Session, TcpClient, TcpHandler, TcpServer};
+//! use ark_tcp::{TcpSession, TcpClient, TcpHandler, TcpServer};
 //!
 //! struct Echo;
 //! impl TcpHandler for Echo {
-//!     fn on_message(&mut self, session: &mut Session<'_>, message: &[u8]) {
+//!     fn on_message(&mut self, session: &mut TcpSession<'_>, message: &[u8]) {
 //!         let _ = session.send(message);
 //!     }
 //! }
 //!
 //! struct Ask(mpsc::Sender<Vec<u8>>);
 //! impl TcpHandler for Ask {
-//!     fn on_open(&mut self, session: &mut Session<'_>) {
+//!     fn on_open(&mut self, session: &mut TcpSession<'_>) {
 //!         session.send(b"hello").unwrap();
 //!     }
-//!     fn on_message(&mut self, session: &mut Session<'_>, message: &[u8]) {
+//!     fn on_message(&mut self, session: &mut TcpSession<'_>, message: &[u8]) {
 //!         self.0.send(message.to_vec()).unwrap();
 //!         session.close();
 //!     }
@@ -80,10 +80,10 @@ mod tls;
 
 pub use ark_reactor::{IoModel, ReactorConfig, ReactorPool, Runtime, Stopping, TimerId};
 pub use client::{Reconnect, TcpClient, TcpClientBuilder, TcpClientHandle};
-pub use config::{Keepalive, SessionConfig};
+pub use config::{Keepalive, TcpConfig};
 pub use core::Framing;
-pub use handle::SessionHandle;
+pub use handle::TcpSessionHandle;
 pub use server::{TcpServer, TcpServerBuilder, TcpServerHandle};
-pub use session::{CloseReason, SendError, Session, TcpHandler};
+pub use session::{CloseReason, SendError, TcpHandler, TcpSession};
 pub use sim::Simulator;
 pub use stats::TcpStats;

@@ -14,10 +14,10 @@ use ark_reactor::{
 };
 use mio::net::TcpListener;
 
-use crate::config::{Keepalive, SessionConfig, apply_socket_options};
+use crate::config::{Keepalive, TcpConfig, apply_socket_options};
 use crate::core::{Framing, SessionCore};
 use crate::driver::Conn;
-use crate::handle::SessionHandle;
+use crate::handle::TcpSessionHandle;
 use crate::owner::Owner;
 use crate::session::{CloseReason, SessionInfo, TcpHandler};
 use crate::stats::{TcpCounters, TcpStats};
@@ -28,13 +28,13 @@ use crate::tls::TlsLayer;
 pub struct TcpServer;
 
 impl TcpServer {
-    /// A builder with the defaults of [`SessionConfig`], a 4-byte big-endian length prefix and
+    /// A builder with the defaults of [`TcpConfig`], a 4-byte big-endian length prefix and
     /// a single-threaded pool of its own.
     pub fn builder() -> TcpServerBuilder<LengthPrefix> {
         TcpServerBuilder {
             addr: None,
             codec: LengthPrefix::default(),
-            config: SessionConfig::default(),
+            config: TcpConfig::default(),
             runtime: Runtime::default(),
             reactor_config: ReactorConfig::default(),
             backlog: 1024,
@@ -48,7 +48,7 @@ impl TcpServer {
 pub struct TcpServerBuilder<C> {
     addr: Option<io::Result<SocketAddr>>,
     codec: C,
-    config: SessionConfig,
+    config: TcpConfig,
     runtime: Runtime,
     reactor_config: ReactorConfig,
     backlog: i32,
@@ -109,28 +109,28 @@ macro_rules! session_options {
             self
         }
 
-        /// How long a graceful close may take in all (see `SessionConfig::close_timeout`).
+        /// How long a graceful close may take in all (see `TcpConfig::close_timeout`).
         pub fn close_timeout(mut self, timeout: Duration) -> Self {
             self.config.close_timeout = timeout;
             self
         }
 
         /// How long a frame that has started to arrive may stall (see
-        /// `SessionConfig::stall_timeout`); `None` disables it.
+        /// `TcpConfig::stall_timeout`); `None` disables it.
         pub fn stall_timeout(mut self, timeout: Option<Duration>) -> Self {
             self.config.stall_timeout = timeout;
             self
         }
 
         /// How long queued bytes may wait with none written before the session is reset
-        /// (see `SessionConfig::write_stall_timeout`); `None` disables it.
+        /// (see `TcpConfig::write_stall_timeout`); `None` disables it.
         pub fn write_stall_timeout(mut self, timeout: Option<Duration>) -> Self {
             self.config.write_stall_timeout = timeout;
             self
         }
 
         /// Replaces every session option at once.
-        pub fn session_config(mut self, config: SessionConfig) -> Self {
+        pub fn session_config(mut self, config: TcpConfig) -> Self {
             self.config = config;
             self
         }
@@ -172,11 +172,11 @@ pub(crate) struct ServerShared {
     life: Arc<Lifecycle>,
     next_id: AtomicU64,
     /// Handles of the live sessions.
-    sessions: Mutex<HashMap<u64, SessionHandle>>,
+    sessions: Mutex<HashMap<u64, TcpSessionHandle>>,
 }
 
 impl ServerShared {
-    fn sessions(&self) -> MutexGuard<'_, HashMap<u64, SessionHandle>> {
+    fn sessions(&self) -> MutexGuard<'_, HashMap<u64, TcpSessionHandle>> {
         // A panic elsewhere while holding the lock leaves the map usable.
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -218,7 +218,7 @@ impl<C: Framing> TcpServerBuilder<C> {
     }
 
     /// Serves TLS (`tcps`): every accepted connection does a handshake with `tls` first, and
-    /// its session opens (`on_open`, with [`Session::tls`](crate::Session::tls) set) when the
+    /// its session opens (`on_open`, with [`TcpSession::tls`](crate::TcpSession::tls) set) when the
     /// handshake completes. A bad handshake ends only that connection, with
     /// [`CloseReason::Tls`] saying which check failed (the handler's `on_close` sees it,
     /// without an `on_open` before).
@@ -298,7 +298,7 @@ struct Listener<C, H, F> {
     listener: TcpListener,
     codec: C,
     factory: F,
-    config: Arc<SessionConfig>,
+    config: Arc<TcpConfig>,
     shared: Arc<ServerShared>,
     tls: Option<ark_tls::ServerTls>,
     handles: Vec<ReactorHandle>,
@@ -439,7 +439,7 @@ impl TcpServerHandle {
     }
 
     /// Handles of the sessions open now (any order).
-    pub fn sessions(&self) -> Vec<SessionHandle> {
+    pub fn sessions(&self) -> Vec<TcpSessionHandle> {
         self.shared.sessions().values().cloned().collect()
     }
 

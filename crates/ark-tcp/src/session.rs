@@ -1,4 +1,4 @@
-//! What a handler sees: `Session`, `TcpHandler`, close reasons and send errors.
+//! What a handler sees: `TcpSession`, `TcpHandler`, close reasons and send errors.
 
 use std::io;
 use std::net::SocketAddr;
@@ -9,16 +9,16 @@ use ark_frame::{DecodeError, EncodeError, Encoder, Header};
 use ark_reactor::TimerId;
 
 use crate::core::Link;
-use crate::handle::{HandleShared, SessionHandle};
+use crate::handle::{HandleShared, TcpSessionHandle};
 
 /// Why a session ended. Delivered to [`TcpHandler::on_close`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CloseReason {
-    /// Closed by [`Session::close`] (graceful: everything queued was sent first).
+    /// Closed by [`TcpSession::close`] (graceful: everything queued was sent first).
     #[error("closed locally after flushing")]
     Local,
-    /// Closed by [`Session::abort`]: queued data dropped, connection reset.
+    /// Closed by [`TcpSession::abort`]: queued data dropped, connection reset.
     #[error("aborted locally")]
     Aborted,
     /// The peer ended its stream at a frame boundary; every whole frame it sent was delivered
@@ -38,11 +38,11 @@ pub enum CloseReason {
     /// A malformed or oversized frame arrived (the connection is reset).
     #[error("bad frame: {0}")]
     Frame(DecodeError),
-    /// Nothing arrived for the idle timeout (`SessionConfig::idle_timeout`).
+    /// Nothing arrived for the idle timeout (`TcpConfig::idle_timeout`).
     #[error("no data for {0:?} (idle timeout)")]
     IdleTimeout(Duration),
     /// A frame had started to arrive and no byte of it came for the stall timeout
-    /// (`SessionConfig::stall_timeout`).
+    /// (`TcpConfig::stall_timeout`).
     #[error("a frame stalled: {buffered} bytes of it received, then nothing for {after:?}")]
     FrameStalled {
         /// Bytes of the incomplete frame that had arrived.
@@ -51,7 +51,7 @@ pub enum CloseReason {
         after: Duration,
     },
     /// Bytes were queued and none could be written for the write stall timeout
-    /// (`SessionConfig::write_stall_timeout`): the peer stopped reading. The unsent bytes
+    /// (`TcpConfig::write_stall_timeout`): the peer stopped reading. The unsent bytes
     /// were dropped and the connection reset.
     #[error("the peer stopped reading: nothing written for {after:?}, {unsent} bytes dropped")]
     WriteStalled {
@@ -61,7 +61,7 @@ pub enum CloseReason {
         after: Duration,
     },
     /// A graceful close (for `cause`) did not finish within the close timeout
-    /// (`SessionConfig::close_timeout`): the peer did not take what was queued. The unsent
+    /// (`TcpConfig::close_timeout`): the peer did not take what was queued. The unsent
     /// bytes were dropped and the connection reset.
     #[error("closing ({cause}) timed out with {unsent} bytes unsent; connection reset")]
     Unflushed {
@@ -139,7 +139,7 @@ impl CloseReason {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SendError {
-    /// The send queue would pass its limit (`SessionConfig::send_limit`). `on_writable` follows
+    /// The send queue would pass its limit (`TcpConfig::send_limit`). `on_writable` follows
     /// once the queue drains under the low watermark.
     #[error("send queue full: {queued} bytes queued, the frame needs {needed}, limit {limit}")]
     Full {
@@ -187,7 +187,7 @@ impl SessionInfo {
 }
 
 /// A handler's view of its session during a callback: send, close, and what the session is.
-pub struct Session<'a> {
+pub struct TcpSession<'a> {
     pub(crate) info: &'a SessionInfo,
     /// The input being delivered, when frames sent back unchanged from it may be queued by
     /// reference (empty otherwise).
@@ -197,9 +197,9 @@ pub struct Session<'a> {
     pub(crate) handle: &'a std::sync::Arc<HandleShared>,
 }
 
-impl std::fmt::Debug for Session<'_> {
+impl std::fmt::Debug for TcpSession<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Session")
+        f.debug_struct("TcpSession")
             .field("id", &self.info.id)
             .field("peer", &self.info.peer)
             .field("queued", &self.link.queued())
@@ -305,7 +305,7 @@ pub(crate) fn append_parts(out: &mut Vec<u8>, parts: &[&[u8]]) {
     }
 }
 
-impl<'a> Session<'a> {
+impl<'a> TcpSession<'a> {
     /// The view a handler gets of its session; `input` as the field says.
     #[inline]
     pub(crate) fn new(
@@ -315,7 +315,7 @@ impl<'a> Session<'a> {
         encoder: &'a dyn EncodeInto,
         handle: &'a std::sync::Arc<HandleShared>,
     ) -> Self {
-        Session {
+        TcpSession {
             info,
             input,
             link,
@@ -325,11 +325,11 @@ impl<'a> Session<'a> {
     }
 }
 
-impl Session<'_> {
+impl TcpSession<'_> {
     /// A shorter-lived view of this session, for a protocol layer that keeps one in a view of
     /// its own (ark-ws's `WsSession` does).
-    pub fn reborrow(&mut self) -> Session<'_> {
-        Session::new(self.info, self.input, self.link, self.encoder, self.handle)
+    pub fn reborrow(&mut self) -> TcpSession<'_> {
+        TcpSession::new(self.info, self.input, self.link, self.encoder, self.handle)
     }
 
     /// This session's id (unique within its server or client).
@@ -367,8 +367,8 @@ impl Session<'_> {
 
     /// A handle to this session, to send to it (or close it) from anywhere: keep it in your
     /// application's registry, give it to other sessions, move it to another thread.
-    pub fn handle(&self) -> SessionHandle {
-        SessionHandle::new(self.handle.clone())
+    pub fn handle(&self) -> TcpSessionHandle {
+        TcpSessionHandle::new(self.handle.clone())
     }
 
     /// Queues `payload` as one frame. Never blocks: the frame is written at the end of this
@@ -464,47 +464,47 @@ impl Session<'_> {
 /// at once.
 pub trait TcpHandler: Send + 'static {
     /// The connection is established.
-    fn on_open(&mut self, session: &mut Session<'_>) {
+    fn on_open(&mut self, session: &mut TcpSession<'_>) {
         let _ = session;
     }
 
     /// A whole message arrived. The slice is lent for this call only.
-    fn on_message(&mut self, session: &mut Session<'_>, message: &[u8]);
+    fn on_message(&mut self, session: &mut TcpSession<'_>, message: &[u8]);
 
     /// A whole message arrived, lent mutably for this call only: called instead of
     /// [`on_message`](Self::on_message) when [`decodes_in_place`](Self::decodes_in_place)
     /// says so and the session holds the bytes mutably (plain TCP; TLS plaintext still goes
     /// to `on_message`). For a protocol layer that decodes where the bytes were read (a
     /// WebSocket server unmasks its client's frames there). The default calls `on_message`.
-    fn on_message_mut(&mut self, session: &mut Session<'_>, message: &mut [u8]) {
+    fn on_message_mut(&mut self, session: &mut TcpSession<'_>, message: &mut [u8]) {
         self.on_message(session, message);
     }
 
     /// Whether messages go to [`on_message_mut`](Self::on_message_mut). A frame such a
-    /// handler sends back unchanged with [`Session::send`] is copied into the send queue
+    /// handler sends back unchanged with [`TcpSession::send`] is copied into the send queue
     /// rather than written from where it was read. Default `false`.
     fn decodes_in_place(&self) -> bool {
         false
     }
 
     /// The send queue drained to the low watermark after a `SendError::Full` or a read pause.
-    fn on_writable(&mut self, session: &mut Session<'_>) {
+    fn on_writable(&mut self, session: &mut TcpSession<'_>) {
         let _ = session;
     }
 
-    /// The session was woken through [`SessionHandle::wake`]: work reached it from elsewhere.
-    fn on_wake(&mut self, session: &mut Session<'_>) {
+    /// The session was woken through [`TcpSessionHandle::wake`]: work reached it from elsewhere.
+    fn on_wake(&mut self, session: &mut TcpSession<'_>) {
         let _ = session;
     }
 
-    /// A timer set with [`Session::set_timer`] fired.
-    fn on_timer(&mut self, session: &mut Session<'_>, timer: TimerId) {
+    /// A timer set with [`TcpSession::set_timer`] fired.
+    fn on_timer(&mut self, session: &mut TcpSession<'_>, timer: TimerId) {
         let _ = (session, timer);
     }
 
     /// The server or client is stopping: the last moment to send a goodbye. The session then
     /// closes gracefully (what is queued is written first) with [`CloseReason::Stopped`].
-    fn on_stopping(&mut self, session: &mut Session<'_>) {
+    fn on_stopping(&mut self, session: &mut TcpSession<'_>) {
         let _ = session;
     }
 

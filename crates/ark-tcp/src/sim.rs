@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 
 use ark_frame::LengthPrefix;
 
-use crate::config::SessionConfig;
+use crate::config::TcpConfig;
 use crate::core::{Framing, SessionCore};
-use crate::session::{CloseReason, Session, SessionInfo, TcpHandler};
+use crate::session::{CloseReason, SessionInfo, TcpHandler, TcpSession};
 
 /// Bytes handed to the session per simulated read, as a socket read into 64 KiB of scratch.
 const READ_CHUNK: usize = 64 * 1024;
@@ -23,18 +23,18 @@ const READ_CHUNK: usize = 64 * 1024;
 /// ```
 /// use std::time::Duration;
 /// use ark_frame::LengthPrefix;
-/// use ark_tcp::{CloseReason, Session, SessionConfig, Simulator, TcpHandler};
+/// use ark_tcp::{CloseReason, TcpSession, TcpConfig, Simulator, TcpHandler};
 ///
 /// struct Echo;
 /// impl TcpHandler for Echo {
-///     fn on_message(&mut self, session: &mut Session<'_>, message: &[u8]) {
+///     fn on_message(&mut self, session: &mut TcpSession<'_>, message: &[u8]) {
 ///         let _ = session.send(message);
 ///     }
 /// }
 ///
-/// let config = SessionConfig {
+/// let config = TcpConfig {
 ///     idle_timeout: Some(Duration::from_secs(5)),
-///     ..SessionConfig::default()
+///     ..TcpConfig::default()
 /// };
 /// let mut sim = Simulator::new(Echo, LengthPrefix::default(), config);
 /// sim.peer_send(&[0, 0, 0, 2, b'h', b'i']);
@@ -79,7 +79,7 @@ impl<C: Framing, H: TcpHandler> std::fmt::Debug for Simulator<C, H> {
 
 impl<H: TcpHandler> Simulator<LengthPrefix, H> {
     /// A simulated session with the default framing (4-byte big-endian length prefix).
-    pub fn with_handler(handler: H, config: SessionConfig) -> Self {
+    pub fn with_handler(handler: H, config: TcpConfig) -> Self {
         Self::new(handler, LengthPrefix::default(), config)
     }
 }
@@ -87,7 +87,7 @@ impl<H: TcpHandler> Simulator<LengthPrefix, H> {
 impl<C: Framing, H: TcpHandler> Simulator<C, H> {
     /// An established session (`on_open` has run) with `handler`, framing `codec` and
     /// `config`, at a simulated time that starts now.
-    pub fn new(handler: H, codec: C, config: SessionConfig) -> Self {
+    pub fn new(handler: H, codec: C, config: TcpConfig) -> Self {
         let mut sim = Self::starting_at(handler, codec, config, Instant::now());
         sim.run();
         sim
@@ -96,7 +96,7 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
     /// As [`new`](Self::new), with the simulated clock starting at `now` (two simulators
     /// that talk to each other share one clock). What `on_open` sent moves at the next call
     /// (after a [`set_window`](Self::set_window), say).
-    pub fn starting_at(handler: H, codec: C, config: SessionConfig, now: Instant) -> Self {
+    pub fn starting_at(handler: H, codec: C, config: TcpConfig, now: Instant) -> Self {
         let info = SessionInfo::without_socket(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
         let config = Arc::new(config.normalized());
         let core = SessionCore::new(handler, codec, config, info.clone(), now, None, None);
@@ -130,7 +130,7 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
 
     /// Acts as the application outside a callback (as a session handle would): `f` gets the
     /// handler and the session.
-    pub fn with_session<R>(&mut self, f: impl FnOnce(&mut H, &mut Session<'_>) -> R) -> R {
+    pub fn with_session<R>(&mut self, f: impl FnOnce(&mut H, &mut TcpSession<'_>) -> R) -> R {
         let result = self.core.with_session(f);
         self.run();
         result
@@ -143,10 +143,10 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
         self.run();
     }
 
-    /// A handle to the session (as [`Session::handle`](crate::Session::handle)). A simulated
+    /// A handle to the session (as [`TcpSession::handle`](crate::TcpSession::handle)). A simulated
     /// session has no reactor to wake: what handles ask is applied at the simulator's next
     /// call, or at [`poll_handles`](Self::poll_handles).
-    pub fn handle(&self) -> crate::SessionHandle {
+    pub fn handle(&self) -> crate::TcpSessionHandle {
         self.core.session_handle()
     }
 
@@ -283,9 +283,12 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
             let room = self.window.saturating_sub(self.outbound.len());
             let outbound = &mut self.outbound;
             // Echoed frames are written from the read chunk, as the driver writes them.
-            self.core.handle_read_writing(self.now, &mut chunk, |bufs| {
-                Ok(write_within(outbound, bufs, room))
-            });
+            self.core.handle_read_lending(self.now, &mut chunk);
+            if let Some(bufs) = self.core.transmit_in_place(&chunk) {
+                let written = write_within(outbound, &bufs, room);
+                self.core.count_write();
+                self.core.handle_written_in_place(self.now, &chunk, written);
+            }
             return true;
         }
         if self.core.wants_read() && self.peer_ended && !self.eof_given {
@@ -325,7 +328,7 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
 
 /// Appends `bufs` to `out`, at most `room` bytes in all (a socket with that much room);
 /// returns the bytes taken.
-pub(crate) fn write_within(out: &mut Vec<u8>, bufs: &[std::io::IoSlice<'_>], room: usize) -> usize {
+pub(crate) fn write_within(out: &mut Vec<u8>, bufs: &[&[u8]], room: usize) -> usize {
     let mut taken = 0;
     for buf in bufs {
         let n = buf.len().min(room - taken);

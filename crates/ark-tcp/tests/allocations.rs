@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use ark_reactor::IoModel;
-use ark_tcp::{Session, TcpClient, TcpHandler, TcpServer};
+use ark_tcp::{TcpClient, TcpHandler, TcpServer, TcpSession};
 use util::Echo;
 
 #[global_allocator]
@@ -32,7 +32,7 @@ struct Measure {
 }
 
 impl Measure {
-    fn pump(&mut self, session: &mut Session<'_>) {
+    fn pump(&mut self, session: &mut TcpSession<'_>) {
         while self.sent < self.warmup + MEASURED && self.sent - self.echoed < WINDOW {
             session.send(&self.payload).unwrap();
             self.sent += 1;
@@ -41,10 +41,10 @@ impl Measure {
 }
 
 impl TcpHandler for Measure {
-    fn on_open(&mut self, session: &mut Session<'_>) {
+    fn on_open(&mut self, session: &mut TcpSession<'_>) {
         self.pump(session);
     }
-    fn on_message(&mut self, session: &mut Session<'_>, message: &[u8]) {
+    fn on_message(&mut self, session: &mut TcpSession<'_>, message: &[u8]) {
         if message != self.payload.as_slice() {
             self.bad.fetch_add(1, Ordering::Relaxed);
         }

@@ -7,7 +7,7 @@ mod chat;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use ark_tcp::{CloseReason, Session, TcpClient, TcpClientHandle, TcpHandler};
+use ark_tcp::{CloseReason, TcpClient, TcpClientHandle, TcpHandler, TcpSession};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -15,7 +15,7 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 struct Listener(mpsc::Sender<String>);
 
 impl TcpHandler for Listener {
-    fn on_message(&mut self, _: &mut Session<'_>, message: &[u8]) {
+    fn on_message(&mut self, _: &mut TcpSession<'_>, message: &[u8]) {
         let _ = self.0.send(String::from_utf8_lossy(message).into_owned());
     }
     fn on_close(&mut self, reason: &CloseReason) {

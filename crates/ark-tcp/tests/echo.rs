@@ -184,7 +184,7 @@ struct RawStream {
 }
 
 impl ark_tcp::TcpHandler for RawStream {
-    fn on_open(&mut self, session: &mut ark_tcp::Session<'_>) {
+    fn on_open(&mut self, session: &mut ark_tcp::TcpSession<'_>) {
         *self.buffers.lock().unwrap() = session.socket_buffers();
         // Alternate `send` and `append_raw`: the first append meets an empty queue (the buffers
         // are swapped), the later ones a non-empty one (appended); the byte stream must come
@@ -203,7 +203,7 @@ impl ark_tcp::TcpHandler for RawStream {
             }
         }
     }
-    fn on_message(&mut self, session: &mut ark_tcp::Session<'_>, message: &[u8]) {
+    fn on_message(&mut self, session: &mut ark_tcp::TcpSession<'_>, message: &[u8]) {
         self.got.extend_from_slice(message);
         if self.got.len() == self.total {
             let _ = self.done.send(std::mem::take(&mut self.got));

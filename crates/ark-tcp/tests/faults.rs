@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ark_frame::DecodeError;
-use ark_tcp::{CloseReason, Reconnect, Session, TcpClient, TcpHandler, TcpServer};
+use ark_tcp::{CloseReason, Reconnect, TcpClient, TcpHandler, TcpServer, TcpSession};
 use util::{Echo, PingResult, Pinger};
 
 const TIMEOUT: Duration = Duration::from_secs(20);
@@ -134,11 +134,11 @@ fn the_idle_timeout_closes_a_silent_session() {
 struct Watch(mpsc::Sender<CloseReason>, Arc<Mutex<u32>>);
 
 impl TcpHandler for Watch {
-    fn on_open(&mut self, session: &mut Session<'_>) {
+    fn on_open(&mut self, session: &mut TcpSession<'_>) {
         *self.1.lock().unwrap() += 1;
         session.send(b"ping").unwrap();
     }
-    fn on_message(&mut self, _: &mut Session<'_>, _: &[u8]) {}
+    fn on_message(&mut self, _: &mut TcpSession<'_>, _: &[u8]) {}
     fn on_close(&mut self, reason: &CloseReason) {
         let _ = self.0.send(reason.clone());
     }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use ark_tcp::{CloseReason, SendError, Session, TcpClient, TcpHandler, TcpServer};
+use ark_tcp::{CloseReason, SendError, TcpClient, TcpHandler, TcpServer, TcpSession};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 const CHUNK: usize = 64 * 1024;
@@ -33,7 +33,7 @@ struct Flooder {
 }
 
 impl Flooder {
-    fn fill(&mut self, session: &mut Session<'_>) {
+    fn fill(&mut self, session: &mut TcpSession<'_>) {
         while self.sent < self.total {
             match session.send(&self.chunk) {
                 Ok(()) => self.sent += 1,
@@ -48,11 +48,11 @@ impl Flooder {
 }
 
 impl TcpHandler for Flooder {
-    fn on_open(&mut self, session: &mut Session<'_>) {
+    fn on_open(&mut self, session: &mut TcpSession<'_>) {
         self.fill(session);
     }
-    fn on_message(&mut self, _: &mut Session<'_>, _: &[u8]) {}
-    fn on_writable(&mut self, session: &mut Session<'_>) {
+    fn on_message(&mut self, _: &mut TcpSession<'_>, _: &[u8]) {}
+    fn on_writable(&mut self, session: &mut TcpSession<'_>) {
         self.writables.fetch_add(1, Ordering::SeqCst);
         self.fill(session);
     }
@@ -130,7 +130,7 @@ struct SendThenClose {
 }
 
 impl TcpHandler for SendThenClose {
-    fn on_open(&mut self, session: &mut Session<'_>) {
+    fn on_open(&mut self, session: &mut TcpSession<'_>) {
         let mut body = vec![0u8; 1024];
         for seq in 0..self.count {
             body[..8].copy_from_slice(&seq.to_be_bytes());
@@ -139,7 +139,7 @@ impl TcpHandler for SendThenClose {
         session.close();
         assert_eq!(session.send(b"late"), Err(SendError::Closed));
     }
-    fn on_message(&mut self, _: &mut Session<'_>, _: &[u8]) {}
+    fn on_message(&mut self, _: &mut TcpSession<'_>, _: &[u8]) {}
     fn on_close(&mut self, reason: &CloseReason) {
         assert_eq!(*reason, CloseReason::Local);
         self.closed.fetch_add(1, Ordering::SeqCst);
@@ -154,7 +154,7 @@ struct Count {
 }
 
 impl TcpHandler for Count {
-    fn on_message(&mut self, _: &mut Session<'_>, message: &[u8]) {
+    fn on_message(&mut self, _: &mut TcpSession<'_>, message: &[u8]) {
         let seq = u64::from_be_bytes(message[..8].try_into().unwrap());
         if seq != self.received.fetch_add(1, Ordering::SeqCst) {
             self.out_of_order.fetch_add(1, Ordering::SeqCst);

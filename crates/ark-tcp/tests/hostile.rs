@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
-use ark_tcp::{CloseReason, Session, TcpHandler, TcpServer, TcpServerHandle, TcpStats};
+use ark_tcp::{CloseReason, TcpHandler, TcpServer, TcpServerHandle, TcpSession, TcpStats};
 use util::Echo;
 
 const TIMEOUT: Duration = Duration::from_secs(20);
@@ -124,13 +124,13 @@ struct Pusher {
 }
 
 impl TcpHandler for Pusher {
-    fn on_open(&mut self, session: &mut Session<'_>) {
+    fn on_open(&mut self, session: &mut TcpSession<'_>) {
         let chunk = vec![0x42; 64 * 1024];
         for _ in 0..self.total / chunk.len() {
             session.send(&chunk).expect("room in the queue");
         }
     }
-    fn on_message(&mut self, _: &mut Session<'_>, _: &[u8]) {}
+    fn on_message(&mut self, _: &mut TcpSession<'_>, _: &[u8]) {}
     fn on_close(&mut self, reason: &CloseReason) {
         let _ = self.closed.send(reason.clone());
     }
@@ -222,8 +222,8 @@ struct Polite {
 }
 
 impl TcpHandler for Polite {
-    fn on_message(&mut self, _: &mut Session<'_>, _: &[u8]) {}
-    fn on_stopping(&mut self, session: &mut Session<'_>) {
+    fn on_message(&mut self, _: &mut TcpSession<'_>, _: &[u8]) {}
+    fn on_stopping(&mut self, session: &mut TcpSession<'_>) {
         if session.send(b"bye").is_ok() {
             self.goodbyes.fetch_add(1, Ordering::SeqCst);
         }

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ark_tcp::{
-    CloseReason, Session, TcpClient, TcpClientHandle, TcpHandler, TcpServer, TcpServerHandle,
+    CloseReason, TcpClient, TcpClientHandle, TcpHandler, TcpServer, TcpServerHandle, TcpSession,
 };
 use ark_tls::{ClientTls, Pki, ServerTls, TlsError, Validity};
 use util::{Echo, PingResult, Pinger};
@@ -37,14 +37,14 @@ fn tls_server(tls: ServerTls) -> (TcpServerHandle, Echo) {
 struct Probe(mpsc::Sender<Result<String, CloseReason>>);
 
 impl TcpHandler for Probe {
-    fn on_open(&mut self, session: &mut Session<'_>) {
+    fn on_open(&mut self, session: &mut TcpSession<'_>) {
         let tls = session.tls().expect("a tcps session has TLS info");
         let _ = self
             .0
             .send(Ok(format!("{} {}", tls.version, tls.cipher_suite)));
         session.close();
     }
-    fn on_message(&mut self, _: &mut Session<'_>, _: &[u8]) {}
+    fn on_message(&mut self, _: &mut TcpSession<'_>, _: &[u8]) {}
     fn on_close(&mut self, reason: &CloseReason) {
         let _ = self.0.send(Err(reason.clone()));
     }
@@ -300,11 +300,11 @@ fn a_tls_client_reconnects_with_a_new_handshake() {
     let seen: Arc<Mutex<Vec<bool>>> = Arc::default();
     struct Note(Arc<Mutex<Vec<bool>>>);
     impl TcpHandler for Note {
-        fn on_open(&mut self, session: &mut Session<'_>) {
+        fn on_open(&mut self, session: &mut TcpSession<'_>) {
             self.0.lock().unwrap().push(session.tls().unwrap().resumed);
             session.close();
         }
-        fn on_message(&mut self, _: &mut Session<'_>, _: &[u8]) {}
+        fn on_message(&mut self, _: &mut TcpSession<'_>, _: &[u8]) {}
     }
     let s = seen.clone();
     let server = TcpServer::builder()
@@ -315,7 +315,7 @@ fn a_tls_client_reconnects_with_a_new_handshake() {
     let (tx, rx) = mpsc::channel();
     struct Count(mpsc::Sender<()>);
     impl TcpHandler for Count {
-        fn on_message(&mut self, _: &mut Session<'_>, _: &[u8]) {}
+        fn on_message(&mut self, _: &mut TcpSession<'_>, _: &[u8]) {}
         fn on_close(&mut self, _: &CloseReason) {
             let _ = self.0.send(());
         }

@@ -9,7 +9,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use ark_frame::Delimiter;
-use ark_tcp::{CloseReason, Session, TcpClient, TcpHandler};
+use ark_tcp::{CloseReason, TcpClient, TcpHandler, TcpSession};
 use ark_tls::{ClientTls, Pki, TlsVersions};
 
 const TIMEOUT: Duration = Duration::from_secs(20);
@@ -81,10 +81,10 @@ impl Drop for SServer {
 struct Line(mpsc::Sender<Result<String, CloseReason>>);
 
 impl TcpHandler for Line {
-    fn on_open(&mut self, session: &mut Session<'_>) {
+    fn on_open(&mut self, session: &mut TcpSession<'_>) {
         session.send(b"hello from ark").unwrap();
     }
-    fn on_message(&mut self, session: &mut Session<'_>, message: &[u8]) {
+    fn on_message(&mut self, session: &mut TcpSession<'_>, message: &[u8]) {
         let version = session.tls().map(|t| t.version.clone()).unwrap_or_default();
         let text = String::from_utf8_lossy(message);
         let _ = self.0.send(Ok(format!("{text} {version}")));

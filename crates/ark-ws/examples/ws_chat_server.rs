@@ -57,6 +57,9 @@ impl WsHandler for Member {
     }
 
     fn on_stopping(&mut self, session: &mut WsSession<'_>) {
+        // Out of the room at once: members stopping one after another announce no leaves
+        // (a close handshake can end before another member has heard its goodbye).
+        self.members.lock().unwrap().remove(&self.id);
         let _ = session.send_text("* the server is stopping: goodbye");
     }
 

@@ -105,8 +105,8 @@ impl WsConfig {
     /// write-buffer limit plus one maximum frame and control frames; reading pauses when
     /// answers pile up past half the write-buffer limit and resumes at a quarter (a peer that
     /// sends and never reads then costs no CPU, and the pongs its pings owe stay bounded).
-    pub(crate) fn session_config(&self) -> ark_tcp::SessionConfig {
-        ark_tcp::SessionConfig {
+    pub(crate) fn session_config(&self) -> ark_tcp::TcpConfig {
+        ark_tcp::TcpConfig {
             nodelay: true,
             idle_timeout: self.idle_timeout,
             close_timeout: self.close_timeout,
@@ -120,7 +120,7 @@ impl WsConfig {
             // tungstenite, not by the TCP session's framing.
             stall_timeout: None,
             write_stall_timeout: self.write_stall_timeout,
-            ..ark_tcp::SessionConfig::default()
+            ..ark_tcp::TcpConfig::default()
         }
     }
 }

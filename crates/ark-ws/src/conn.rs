@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use ark_reactor::TimerId;
-use ark_tcp::{CloseReason, Session, TcpHandler};
+use ark_tcp::{CloseReason, TcpHandler, TcpSession};
 use tungstenite::handshake::client::ClientHandshake;
 use tungstenite::handshake::server::{Callback, ErrorResponse, Response, ServerHandshake};
 use tungstenite::handshake::{HandshakeError, MidHandshake};
@@ -191,7 +191,7 @@ impl<H: WsHandler> WsConn<H> {
     /// Moves encoded bytes to the TCP session's queue (one write per turn happens there).
     /// While the queue is at the write-buffer limit, tungstenite's own writes (pongs) wait in
     /// it (the latest pong owed replaces older ones); a close frame never waits.
-    fn flush(&mut self, tcp: &mut Session<'_>) {
+    fn flush(&mut self, tcp: &mut TcpSession<'_>) {
         let closing = self.close_sent.is_some() || self.close_received.is_some();
         let blocked = !closing && tcp.queued_bytes() >= self.config.write_buffer_limit;
         let keep = self.config.read_buffer;
@@ -213,7 +213,7 @@ impl<H: WsHandler> WsConn<H> {
     /// Ends a session that could not open: the reason is kept for `on_close`. A server
     /// closes gracefully (its HTTP answer goes out first); a client has nothing to say and
     /// drops the connection at once.
-    fn abandon(&mut self, tcp: &mut Session<'_>, failure: OpenError) {
+    fn abandon(&mut self, tcp: &mut TcpSession<'_>, failure: OpenError) {
         self.failure.get_or_insert(failure);
         self.state = State::Done;
         if self.client {
@@ -224,7 +224,7 @@ impl<H: WsHandler> WsConn<H> {
     }
 
     /// Answers a failed upgrade with an HTTP error and closes.
-    fn reject(&mut self, tcp: &mut Session<'_>, error: Error) {
+    fn reject(&mut self, tcp: &mut TcpSession<'_>, error: Error) {
         let (status, reason, body) = match &error {
             Error::Http(response) => (
                 response.status().as_u16(),
@@ -248,7 +248,11 @@ impl<H: WsHandler> WsConn<H> {
     }
 
     /// Runs `f` with the handler and a view of the open session (nothing if not open).
-    fn with_session(&mut self, tcp: &mut Session<'_>, f: impl FnOnce(&mut H, &mut WsSession<'_>)) {
+    fn with_session(
+        &mut self,
+        tcp: &mut TcpSession<'_>,
+        f: impl FnOnce(&mut H, &mut WsSession<'_>),
+    ) {
         let State::Open(ws) = &mut self.state else {
             return;
         };
@@ -269,7 +273,7 @@ impl<H: WsHandler> WsConn<H> {
     fn view<'a>(
         handler: &'a mut H,
         ws: &'a mut WebSocket<MemStream>,
-        tcp: &'a mut Session<'_>,
+        tcp: &'a mut TcpSession<'_>,
         config: &'a WsConfig,
         shared: &'a Arc<WsShared>,
         close_sent: &'a mut Option<CloseInfo>,
@@ -289,7 +293,7 @@ impl<H: WsHandler> WsConn<H> {
     /// Fails the connection for a bad message (RFC 6455 7.1.7): a close frame with `code`,
     /// then the TCP connection closes; nothing more is read from the peer (tungstenite's
     /// reading state is not to be trusted after such an error).
-    fn fail(&mut self, tcp: &mut Session<'_>, code: CloseCode, reason: &str) {
+    fn fail(&mut self, tcp: &mut TcpSession<'_>, code: CloseCode, reason: &str) {
         self.with_session(tcp, |_, s| s.close(code, reason));
         self.flush(tcp);
         self.report_close(None);
@@ -299,7 +303,7 @@ impl<H: WsHandler> WsConn<H> {
 
     /// Advances the handshake and reads every complete message: those of `input` (bytes
     /// just read, for an open session) after those held.
-    fn drive(&mut self, tcp: &mut Session<'_>, input: &mut [u8]) {
+    fn drive(&mut self, tcp: &mut TcpSession<'_>, input: &mut [u8]) {
         loop {
             match std::mem::replace(&mut self.state, State::Done) {
                 State::Server(Some(mid)) => match (*mid).handshake() {
@@ -357,7 +361,7 @@ impl<H: WsHandler> WsConn<H> {
         }
     }
 
-    fn after_read(&mut self, tcp: &mut Session<'_>, outcome: Read) {
+    fn after_read(&mut self, tcp: &mut TcpSession<'_>, outcome: Read) {
         match outcome {
             Read::Blocked if self.close_received.is_none() => {}
             // The peer's close frame arrived (tungstenite queued the reply, or it answered
@@ -404,7 +408,7 @@ impl<H: WsHandler> WsConn<H> {
         self.handler.on_close(&close);
     }
 
-    fn open(&mut self, tcp: &mut Session<'_>) {
+    fn open(&mut self, tcp: &mut TcpSession<'_>) {
         self.opened = true;
         if let Some(stream) = self.stream() {
             let rest = stream.end_handshake();
@@ -436,7 +440,7 @@ impl<H: WsHandler> WsConn<H> {
     fn read_frames(
         &mut self,
         ws: &mut WebSocket<MemStream>,
-        tcp: &mut Session<'_>,
+        tcp: &mut TcpSession<'_>,
         mut input: &mut [u8],
     ) -> Read {
         loop {
@@ -467,7 +471,7 @@ impl<H: WsHandler> WsConn<H> {
     }
 
     /// Delivers the whole messages [`Frames`] holds.
-    fn read_held(&mut self, ws: &mut WebSocket<MemStream>, tcp: &mut Session<'_>) -> Read {
+    fn read_held(&mut self, ws: &mut WebSocket<MemStream>, tcp: &mut TcpSession<'_>) -> Read {
         loop {
             match self.frames.next(self.rules()) {
                 None => return Read::Blocked,
@@ -496,7 +500,12 @@ impl<H: WsHandler> WsConn<H> {
 
     /// Hands a message tungstenite read to the handler: text and binary to `on_data`, the
     /// rest (pongs) to `on_message`.
-    fn deliver(&mut self, ws: &mut WebSocket<MemStream>, tcp: &mut Session<'_>, message: Message) {
+    fn deliver(
+        &mut self,
+        ws: &mut WebSocket<MemStream>,
+        tcp: &mut TcpSession<'_>,
+        message: Message,
+    ) {
         self.with_view(ws, tcp, |handler, session, _| match message {
             Message::Text(_) | Message::Binary(_) => {
                 handler.on_data(session, ReceivedData::owned(message));
@@ -509,7 +518,7 @@ impl<H: WsHandler> WsConn<H> {
     fn deliver_data(
         &mut self,
         ws: &mut WebSocket<MemStream>,
-        tcp: &mut Session<'_>,
+        tcp: &mut TcpSession<'_>,
         len: usize,
         text: bool,
     ) {
@@ -523,7 +532,7 @@ impl<H: WsHandler> WsConn<H> {
     fn with_view(
         &mut self,
         ws: &mut WebSocket<MemStream>,
-        tcp: &mut Session<'_>,
+        tcp: &mut TcpSession<'_>,
         f: impl FnOnce(&mut H, &mut WsSession<'_>, &mut Frames),
     ) {
         let (handler, mut session) = Self::view(
@@ -538,7 +547,7 @@ impl<H: WsHandler> WsConn<H> {
         f(handler, &mut session, &mut self.frames);
     }
 
-    fn read_messages(&mut self, ws: &mut WebSocket<MemStream>, tcp: &mut Session<'_>) -> Read {
+    fn read_messages(&mut self, ws: &mut WebSocket<MemStream>, tcp: &mut TcpSession<'_>) -> Read {
         loop {
             match ws.read() {
                 Ok(Message::Close(frame)) => {
@@ -555,7 +564,7 @@ impl<H: WsHandler> WsConn<H> {
     }
 
     /// Applies what handles asked: queued messages and closes, in order, then `on_wake`.
-    fn take_requests(&mut self, tcp: &mut Session<'_>) {
+    fn take_requests(&mut self, tcp: &mut TcpSession<'_>) {
         let (requests, wake) = self.shared.take();
         self.with_session(tcp, |handler, session| {
             for request in requests {
@@ -596,7 +605,7 @@ impl From<Error> for Read {
 }
 
 impl<H: WsHandler> TcpHandler for WsConn<H> {
-    fn on_open(&mut self, tcp: &mut Session<'_>) {
+    fn on_open(&mut self, tcp: &mut TcpSession<'_>) {
         self.shared.attach(tcp.handle());
         self.handshake_timer = Some(tcp.set_timer(self.config.handshake_timeout));
         let State::ClientPending(request) = &mut self.state else {
@@ -622,7 +631,7 @@ impl<H: WsHandler> TcpHandler for WsConn<H> {
         self.flush(tcp);
     }
 
-    fn on_message(&mut self, tcp: &mut Session<'_>, bytes: &[u8]) {
+    fn on_message(&mut self, tcp: &mut TcpSession<'_>, bytes: &[u8]) {
         match &mut self.state {
             State::Open(_) => self.frames.push(bytes),
             _ => match self.stream() {
@@ -635,7 +644,7 @@ impl<H: WsHandler> TcpHandler for WsConn<H> {
 
     /// Whole data messages are unmasked and lent where they were read; only what is left
     /// (a partial frame, frames for tungstenite) is copied.
-    fn on_message_mut(&mut self, tcp: &mut Session<'_>, bytes: &mut [u8]) {
+    fn on_message_mut(&mut self, tcp: &mut TcpSession<'_>, bytes: &mut [u8]) {
         match self.state {
             State::Open(_) => self.drive(tcp, bytes),
             _ => self.on_message(tcp, bytes),
@@ -646,11 +655,11 @@ impl<H: WsHandler> TcpHandler for WsConn<H> {
         true
     }
 
-    fn on_writable(&mut self, tcp: &mut Session<'_>) {
+    fn on_writable(&mut self, tcp: &mut TcpSession<'_>) {
         self.flush(tcp);
     }
 
-    fn on_timer(&mut self, tcp: &mut Session<'_>, timer: TimerId) {
+    fn on_timer(&mut self, tcp: &mut TcpSession<'_>, timer: TimerId) {
         if self.handshake_timer != Some(timer) {
             self.with_session(tcp, |h, s| h.on_timer(s, timer));
             return self.flush(tcp);
@@ -666,12 +675,12 @@ impl<H: WsHandler> TcpHandler for WsConn<H> {
         }
     }
 
-    fn on_wake(&mut self, tcp: &mut Session<'_>) {
+    fn on_wake(&mut self, tcp: &mut TcpSession<'_>) {
         self.take_requests(tcp);
         self.drive(tcp, &mut []);
     }
 
-    fn on_stopping(&mut self, tcp: &mut Session<'_>) {
+    fn on_stopping(&mut self, tcp: &mut TcpSession<'_>) {
         self.with_session(tcp, |h, s| {
             h.on_stopping(s);
             s.close(CloseCode::GOING_AWAY, "going away");

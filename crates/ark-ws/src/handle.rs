@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
-use ark_tcp::SessionHandle;
+use ark_tcp::TcpSessionHandle;
 use tungstenite::Message;
 
 use crate::close::CloseCode;
@@ -28,7 +28,7 @@ pub(crate) struct WsShared {
     limit: usize,
     state: AtomicU8,
     /// The TCP session's handle, once the TCP connection exists.
-    tcp: OnceLock<SessionHandle>,
+    tcp: OnceLock<TcpSessionHandle>,
     requests: Mutex<VecDeque<Request>>,
     /// Bytes of payload waiting in `requests`.
     waiting: std::sync::atomic::AtomicUsize,
@@ -62,7 +62,7 @@ impl WsShared {
     }
 
     /// The TCP session exists: its handle carries the wakes.
-    pub(crate) fn attach(&self, tcp: SessionHandle) {
+    pub(crate) fn attach(&self, tcp: TcpSessionHandle) {
         let _ = self.tcp.set(tcp);
     }
 
@@ -126,20 +126,20 @@ impl WsSessionHandle {
         WsSessionHandle { shared }
     }
 
-    fn tcp(&self) -> Option<&SessionHandle> {
+    fn tcp(&self) -> Option<&TcpSessionHandle> {
         self.shared.tcp.get()
     }
 
     /// The session's id (its TCP session's).
     pub fn id(&self) -> u64 {
-        self.tcp().map_or(u64::MAX, SessionHandle::id)
+        self.tcp().map_or(u64::MAX, TcpSessionHandle::id)
     }
 
     /// The peer's address.
     pub fn peer_addr(&self) -> SocketAddr {
         self.tcp().map_or(
             SocketAddr::from(([0, 0, 0, 0], 0)),
-            SessionHandle::peer_addr,
+            TcpSessionHandle::peer_addr,
         )
     }
 
@@ -160,7 +160,7 @@ impl WsSessionHandle {
             return Err(SendError::Closed);
         }
         let shared = &self.shared;
-        let tcp = shared.tcp.get().map_or(0, SessionHandle::queued_bytes);
+        let tcp = shared.tcp.get().map_or(0, TcpSessionHandle::queued_bytes);
         let waiting = shared.waiting.load(Ordering::SeqCst);
         let queued = tcp + waiting;
         if queued > 0 && queued + message.len() > shared.limit {

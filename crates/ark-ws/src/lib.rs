@@ -80,7 +80,7 @@ pub mod fuzzing {
     pub fn server<H: WsHandler>(
         config: WsConfig,
         handler: H,
-    ) -> (impl ark_tcp::TcpHandler, ark_tcp::SessionConfig) {
+    ) -> (impl ark_tcp::TcpHandler, ark_tcp::TcpConfig) {
         let session = config.session_config();
         (
             crate::conn::WsConn::server(Arc::new(config), handler, None),
@@ -97,7 +97,7 @@ pub mod fuzzing {
         config: WsConfig,
         url: &str,
         handler: H,
-    ) -> Result<(impl ark_tcp::TcpHandler, ark_tcp::SessionConfig), tungstenite::Error> {
+    ) -> Result<(impl ark_tcp::TcpHandler, ark_tcp::TcpConfig), tungstenite::Error> {
         use tungstenite::client::IntoClientRequest;
         let request = url.into_client_request()?;
         let session = config.session_config();

@@ -54,7 +54,7 @@ pub enum SendError {
 /// A handler's view of its WebSocket session during a callback.
 pub struct WsSession<'a> {
     pub(crate) ws: &'a mut WebSocket<MemStream>,
-    pub(crate) tcp: ark_tcp::Session<'a>,
+    pub(crate) tcp: ark_tcp::TcpSession<'a>,
     pub(crate) config: &'a WsConfig,
     pub(crate) shared: &'a Arc<WsShared>,
     pub(crate) close_sent: &'a mut Option<(Option<CloseCode>, String)>,

@@ -73,7 +73,7 @@ impl MemStream {
     /// since the last such point fit in `keep` (a large message passed through; the traffic
     /// now needs less). A session whose bursts need more keeps its grown buffers, so it does
     /// not reallocate per message; idle sessions stay small. (Capacity alone says little here:
-    /// the outbox trades storage with the TCP send queue, see `ark_tcp::Session::append_raw`.)
+    /// the outbox trades storage with the TCP send queue, see `ark_tcp::TcpSession::append_raw`.)
     pub(crate) fn shrink_if_idle(&mut self, keep: usize) {
         if self.pending_in() == 0 && self.outbox.is_empty() {
             self.inbox.clear();

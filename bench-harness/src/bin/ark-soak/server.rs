@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use ark_http::{HttpServer, HttpServerHandle, Router};
-use ark_rudp::{ConnectionStats, RudpHandler, RudpServer, RudpServerHandle, RudpSession};
-use ark_tcp::{CloseReason, Session, TcpHandler, TcpServer, TcpServerHandle, TcpStats};
+use ark_rudp::{RudpHandler, RudpServer, RudpServerHandle, RudpSession, RudpStats};
+use ark_tcp::{CloseReason, TcpHandler, TcpServer, TcpServerHandle, TcpSession, TcpStats};
 use ark_udp::{UdpHandler, UdpServer, UdpServerHandle, UdpSession, UdpStats};
 use ark_ws::{Message, Request, WsClose, WsHandler, WsServer, WsServerHandle, WsSession};
 use serde_json::{Value, json};
@@ -69,10 +69,10 @@ impl Echo {
 }
 
 impl TcpHandler for Echo {
-    fn on_open(&mut self, _: &mut Session<'_>) {
+    fn on_open(&mut self, _: &mut TcpSession<'_>) {
         self.opened();
     }
-    fn on_message(&mut self, session: &mut Session<'_>, message: &[u8]) {
+    fn on_message(&mut self, session: &mut TcpSession<'_>, message: &[u8]) {
         self.sent(session.send(message));
     }
     fn on_close(&mut self, _: &CloseReason) {
@@ -196,7 +196,7 @@ fn udp_json(s: &UdpStats) -> Value {
 
 /// The reliable-UDP server's counters (every session's, summed) as JSON; `null` if its
 /// socket's thread did not answer.
-fn rudp_json(s: Option<ConnectionStats>) -> Value {
+fn rudp_json(s: Option<RudpStats>) -> Value {
     s.map_or(Value::Null, |s| {
         json!({
             "data_sent": s.data_sent, "retransmissions": s.retransmissions,

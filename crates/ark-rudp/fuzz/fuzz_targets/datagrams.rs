@@ -8,11 +8,11 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use ark_rudp::{Config, Connection, Delivery, Fec, Incoming, Listener};
+use ark_rudp::{RudpConfig, Connection, Delivery, Fec, Incoming, Listener};
 use libfuzzer_sys::fuzz_target;
 
 /// A client and the server connection its handshake made.
-fn pair(config: &Arc<Config>, listener: &mut Listener, now: Instant) -> (Connection, Connection) {
+fn pair(config: &Arc<RudpConfig>, listener: &mut Listener, now: Instant) -> (Connection, Connection) {
     let peer: SocketAddr = "127.0.0.1:4000".parse().expect("address");
     let mut client = Connection::client(config.clone(), now, 0x1234_5678_FFFF_FFF0);
     let (mut buf, mut reply) = (vec![0u8; 2048], vec![0u8; 64]);
@@ -44,7 +44,7 @@ fuzz_target!(|input: &[u8]| {
     let Some((&mode, mut rest)) = input.split_first() else {
         return;
     };
-    let mut config = Config::default();
+    let mut config = RudpConfig::default();
     config.fec = match mode % 3 {
         0 => Fec::Off,
         1 => Fec::Fixed { k: 4, m: 2 },

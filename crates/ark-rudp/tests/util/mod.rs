@@ -8,9 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use ark_link::{Conditioner, GilbertElliott, LinkConfig};
-use ark_rudp::{
-    Config, Connection, ConnectionStats, Delivery, Event, Incoming, Listener, SendError,
-};
+use ark_rudp::{Connection, Delivery, Event, Incoming, Listener, RudpConfig, RudpStats, SendError};
 
 /// The client's address as the listener sees it.
 pub fn client_addr() -> SocketAddr {
@@ -62,8 +60,8 @@ impl Sim {
     /// A client with `client` settings and `nonce`, a listener with `server` settings, `up`
     /// and `down` as the two link directions.
     pub fn new(
-        client: Config,
-        server: Config,
+        client: RudpConfig,
+        server: RudpConfig,
         nonce: u64,
         up: LinkConfig,
         down: LinkConfig,
@@ -270,7 +268,7 @@ impl Sim {
     }
 
     /// Both ends' counters (the server's default before it exists).
-    pub fn stats(&self) -> (ConnectionStats, ConnectionStats) {
+    pub fn stats(&self) -> (RudpStats, RudpStats) {
         (
             self.client.stats(),
             self.server
@@ -484,8 +482,8 @@ impl Scenario {
 }
 
 /// Settings for the simulations: the handshake given time to survive lossy links.
-pub fn sim_config(fec: ark_rudp::Fec) -> Config {
-    let mut config = Config::default();
+pub fn sim_config(fec: ark_rudp::Fec) -> RudpConfig {
+    let mut config = RudpConfig::default();
     config.fec = fec;
     config.handshake_timeout = Duration::from_secs(60);
     config
@@ -494,8 +492,8 @@ pub fn sim_config(fec: ark_rudp::Fec) -> Config {
 /// What one delivery run ends with.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
-    pub client: ConnectionStats,
-    pub server: ConnectionStats,
+    pub client: RudpStats,
+    pub server: RudpStats,
     pub up: ark_link::LinkCounters,
     pub down: ark_link::LinkCounters,
     pub elapsed: Duration,

@@ -7,19 +7,19 @@
 use std::time::Duration;
 
 use ark_frame::LengthPrefix;
-use ark_tcp::{Session, SessionConfig, Simulator, TcpHandler};
+use ark_tcp::{TcpSession, TcpConfig, Simulator, TcpHandler};
 use libfuzzer_sys::fuzz_target;
 
 struct Echo;
 
 impl TcpHandler for Echo {
-    fn on_message(&mut self, session: &mut Session<'_>, message: &[u8]) {
+    fn on_message(&mut self, session: &mut TcpSession<'_>, message: &[u8]) {
         let _ = session.send(message);
     }
 }
 
 fuzz_target!(|data: &[u8]| {
-    let config = SessionConfig {
+    let config = TcpConfig {
         send_limit: 8 * 1024,
         high_watermark: 4 * 1024,
         low_watermark: 1024,
@@ -27,7 +27,7 @@ fuzz_target!(|data: &[u8]| {
         stall_timeout: Some(Duration::from_secs(2)),
         write_stall_timeout: Some(Duration::from_secs(3)),
         close_timeout: Duration::from_secs(4),
-        ..SessionConfig::default()
+        ..TcpConfig::default()
     };
     let codec = LengthPrefix::default().with_max_frame_len(2048);
     let mut sim = Simulator::new(Echo, codec, config);

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use ark_frame::LengthPrefix;
 
 use super::SessionCore;
-use crate::config::SessionConfig;
-use crate::session::{CloseReason, Session, TcpHandler};
+use crate::config::TcpConfig;
+use crate::session::{CloseReason, TcpHandler, TcpSession};
 use crate::sim::Simulator;
 
 /// What a [`Scripted`] handler saw, in order.
@@ -41,7 +41,7 @@ pub(super) struct Scripted {
 }
 
 impl TcpHandler for Scripted {
-    fn on_open(&mut self, session: &mut Session<'_>) {
+    fn on_open(&mut self, session: &mut TcpSession<'_>) {
         self.log.lock().unwrap().push(Seen::Opened);
         for frame in &self.greet {
             session.send(frame).expect("room for the greeting");
@@ -55,7 +55,7 @@ impl TcpHandler for Scripted {
             session.close();
         }
     }
-    fn on_message(&mut self, session: &mut Session<'_>, message: &[u8]) {
+    fn on_message(&mut self, session: &mut TcpSession<'_>, message: &[u8]) {
         self.log
             .lock()
             .unwrap()
@@ -64,13 +64,13 @@ impl TcpHandler for Scripted {
             session.send(message).expect("room for the echo");
         }
     }
-    fn on_writable(&mut self, _: &mut Session<'_>) {
+    fn on_writable(&mut self, _: &mut TcpSession<'_>) {
         self.log.lock().unwrap().push(Seen::Writable);
     }
-    fn on_timer(&mut self, _: &mut Session<'_>, timer: ark_reactor::TimerId) {
+    fn on_timer(&mut self, _: &mut TcpSession<'_>, timer: ark_reactor::TimerId) {
         self.log.lock().unwrap().push(Seen::Timer(timer));
     }
-    fn on_stopping(&mut self, session: &mut Session<'_>) {
+    fn on_stopping(&mut self, session: &mut TcpSession<'_>) {
         self.log.lock().unwrap().push(Seen::Stopping);
         if let Some(goodbye) = &self.goodbye {
             session.send(goodbye).expect("room for the goodbye");
@@ -94,7 +94,7 @@ pub(super) struct Side {
 }
 
 impl Side {
-    fn new(handler: Scripted, config: SessionConfig, now: Instant) -> Side {
+    fn new(handler: Scripted, config: TcpConfig, now: Instant) -> Side {
         let log = handler.log.clone();
         let codec = LengthPrefix::default().with_max_frame_len(1024 * 1024);
         Side {
@@ -144,7 +144,7 @@ pub(super) struct Pair {
 
 impl Pair {
     /// A connected pair: both sides open (`on_open` has run on each).
-    pub(super) fn new(client: Scripted, server: Scripted, config: SessionConfig) -> Pair {
+    pub(super) fn new(client: Scripted, server: Scripted, config: TcpConfig) -> Pair {
         Self::with(client, config.clone(), server, config, |_| {})
     }
 
@@ -152,9 +152,9 @@ impl Pair {
     /// or a side that does not read).
     pub(super) fn with(
         client: Scripted,
-        client_config: SessionConfig,
+        client_config: TcpConfig,
         server: Scripted,
-        server_config: SessionConfig,
+        server_config: TcpConfig,
         setup: impl FnOnce(&mut Pair),
     ) -> Pair {
         let now = Instant::now();

@@ -7,7 +7,7 @@ use ark_frame::DecodeError;
 
 use super::State;
 use super::pair::{Pair, Scripted, Seen};
-use crate::config::SessionConfig;
+use crate::config::TcpConfig;
 use crate::session::CloseReason;
 
 fn frame(i: usize, len: usize) -> Vec<u8> {
@@ -25,12 +25,12 @@ fn echo() -> Scripted {
     }
 }
 
-fn config() -> SessionConfig {
-    SessionConfig {
+fn config() -> TcpConfig {
+    TcpConfig {
         idle_timeout: None,
         stall_timeout: None,
         close_timeout: Duration::from_secs(2),
-        ..SessionConfig::default()
+        ..TcpConfig::default()
     }
 }
 
@@ -48,7 +48,7 @@ fn frames_go_both_ways_in_order() {
 
 #[test]
 fn idle_timeout_closes_a_silent_session_gracefully() {
-    let server_config = SessionConfig {
+    let server_config = TcpConfig {
         idle_timeout: Some(Duration::from_secs(1)),
         ..config()
     };
@@ -161,7 +161,7 @@ fn a_half_close_still_gets_every_echo_before_the_fin() {
 
 #[test]
 fn backpressure_pauses_reading_and_resumes_with_nothing_lost() {
-    let config = SessionConfig {
+    let config = TcpConfig {
         send_limit: 128 * 1024,
         high_watermark: 64 * 1024,
         low_watermark: 16 * 1024,
@@ -228,7 +228,7 @@ fn an_oversized_frame_resets_only_that_session() {
 
 #[test]
 fn a_stalled_frame_closes_after_the_stall_timeout() {
-    let config = SessionConfig {
+    let config = TcpConfig {
         stall_timeout: Some(Duration::from_millis(500)),
         ..config()
     };
@@ -336,7 +336,7 @@ fn handler_timers_fire_in_deadline_order_and_cancelled_ones_never() {
 
 #[test]
 fn a_peer_that_stops_reading_is_reset_after_the_write_stall_timeout() {
-    let config = SessionConfig {
+    let config = TcpConfig {
         write_stall_timeout: Some(Duration::from_secs(3)),
         ..config()
     };
@@ -364,15 +364,14 @@ fn a_peer_that_stops_reading_is_reset_after_the_write_stall_timeout() {
 
 /// Frames sent back unchanged from a read are written from the read's bytes.
 mod in_place {
-    use std::io::{self, IoSlice};
     use std::sync::Arc;
     use std::time::Instant;
 
     use ark_frame::LengthPrefix;
 
     use super::super::SessionCore;
-    use crate::config::SessionConfig;
-    use crate::session::{CloseReason, Session, SessionInfo, TcpHandler};
+    use crate::config::TcpConfig;
+    use crate::session::{CloseReason, SessionInfo, TcpHandler, TcpSession};
 
     /// Echoes every message; after each echo sends `extra` too (copied), and aborts after the
     /// first echo if asked.
@@ -383,7 +382,7 @@ mod in_place {
     }
 
     impl TcpHandler for Echoer {
-        fn on_message(&mut self, session: &mut Session<'_>, message: &[u8]) {
+        fn on_message(&mut self, session: &mut TcpSession<'_>, message: &[u8]) {
             session.send(message).expect("room for the echo");
             if let Some(extra) = &self.extra {
                 session.send(extra).expect("room for the extra");
@@ -396,7 +395,7 @@ mod in_place {
 
     fn open<H: TcpHandler>(handler: H) -> SessionCore<LengthPrefix, H> {
         let info = SessionInfo::without_socket(std::net::SocketAddr::from(([127, 0, 0, 1], 1)));
-        let config = Arc::new(SessionConfig::default().normalized());
+        let config = Arc::new(TcpConfig::default().normalized());
         let now = Instant::now();
         let codec = LengthPrefix::default();
         let mut core = SessionCore::new(handler, codec, config, info.clone(), now, None, None);
@@ -413,22 +412,24 @@ mod in_place {
         out
     }
 
-    /// Reads `input` into `core`; `write` takes up to `room` bytes. Returns what was written
-    /// and, per call, the slices' addresses and lengths.
+    /// Reads `input` into `core` and writes what it offers in place, as the driver does, to
+    /// a socket that takes up to `room` bytes. Returns what was written and, per write, the
+    /// non-empty slices' addresses and lengths.
     fn read(
         core: &mut SessionCore<LengthPrefix, Echoer>,
         input: &mut [u8],
         room: usize,
     ) -> (Vec<u8>, Vec<Vec<(usize, usize)>>) {
         let (mut wrote, mut calls) = (Vec::new(), Vec::new());
-        core.handle_read_writing(Instant::now(), input, |bufs: &[IoSlice<'_>]| {
-            calls.push(
-                bufs.iter()
-                    .map(|b| (b.as_ptr() as usize, b.len()))
-                    .collect(),
-            );
-            Ok(crate::sim::write_within(&mut wrote, bufs, room))
-        });
+        let now = Instant::now();
+        core.handle_read_lending(now, input);
+        if let Some(bufs) = core.transmit_in_place(input) {
+            let slices = bufs.iter().filter(|b| !b.is_empty());
+            calls.push(slices.map(|b| (b.as_ptr() as usize, b.len())).collect());
+            let written = crate::sim::write_within(&mut wrote, &bufs, room);
+            core.count_write();
+            core.handle_written_in_place(now, input, written);
+        }
         (wrote, calls)
     }
 
@@ -488,23 +489,23 @@ mod in_place {
     }
 
     #[test]
-    fn a_write_error_ends_the_session() {
+    fn a_write_error_the_driver_reports_ends_the_session_and_counts_what_is_dropped() {
         let mut core = open(Echoer::default());
         let mut input = framed(&[b"one"]);
-        core.handle_read_writing(Instant::now(), &mut input, |_| {
-            Err(io::Error::from(io::ErrorKind::ConnectionReset))
-        });
+        core.handle_read_lending(Instant::now(), &mut input);
+        assert!(core.transmit_in_place(&input).is_some());
+        core.handle_error(CloseReason::Reset);
         assert_eq!(core.close_reason(), Some(&CloseReason::Reset));
         assert_eq!(core.take_tally().dropped_send_bytes, input.len() as u64);
     }
 
     #[test]
-    fn would_block_queues_everything() {
+    fn a_full_socket_queues_everything() {
         let mut core = open(Echoer::default());
         let mut input = framed(&[b"one", b"two"]);
-        core.handle_read_writing(Instant::now(), &mut input, |_| {
-            Err(io::Error::from(io::ErrorKind::WouldBlock))
-        });
+        let now = Instant::now();
+        core.handle_read_lending(now, &mut input);
+        core.handle_written_in_place(now, &input, 0);
         assert_eq!(core.transmit(), input);
         assert_eq!(core.close_reason(), None);
     }
@@ -517,11 +518,11 @@ mod in_place {
     }
 
     impl TcpHandler for Shouter {
-        fn on_message(&mut self, session: &mut Session<'_>, message: &[u8]) {
+        fn on_message(&mut self, session: &mut TcpSession<'_>, message: &[u8]) {
             self.lent_shared += 1;
             session.send(message).expect("room");
         }
-        fn on_message_mut(&mut self, session: &mut Session<'_>, message: &mut [u8]) {
+        fn on_message_mut(&mut self, session: &mut TcpSession<'_>, message: &mut [u8]) {
             self.lent_mutably += 1;
             message.make_ascii_uppercase();
             session.send(message).expect("room");
@@ -539,9 +540,12 @@ mod in_place {
         for cut in 1..=input.len() {
             let mut core = open(Shouter::default());
             for piece in input.chunks(cut) {
-                core.handle_read_writing(Instant::now(), &mut piece.to_vec(), |_| {
-                    panic!("nothing is written from a buffer lent mutably")
-                });
+                let mut piece = piece.to_vec();
+                core.handle_read_lending(Instant::now(), &mut piece);
+                assert!(
+                    core.transmit_in_place(&piece).is_none(),
+                    "nothing is written from a buffer lent mutably"
+                );
             }
             assert_eq!(
                 core.transmit(),

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
-use ark_tcp::{CloseReason, Session, TcpHandler};
+use ark_tcp::{CloseReason, TcpHandler, TcpSession};
 
 /// Echoes every message; records how each session closed.
 #[derive(Clone, Default)]
@@ -15,7 +15,7 @@ pub struct Echo {
 }
 
 impl TcpHandler for Echo {
-    fn on_message(&mut self, session: &mut Session<'_>, message: &[u8]) {
+    fn on_message(&mut self, session: &mut TcpSession<'_>, message: &[u8]) {
         self.messages.fetch_add(1, Ordering::Relaxed);
         session.send(message).expect("echo queue has room");
     }
@@ -70,7 +70,7 @@ impl Pinger {
         }
     }
 
-    fn send_next(&mut self, session: &mut Session<'_>) {
+    fn send_next(&mut self, session: &mut TcpSession<'_>) {
         while self.sent < self.total && self.sent - self.echoed < self.window {
             let body = payload(self.sent, (self.size)(self.sent));
             session.send(&body).expect("client queue has room");
@@ -80,10 +80,10 @@ impl Pinger {
 }
 
 impl TcpHandler for Pinger {
-    fn on_open(&mut self, session: &mut Session<'_>) {
+    fn on_open(&mut self, session: &mut TcpSession<'_>) {
         self.send_next(session);
     }
-    fn on_message(&mut self, session: &mut Session<'_>, message: &[u8]) {
+    fn on_message(&mut self, session: &mut TcpSession<'_>, message: &[u8]) {
         let seq = self.echoed;
         if message != payload(seq, (self.size)(seq)).as_slice() {
             let _ = self.report.send(PingResult::Mismatch { seq });
