@@ -15,6 +15,9 @@
 //!   source) or `Sharded { reactors }` (independent
 //!   loops, one thread each) — places new sources round-robin or on the least loaded reactor,
 //!   and stops and joins everything.
+//! * [`Mailbox`]: how other threads reach a source's handler (requests under a lock, one
+//!   wake per batch, a lock-free look when nothing waits) — every transport's session
+//!   handles post through one.
 //!
 //! ```
 //! use std::time::Duration;
@@ -44,6 +47,7 @@ mod delivery_tests;
 mod far_timer;
 mod handle;
 mod lifecycle;
+mod mailbox;
 mod pool;
 mod reactor;
 mod shared;
@@ -62,6 +66,7 @@ pub use context::{Budget, Context};
 pub use deadlines::{Deadlines, TimerSlot};
 pub use handle::ReactorHandle;
 pub use lifecycle::{Lifecycle, Member, Stopping};
+pub use mailbox::{Mailbox, Wake};
 pub use pool::{IoModel, Placement, ReactorPool, Runtime, SourceRef, release_pool, resolve};
 pub use reactor::Reactor;
 pub use source::{CloseReason, Handler, Ready, SourceId, Turn};

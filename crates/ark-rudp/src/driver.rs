@@ -13,7 +13,7 @@ use ark_udp::{UdpHandler, UdpSession};
 use crate::config::RudpConfig;
 use crate::connection::{CloseReason, Connection, Event, RudpStats};
 use crate::listener::{Incoming, Listener};
-use crate::session::{Command, Mailbox, RudpHandler, RudpSession, TimerOwner, Timers};
+use crate::session::{Command, RudpHandler, RudpSession, RudpShared, TimerOwner, Timers};
 
 /// Makes a new session's handler.
 pub(crate) type Factory<H> = Box<dyn FnMut(SocketAddr) -> H + Send>;
@@ -48,7 +48,7 @@ pub(crate) struct Driver<H> {
     timers: Timers,
     /// The socket timer set at the earliest deadline.
     armed: Option<(TimerId, Instant)>,
-    mailbox: Arc<Mailbox>,
+    mailbox: Arc<RudpShared>,
     out: Vec<u8>,
     /// Counters of connections already closed.
     closed_stats: RudpStats,
@@ -58,7 +58,7 @@ pub(crate) struct Driver<H> {
 }
 
 impl<H: RudpHandler> Driver<H> {
-    pub(crate) fn new(role: Role<H>, config: &RudpConfig, mailbox: Arc<Mailbox>) -> Self {
+    pub(crate) fn new(role: Role<H>, config: &RudpConfig, mailbox: Arc<RudpShared>) -> Self {
         let connected = matches!(role, Role::Client { .. });
         Driver {
             role,

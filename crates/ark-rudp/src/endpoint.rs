@@ -15,7 +15,7 @@ use crate::connection::{Connection, Delivery, RudpStats};
 use crate::cookie::random_u64;
 use crate::driver::{Driver, Role};
 use crate::listener::Listener;
-use crate::session::{Mailbox, RudpHandler, RudpSessionHandle};
+use crate::session::{RudpHandler, RudpSessionHandle, RudpShared};
 
 /// Socket settings both builders share.
 macro_rules! socket_options {
@@ -94,14 +94,14 @@ impl RudpServerBuilder {
         F: FnMut(SocketAddr) -> H + Send + 'static,
     {
         let config = Arc::new(self.config);
-        let mailbox = Arc::new(Mailbox::default());
+        let mailbox = Arc::new(RudpShared::default());
         let role = Role::Server {
             listener: Box::new(Listener::new(config.clone())),
             factory: Box::new(factory),
         };
         let driver = Driver::new(role, &config, mailbox.clone());
         let socket = self.udp.max_datagram(config.mtu + 128).start(driver)?;
-        let _ = mailbox.waker.set(socket.waker());
+        let _ = mailbox.mailbox.attach(socket.waker());
         Ok(RudpServerHandle { socket, mailbox })
     }
 }
@@ -110,7 +110,7 @@ impl RudpServerBuilder {
 #[derive(Debug)]
 pub struct RudpServerHandle {
     socket: UdpSocketHandle,
-    mailbox: Arc<Mailbox>,
+    mailbox: Arc<RudpShared>,
 }
 
 impl RudpServerHandle {
@@ -174,7 +174,7 @@ impl RudpClientBuilder {
     ) -> io::Result<RudpClientHandle> {
         let server = ark_reactor::resolve(server)?;
         let config = Arc::new(self.config);
-        let mailbox = Arc::new(Mailbox::default());
+        let mailbox = Arc::new(RudpShared::default());
         let conn = Connection::client(config.clone(), Instant::now(), random_u64());
         let role = Role::Client {
             pending: Some(Box::new((conn, handler))),
@@ -184,7 +184,7 @@ impl RudpClientBuilder {
             .udp
             .max_datagram(config.mtu + 128)
             .connect(server, driver)?;
-        let _ = mailbox.waker.set(socket.waker());
+        let _ = mailbox.mailbox.attach(socket.waker());
         Ok(RudpClientHandle {
             session: RudpSessionHandle {
                 peer: server,
@@ -201,7 +201,7 @@ impl RudpClientBuilder {
 pub struct RudpClientHandle {
     socket: UdpSocketHandle,
     session: RudpSessionHandle,
-    mailbox: Arc<Mailbox>,
+    mailbox: Arc<RudpShared>,
 }
 
 impl RudpClientHandle {

@@ -3,11 +3,11 @@
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use ark_reactor::{Deadlines, TimerId};
+use ark_reactor::{Deadlines, Mailbox, TimerId};
 use ark_udp::UdpWaker;
 
 use crate::connection::{CloseReason, Connection, Delivery, RudpStats, SendError};
@@ -79,26 +79,20 @@ pub(crate) enum Command {
     Stats(mpsc::Sender<RudpStats>),
 }
 
-/// The mailbox of a socket's sessions, and the waker of its thread.
+/// What a socket's sessions share with their handles: the commands of other threads, in
+/// ark-reactor's [`Mailbox`], waking the socket's thread through its [`UdpWaker`].
 #[derive(Debug, Default)]
-pub(crate) struct Mailbox {
-    pub(crate) queue: Mutex<VecDeque<Command>>,
-    pub(crate) waker: OnceLock<UdpWaker>,
+pub(crate) struct RudpShared {
+    pub(crate) mailbox: Mailbox<VecDeque<Command>, UdpWaker>,
 }
 
-impl Mailbox {
+impl RudpShared {
     pub(crate) fn post(&self, command: Command) {
-        self.queue
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push_back(command);
-        if let Some(waker) = self.waker.get() {
-            waker.wake();
-        }
+        self.mailbox.post(|queue| queue.push_back(command));
     }
 
     pub(crate) fn take(&self) -> VecDeque<Command> {
-        std::mem::take(&mut *self.queue.lock().unwrap_or_else(PoisonError::into_inner))
+        self.mailbox.take().unwrap_or_default()
     }
 
     /// Every session's counters summed on the socket's thread; `None` if it does not answer
@@ -115,7 +109,7 @@ pub struct RudpSession<'a> {
     pub(crate) peer: SocketAddr,
     pub(crate) conn: &'a mut Connection,
     pub(crate) timers: &'a mut Timers,
-    pub(crate) mailbox: &'a Arc<Mailbox>,
+    pub(crate) mailbox: &'a Arc<RudpShared>,
     pub(crate) now: Instant,
 }
 
@@ -198,7 +192,7 @@ impl RudpSession<'_> {
 #[derive(Debug, Clone)]
 pub struct RudpSessionHandle {
     pub(crate) peer: SocketAddr,
-    pub(crate) mailbox: Arc<Mailbox>,
+    pub(crate) mailbox: Arc<RudpShared>,
 }
 
 impl RudpSessionHandle {

@@ -21,7 +21,7 @@ use ark_frame::{Decoder, Encoder, Flow, FrameReader, RecvBuf};
 use ark_reactor::{Deadlines, SourceRef, TimerId};
 
 use crate::config::TcpConfig;
-use crate::handle::HandleShared;
+use crate::handle::TcpShared;
 use crate::session::{CloseReason, SendError, SessionInfo, TcpHandler, TcpSession};
 use crate::stats::TurnTally;
 
@@ -311,7 +311,7 @@ pub(crate) struct SessionCore<C: Framing, H: TcpHandler> {
     link: Link,
     info: SessionInfo,
     /// What the session shares with its handles.
-    handle: Arc<HandleShared>,
+    handle: Arc<TcpShared>,
     /// When bytes last arrived (idle and stall deadlines count from it).
     last_rx: Instant,
     /// When an emptied receive buffer is to be freed (see [`RECEIVE_RELEASE_DELAY`]).
@@ -340,7 +340,7 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
         connect_timeout: Option<Duration>,
         source: Option<SourceRef>,
     ) -> Self {
-        let handle = HandleShared::new(
+        let handle = TcpShared::new(
             info.id,
             (info.peer, info.local),
             source,

@@ -1,10 +1,10 @@
 //! `TcpSessionHandle`: reach a session from any thread.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
-use ark_reactor::SourceRef;
+use ark_reactor::{Mailbox, SourceRef};
 
 use crate::session::{EncodeInto, SendError, append_parts};
 
@@ -25,71 +25,44 @@ pub(crate) struct Inbox {
 }
 
 /// The state a session shares with its handles.
-pub(crate) struct HandleShared {
+pub(crate) struct TcpShared {
     id: u64,
     peer: SocketAddr,
     local: SocketAddr,
-    /// Where the session runs (none in a `Simulator`: it looks at the inbox itself).
-    source: Option<SourceRef>,
     encoder: Box<dyn EncodeInto + Send + Sync>,
     send_limit: usize,
     /// Bytes in the session's queue at its last turn.
     queued: AtomicUsize,
     state: AtomicU8,
-    /// The inbox has something for the session.
-    pending: AtomicBool,
-    inbox: Mutex<Inbox>,
+    /// What handles ask; wakes where the session runs (no waker in a `Simulator`: it looks
+    /// at the inbox itself).
+    mailbox: Mailbox<Inbox>,
 }
 
-impl HandleShared {
+impl TcpShared {
     pub(crate) fn new(
         id: u64,
         (peer, local): (SocketAddr, SocketAddr),
         source: Option<SourceRef>,
         encoder: Box<dyn EncodeInto + Send + Sync>,
         send_limit: usize,
-    ) -> Arc<HandleShared> {
-        Arc::new(HandleShared {
+    ) -> Arc<TcpShared> {
+        Arc::new(TcpShared {
             id,
             peer,
             local,
-            source,
             encoder,
             send_limit,
             queued: AtomicUsize::new(0),
             state: AtomicU8::new(OPEN),
-            pending: AtomicBool::new(false),
-            inbox: Mutex::new(Inbox::default()),
+            mailbox: source.map_or_else(Mailbox::new, Mailbox::with_waker),
         })
-    }
-
-    fn inbox(&self) -> MutexGuard<'_, Inbox> {
-        self.inbox.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Runs `f` on the inbox, then tells the session.
-    fn deliver(&self, f: impl FnOnce(&mut Inbox)) {
-        f(&mut self.inbox());
-        self.notify();
-    }
-
-    /// Marks the inbox as having work; wakes the session if it had none.
-    fn notify(&self) {
-        if !self.pending.swap(true, Ordering::SeqCst)
-            && let Some(source) = &self.source
-        {
-            source.wake();
-        }
     }
 
     /// Takes what handles left for the session, if anything.
     #[inline]
     pub(crate) fn take(&self) -> Option<Inbox> {
-        // A plain load first: most turns find nothing, and a load costs less than a swap.
-        if !self.pending.load(Ordering::Acquire) || !self.pending.swap(false, Ordering::SeqCst) {
-            return None;
-        }
-        Some(std::mem::take(&mut *self.inbox()))
+        self.mailbox.take()
     }
 
     /// Publishes the session's queue length (for the handles' `Full` check).
@@ -109,7 +82,7 @@ impl HandleShared {
     /// The session is gone; returns the bytes handles had queued that were not taken.
     pub(crate) fn set_closed(&self) -> usize {
         self.state.store(CLOSED, Ordering::SeqCst);
-        std::mem::take(&mut *self.inbox()).bytes.len()
+        self.mailbox.drain().bytes.len()
     }
 }
 
@@ -137,7 +110,7 @@ impl HandleShared {
 /// ```
 #[derive(Clone)]
 pub struct TcpSessionHandle {
-    shared: Arc<HandleShared>,
+    shared: Arc<TcpShared>,
 }
 
 impl std::fmt::Debug for TcpSessionHandle {
@@ -150,8 +123,16 @@ impl std::fmt::Debug for TcpSessionHandle {
     }
 }
 
+/// A layer above a session (ark-ws) keeps its own [`Mailbox`] and wakes the session's
+/// handler with its handle: [`TcpHandler::on_wake`](crate::TcpHandler::on_wake) runs.
+impl ark_reactor::Wake for TcpSessionHandle {
+    fn wake(&self) {
+        TcpSessionHandle::wake(self);
+    }
+}
+
 impl TcpSessionHandle {
-    pub(crate) fn new(shared: Arc<HandleShared>) -> Self {
+    pub(crate) fn new(shared: Arc<TcpShared>) -> Self {
         TcpSessionHandle { shared }
     }
 
@@ -173,7 +154,7 @@ impl TcpSessionHandle {
     /// Bytes the session had queued and not written at its last turn, plus what handles have
     /// queued since.
     pub fn queued_bytes(&self) -> usize {
-        let inbox = self.shared.inbox().bytes.len();
+        let inbox = self.shared.mailbox.peek(|inbox| inbox.bytes.len());
         self.shared.queued.load(Ordering::Relaxed) + inbox
     }
 
@@ -200,34 +181,33 @@ impl TcpSessionHandle {
         let parts = [header.as_slice(), payload, trailer];
         let needed = parts.iter().map(|p| p.len()).sum();
         let shared = &self.shared;
-        let mut inbox = shared.inbox();
-        let queued = shared.queued.load(Ordering::Relaxed) + inbox.bytes.len();
-        if queued > 0 && queued + needed > shared.send_limit {
-            return Err(SendError::Full {
-                queued,
-                needed,
-                limit: shared.send_limit,
-            });
-        }
-        append_parts(&mut inbox.bytes, &parts);
-        inbox.frames += 1;
-        drop(inbox);
-        shared.notify();
-        Ok(())
+        shared.mailbox.try_post(|inbox| {
+            let queued = shared.queued.load(Ordering::Relaxed) + inbox.bytes.len();
+            if queued > 0 && queued + needed > shared.send_limit {
+                return Err(SendError::Full {
+                    queued,
+                    needed,
+                    limit: shared.send_limit,
+                });
+            }
+            append_parts(&mut inbox.bytes, &parts);
+            inbox.frames += 1;
+            Ok(())
+        })
     }
 
     /// Closes the session gracefully (as [`TcpSession::close`](crate::TcpSession::close)), after
     /// what handles queued before.
     pub fn close(&self) {
         self.shared.set_closing();
-        self.shared.deliver(|inbox| inbox.close = true);
+        self.shared.mailbox.post(|inbox| inbox.close = true);
     }
 
     /// Closes the session at once, dropping what is queued (as
     /// [`TcpSession::abort`](crate::TcpSession::abort)).
     pub fn abort(&self) {
         self.shared.set_closing();
-        self.shared.deliver(|inbox| inbox.abort = true);
+        self.shared.mailbox.post(|inbox| inbox.abort = true);
     }
 
     /// Gives the session's handler a turn: [`TcpHandler::on_wake`] runs on the session's
@@ -236,6 +216,6 @@ impl TcpSessionHandle {
     ///
     /// [`TcpHandler::on_wake`]: crate::TcpHandler::on_wake
     pub fn wake(&self) {
-        self.shared.deliver(|inbox| inbox.wake = true);
+        self.shared.mailbox.post(|inbox| inbox.wake = true);
     }
 }

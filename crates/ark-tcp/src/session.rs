@@ -9,7 +9,7 @@ use ark_frame::{DecodeError, EncodeError, Encoder, Header};
 use ark_reactor::TimerId;
 
 use crate::core::Link;
-use crate::handle::{HandleShared, TcpSessionHandle};
+use crate::handle::{TcpSessionHandle, TcpShared};
 
 /// Why a session ended. Delivered to [`TcpHandler::on_close`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -194,7 +194,7 @@ pub struct TcpSession<'a> {
     pub(crate) input: &'a [u8],
     pub(crate) link: &'a mut Link,
     pub(crate) encoder: &'a dyn EncodeInto,
-    pub(crate) handle: &'a std::sync::Arc<HandleShared>,
+    pub(crate) handle: &'a std::sync::Arc<TcpShared>,
 }
 
 impl std::fmt::Debug for TcpSession<'_> {
@@ -313,7 +313,7 @@ impl<'a> TcpSession<'a> {
         input: &'a [u8],
         link: &'a mut Link,
         encoder: &'a dyn EncodeInto,
-        handle: &'a std::sync::Arc<HandleShared>,
+        handle: &'a std::sync::Arc<TcpShared>,
     ) -> Self {
         TcpSession {
             info,

@@ -8,7 +8,7 @@ use ark_reactor::{IoModel, Lifecycle, ReactorConfig, ReactorPool, Runtime, Stopp
 
 use crate::config::UdpConfig;
 use crate::endpoint::Mode;
-use crate::handle::{EndpointShared, UdpSessionHandle};
+use crate::handle::{UdpSessionHandle, UdpShared};
 use crate::server::{
     Placement, STOP_TIMEOUT, apply_options, bind_socket, granted_buffers, register, udp_options,
 };
@@ -106,7 +106,7 @@ pub struct UdpSocketHandle {
     /// A client's session (its connected peer).
     pub(crate) session: Option<UdpSessionHandle>,
     /// What the socket shares with handles (for [`wake`](Self::wake)).
-    pub(crate) shared: Arc<EndpointShared>,
+    pub(crate) shared: Arc<UdpShared>,
     pub(crate) life: Arc<Lifecycle>,
     pub(crate) pool: Option<Arc<ReactorPool>>,
     pub(crate) own_pool: bool,
@@ -211,12 +211,20 @@ impl UdpSocketHandle {
 ///
 /// [`UdpHandler::on_wake`]: crate::UdpHandler::on_wake
 #[derive(Debug, Clone)]
-pub struct UdpWaker(Arc<EndpointShared>);
+pub struct UdpWaker(Arc<UdpShared>);
 
 impl UdpWaker {
     /// See [`UdpSocketHandle::wake`].
     pub fn wake(&self) {
         self.0.push(|r| r.wake = true);
+    }
+}
+
+/// A layer above a socket (ark-rudp's sessions) keeps its own [`ark_reactor::Mailbox`] and
+/// wakes the socket's handler with this.
+impl ark_reactor::Wake for UdpWaker {
+    fn wake(&self) {
+        UdpWaker::wake(self);
     }
 }
 

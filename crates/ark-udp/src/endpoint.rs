@@ -10,7 +10,7 @@ use ark_reactor::{Context, Handler, Lifecycle, Member, Ready, TimerId, Turn};
 use mio::net::UdpSocket;
 
 use crate::config::UdpConfig;
-use crate::handle::EndpointShared;
+use crate::handle::UdpShared;
 use crate::peers::Peers;
 use crate::session::{
     CloseReason, DatagramError, SessionIo, SessionTimers, UdpHandler, UdpSession,
@@ -94,7 +94,7 @@ impl<H: UdpHandler> Endpoint<H> {
         mode: Mode<H>,
         config: Arc<UdpConfig>,
         counters: Arc<UdpCounters>,
-        (shared, life, member): (Arc<EndpointShared>, Arc<Lifecycle>, Member),
+        (shared, life, member): (Arc<UdpShared>, Arc<Lifecycle>, Member),
     ) -> Self {
         let local = socket
             .local_addr()

@@ -2,10 +2,10 @@
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
-use ark_reactor::SourceRef;
+use ark_reactor::{Mailbox, SourceRef};
 
 use crate::limits::max_payload;
 use crate::session::SendError;
@@ -25,50 +25,39 @@ pub(crate) struct Requests {
 
 /// The state a socket shares with its sessions' handles.
 #[derive(Debug)]
-pub(crate) struct EndpointShared {
-    /// Where the socket runs.
-    source: OnceLock<SourceRef>,
+pub(crate) struct UdpShared {
     send_limit: usize,
     /// Bytes in the socket's send queue at its last turn.
     queued: AtomicUsize,
     /// Payload bytes waiting in `requests`.
     waiting: AtomicUsize,
     closed: AtomicBool,
-    pending: AtomicBool,
-    requests: Mutex<Requests>,
+    /// What handles ask; wakes the socket once it is registered.
+    mailbox: Mailbox<Requests>,
 }
 
-impl EndpointShared {
-    pub(crate) fn new(send_limit: usize) -> Arc<EndpointShared> {
-        Arc::new(EndpointShared {
-            source: OnceLock::new(),
+impl UdpShared {
+    pub(crate) fn new(send_limit: usize) -> Arc<UdpShared> {
+        Arc::new(UdpShared {
             send_limit,
             queued: AtomicUsize::new(0),
             waiting: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
-            pending: AtomicBool::new(false),
-            requests: Mutex::new(Requests::default()),
+            mailbox: Mailbox::new(),
         })
-    }
-
-    fn requests(&self) -> MutexGuard<'_, Requests> {
-        self.requests.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The socket is registered: wakes go to `source`.
     pub(crate) fn attach(&self, source: SourceRef) {
-        let _ = self.source.set(source);
+        let _ = self.mailbox.attach(source);
     }
 
     /// Takes what handles asked since the last call, if anything.
     #[inline]
     pub(crate) fn take(&self) -> Option<Requests> {
-        // A plain load first: most turns find nothing, and a load costs less than a swap.
-        if !self.pending.load(Ordering::Acquire) || !self.pending.swap(false, Ordering::SeqCst) {
-            return None;
-        }
+        let requests = self.mailbox.take()?;
         self.waiting.store(0, Ordering::SeqCst);
-        Some(std::mem::take(&mut *self.requests()))
+        Some(requests)
     }
 
     #[inline]
@@ -81,12 +70,7 @@ impl EndpointShared {
     }
 
     pub(crate) fn push(&self, f: impl FnOnce(&mut Requests)) {
-        f(&mut self.requests());
-        if !self.pending.swap(true, Ordering::SeqCst)
-            && let Some(source) = self.source.get()
-        {
-            source.wake();
-        }
+        self.mailbox.post(f);
     }
 }
 
@@ -96,14 +80,14 @@ impl EndpointShared {
 /// [`UdpSession::handle`](crate::UdpSession::handle) or a client handle.
 #[derive(Debug, Clone)]
 pub struct UdpSessionHandle {
-    shared: Arc<EndpointShared>,
+    shared: Arc<UdpShared>,
     peer: SocketAddr,
     /// A client's connected socket sends without a destination.
     connected: bool,
 }
 
 impl UdpSessionHandle {
-    pub(crate) fn new(shared: Arc<EndpointShared>, peer: SocketAddr, connected: bool) -> Self {
+    pub(crate) fn new(shared: Arc<UdpShared>, peer: SocketAddr, connected: bool) -> Self {
         UdpSessionHandle {
             shared,
             peer,

@@ -12,7 +12,7 @@ use mio::net::UdpSocket;
 
 use crate::config::UdpConfig;
 use crate::endpoint::{Endpoint, Factory, Mode};
-use crate::handle::EndpointShared;
+use crate::handle::UdpShared;
 use crate::session::UdpHandler;
 use crate::stats::{UdpCounters, UdpStats};
 use crate::steering::{Steering, steer_by_peer_port};
@@ -169,8 +169,8 @@ pub(crate) fn register<H: UdpHandler>(
     mode: Mode<H>,
     placement: &Placement,
     wake: bool,
-) -> io::Result<Arc<EndpointShared>> {
-    let shared = EndpointShared::new(placement.config.send_queue_limit);
+) -> io::Result<Arc<UdpShared>> {
+    let shared = UdpShared::new(placement.config.send_queue_limit);
     let make = |id| -> Box<dyn ark_reactor::Handler> {
         let source = SourceRef::new(reactor.clone(), id);
         shared.attach(source.clone());

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use ark_reactor::{Deadlines, TimerId, TimerSlot};
 
-use crate::handle::{EndpointShared, UdpSessionHandle};
+use crate::handle::{UdpSessionHandle, UdpShared};
 use crate::limits::max_payload;
 use crate::sys::SendBatch;
 
@@ -115,7 +115,7 @@ impl SessionTimers {
 pub(crate) struct SessionIo {
     pub(crate) out: SendBatch,
     pub(crate) timers: SessionTimers,
-    pub(crate) shared: Arc<EndpointShared>,
+    pub(crate) shared: Arc<UdpShared>,
     pub(crate) send_limit: usize,
     pub(crate) now: Instant,
     pub(crate) datagrams_out: u64,

@@ -13,7 +13,7 @@ use tungstenite::{Error, Message, WebSocket};
 use crate::close::{CloseCode, Initiator, OpenError, WsClose};
 use crate::config::WsConfig;
 use crate::data::ReceivedData;
-use crate::handle::{Request as HandleRequest, WsSessionHandle, WsShared};
+use crate::handle::{Request as HandleRequest, WsInbox, WsSessionHandle, WsShared};
 use crate::inbound::{self, Frames, Inbound, Rules};
 use crate::session::{Request, WsHandler, WsSession};
 use crate::stream::MemStream;
@@ -565,7 +565,9 @@ impl<H: WsHandler> WsConn<H> {
 
     /// Applies what handles asked: queued messages and closes, in order, then `on_wake`.
     fn take_requests(&mut self, tcp: &mut TcpSession<'_>) {
-        let (requests, wake) = self.shared.take();
+        let Some(WsInbox { requests, wake }) = self.shared.take() else {
+            return;
+        };
         self.with_session(tcp, |handler, session| {
             for request in requests {
                 match request {

@@ -2,9 +2,10 @@
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
 
+use ark_reactor::Mailbox;
 use ark_tcp::TcpSessionHandle;
 use tungstenite::Message;
 
@@ -23,23 +24,29 @@ pub(crate) enum Request {
     Close(CloseCode, String),
 }
 
+/// What handles asked since the session last looked.
+#[derive(Default)]
+pub(crate) struct WsInbox {
+    pub(crate) requests: VecDeque<Request>,
+    /// `WsHandler::on_wake` is owed.
+    pub(crate) wake: bool,
+}
+
 /// The state a WebSocket session shares with its handles.
 pub(crate) struct WsShared {
     limit: usize,
     state: AtomicU8,
-    /// The TCP session's handle, once the TCP connection exists.
-    tcp: OnceLock<TcpSessionHandle>,
-    requests: Mutex<VecDeque<Request>>,
-    /// Bytes of payload waiting in `requests`.
+    /// What handles ask, waking the session through its TCP session's handle (attached once
+    /// the TCP connection exists).
+    mailbox: Mailbox<WsInbox, TcpSessionHandle>,
+    /// Bytes of payload waiting in the mailbox.
     waiting: std::sync::atomic::AtomicUsize,
-    /// `WsHandler::on_wake` is owed.
-    wake: AtomicBool,
 }
 
 impl std::fmt::Debug for WsShared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WsShared")
-            .field("tcp", &self.tcp.get())
+            .field("tcp", &self.tcp())
             .field("state", &self.state)
             .finish_non_exhaustive()
     }
@@ -50,20 +57,18 @@ impl WsShared {
         Arc::new(WsShared {
             limit,
             state: AtomicU8::new(PENDING),
-            tcp: OnceLock::new(),
-            requests: Mutex::new(VecDeque::new()),
+            mailbox: Mailbox::new(),
             waiting: Default::default(),
-            wake: AtomicBool::new(false),
         })
     }
 
-    fn requests(&self) -> MutexGuard<'_, VecDeque<Request>> {
-        self.requests.lock().unwrap_or_else(PoisonError::into_inner)
+    fn tcp(&self) -> Option<&TcpSessionHandle> {
+        self.mailbox.waker()
     }
 
     /// The TCP session exists: its handle carries the wakes.
     pub(crate) fn attach(&self, tcp: TcpSessionHandle) {
-        let _ = self.tcp.set(tcp);
+        let _ = self.mailbox.attach(tcp);
     }
 
     pub(crate) fn set_open(&self) {
@@ -80,22 +85,11 @@ impl WsShared {
         self.state.load(Ordering::SeqCst) == OPEN
     }
 
-    /// Takes the requests waiting, and whether a wake is owed.
-    pub(crate) fn take(&self) -> (VecDeque<Request>, bool) {
-        let requests = std::mem::take(&mut *self.requests());
+    /// Takes what handles asked, if anything.
+    pub(crate) fn take(&self) -> Option<WsInbox> {
+        let inbox = self.mailbox.take()?;
         self.waiting.store(0, Ordering::SeqCst);
-        (requests, self.wake.swap(false, Ordering::SeqCst))
-    }
-
-    fn push(&self, request: Request) {
-        self.requests().push_back(request);
-        self.notify();
-    }
-
-    fn notify(&self) {
-        if let Some(tcp) = self.tcp.get() {
-            tcp.wake();
-        }
+        Some(inbox)
     }
 }
 
@@ -113,7 +107,7 @@ pub struct WsSessionHandle {
 impl std::fmt::Debug for WsSessionHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WsSessionHandle")
-            .field("tcp", &self.shared.tcp.get())
+            .field("tcp", &self.shared.tcp())
             .field("open", &self.is_open())
             .finish()
     }
@@ -122,12 +116,12 @@ impl std::fmt::Debug for WsSessionHandle {
 impl WsSessionHandle {
     /// A handle to a session whose TCP connection exists (`shared` is attached).
     pub(crate) fn new(shared: Arc<WsShared>) -> Self {
-        debug_assert!(shared.tcp.get().is_some());
+        debug_assert!(shared.tcp().is_some());
         WsSessionHandle { shared }
     }
 
     fn tcp(&self) -> Option<&TcpSessionHandle> {
-        self.shared.tcp.get()
+        self.shared.tcp()
     }
 
     /// The session's id (its TCP session's).
@@ -160,7 +154,7 @@ impl WsSessionHandle {
             return Err(SendError::Closed);
         }
         let shared = &self.shared;
-        let tcp = shared.tcp.get().map_or(0, TcpSessionHandle::queued_bytes);
+        let tcp = shared.tcp().map_or(0, TcpSessionHandle::queued_bytes);
         let waiting = shared.waiting.load(Ordering::SeqCst);
         let queued = tcp + waiting;
         if queued > 0 && queued + message.len() > shared.limit {
@@ -170,7 +164,9 @@ impl WsSessionHandle {
             });
         }
         shared.waiting.fetch_add(message.len(), Ordering::SeqCst);
-        shared.push(Request::Send(message));
+        shared
+            .mailbox
+            .post(|inbox| inbox.requests.push_back(Request::Send(message)));
         Ok(())
     }
 
@@ -192,13 +188,15 @@ impl WsSessionHandle {
 
     /// Starts the close handshake with `code` and `reason`, after what was queued before.
     pub fn close(&self, code: CloseCode, reason: &str) {
-        self.shared.push(Request::Close(code, reason.to_string()));
+        let close = Request::Close(code, reason.to_string());
+        self.shared
+            .mailbox
+            .post(|inbox| inbox.requests.push_back(close));
     }
 
     /// Gives the session's handler a turn: [`WsHandler::on_wake`](crate::WsHandler::on_wake)
     /// runs on its thread (several wakes before it runs merge into one).
     pub fn wake(&self) {
-        self.shared.wake.store(true, Ordering::SeqCst);
-        self.shared.notify();
+        self.shared.mailbox.post(|inbox| inbox.wake = true);
     }
 }
