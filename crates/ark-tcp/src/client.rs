@@ -15,7 +15,7 @@ use mio::net::TcpStream;
 
 use crate::config::{Keepalive, TcpConfig, apply_socket_options};
 use crate::core::{Framing, SessionCore};
-use crate::driver::Conn;
+use crate::driver;
 use crate::handle::TcpSessionHandle;
 use crate::owner::Owner;
 use crate::server::session_options;
@@ -316,9 +316,9 @@ fn connect_on<C: Framing, H: TcpHandler>(
     *shared.session() = Some(core.session_handle());
     let owner: Arc<dyn Owner<H>> = shared.clone();
     let member = shared.life.join(Some(source));
-    let conn = Conn::new(stream, core, owner, reactor.handle(), (true, tls), member);
+    let conn = driver::conn(stream, core, (owner, reactor.handle(), member), true, tls);
     let interest = mio::Interest::READABLE | mio::Interest::WRITABLE;
-    if reactor.install(id, Box::new(conn), interest).is_ok() {
+    if reactor.install(id, conn, interest).is_ok() {
         // A first turn arms the connect timeout even if the socket never becomes ready.
         reactor.wake(id);
     }

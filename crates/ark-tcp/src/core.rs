@@ -320,6 +320,8 @@ pub(crate) struct SessionCore<C: Framing, H: TcpHandler> {
     buffer_used_at: Instant,
     /// `on_close` has been called.
     reported: bool,
+    /// `on_open` has run (the session counts as opened until it is gone).
+    opened: bool,
 }
 
 /// How long a session's receive buffer must go unused (empty, no frame spanning reads) before
@@ -374,6 +376,7 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
             release_at: None,
             buffer_used_at: now,
             reported: false,
+            opened: false,
         }
     }
 
@@ -418,7 +421,13 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
         self.info = info;
         self.last_rx = now;
         self.link.state = State::Open;
+        self.opened = true;
         self.with_session(|h, s| h.on_open(s));
+    }
+
+    /// Whether the session opened (`on_open` ran), whatever its state now.
+    pub(crate) fn was_opened(&self) -> bool {
+        self.opened
     }
 
     /// A transport failure (connect refused, reset, I/O error): the session ends.

@@ -1,9 +1,9 @@
 //! The thin driver: one TCP socket on the reactor, moving bytes between it and a
-//! [`SessionCore`]. Read → feed → deliver → write; the core decides everything else. With TLS
-//! (`tls.rs`) the bytes pass through an `ark_tls::TlsSession` on the way.
+//! [`SessionCore`] through a [`Transport`] (plain TCP, or TLS in `tls.rs`). Read → feed →
+//! deliver → write; the core decides everything else.
 
-use std::io::{self, IoSlice, Read, Write};
-use std::net::{Shutdown, SocketAddr};
+use std::io;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
@@ -14,54 +14,69 @@ use mio::net::TcpStream;
 use crate::core::{Framing, SessionCore, State};
 use crate::owner::Owner;
 use crate::session::{CloseReason, SessionInfo, TcpHandler};
-use crate::tls::{self, TlsLayer};
+use crate::tls::TlsLayer;
+use crate::transport::{Plain, Transport};
 
-/// A session's socket on the reactor.
-pub(crate) struct Conn<C: Framing, H: TcpHandler> {
+/// A session's socket on the reactor, its bytes crossing through `T`.
+pub(crate) struct Conn<C: Framing, H: TcpHandler, T> {
     stream: TcpStream,
     /// `None` once closed (the handler went back to the owner).
     core: Option<SessionCore<C, H>>,
     owner: Arc<dyn Owner<H>>,
     reactor: ReactorHandle,
-    /// TLS between the socket and the core (`tcps`), or `None` for plain TCP.
-    tls: Option<TlsLayer>,
+    transport: T,
     /// An outgoing connect (check it completes) rather than an accepted connection.
     outgoing: bool,
-    /// The TCP connection is established (the session opens now, or after the handshake).
-    connected: bool,
     /// The reactor timer kept at the core's next deadline.
     timer: TimerSlot,
     /// The last read filled its buffer or reading resumed: read without a new edge.
     read_more: bool,
-    opened: bool,
     /// Buffer bytes last published to the owner's counters: (receive, send).
     published: (usize, usize),
     /// Keeps the owner's stop waiting until the session is gone.
     _member: Member,
 }
 
-impl<C: Framing, H: TcpHandler> Conn<C, H> {
-    /// A session over `stream`: accepted, or `outgoing` with its connect under way (bounded by
-    /// `connect_timeout`); with `tls`, it opens once the handshake completes.
-    pub(crate) fn new(
-        stream: TcpStream,
-        core: SessionCore<C, H>,
-        owner: Arc<dyn Owner<H>>,
-        reactor: ReactorHandle,
-        (outgoing, tls): (bool, Option<TlsLayer>),
-        member: Member,
+/// A session over `stream` as a reactor handler: accepted, or `outgoing` with its connect
+/// under way; with `tls`, it opens once the handshake completes.
+pub(crate) fn conn<C: Framing, H: TcpHandler>(
+    stream: TcpStream,
+    core: SessionCore<C, H>,
+    (owner, reactor, member): (Arc<dyn Owner<H>>, ReactorHandle, Member),
+    outgoing: bool,
+    tls: Option<TlsLayer>,
+) -> Box<dyn Handler> {
+    let parts = (stream, core, owner, reactor, member);
+    match tls {
+        Some(tls) => Box::new(Conn::new(parts, outgoing, tls)),
+        None => Box::new(Conn::new(parts, outgoing, Plain::default())),
+    }
+}
+
+/// What every [`Conn`] is made of.
+type Parts<C, H> = (
+    TcpStream,
+    SessionCore<C, H>,
+    Arc<dyn Owner<H>>,
+    ReactorHandle,
+    Member,
+);
+
+impl<C: Framing, H: TcpHandler, T: Transport<C, H>> Conn<C, H, T> {
+    fn new(
+        (stream, core, owner, reactor, member): Parts<C, H>,
+        outgoing: bool,
+        transport: T,
     ) -> Self {
         Conn {
             stream,
             core: Some(core),
             owner,
             reactor,
-            tls,
+            transport,
             outgoing,
-            connected: false,
             timer: TimerSlot::default(),
             read_more: true,
-            opened: false,
             published: (0, 0),
             _member: member,
         }
@@ -80,7 +95,6 @@ impl<C: Framing, H: TcpHandler> Conn<C, H> {
         };
         match connected {
             Ok(true) => {
-                self.connected = true;
                 let socket = socket2::SockRef::from(&self.stream);
                 let info = SessionInfo {
                     local: self.stream.local_addr().unwrap_or(core.info().local),
@@ -90,13 +104,8 @@ impl<C: Framing, H: TcpHandler> Conn<C, H> {
                     ),
                     ..core.info().clone()
                 };
-                match self.tls.as_mut() {
-                    // The handshake opens the session.
-                    Some(tls) => tls.connected(info),
-                    None => {
-                        core.handle_connected(now, info);
-                        self.count_open();
-                    }
+                if self.transport.connected(core, now, info) {
+                    self.count_open();
                 }
             }
             Ok(false) => {}
@@ -109,7 +118,6 @@ impl<C: Framing, H: TcpHandler> Conn<C, H> {
         let Some(core) = self.core.as_ref() else {
             return;
         };
-        self.opened = true;
         let counters = self.owner.counters().local();
         counters.sessions_open.fetch_add(1, Relaxed);
         counters.sessions_total.fetch_add(1, Relaxed);
@@ -122,25 +130,12 @@ impl<C: Framing, H: TcpHandler> Conn<C, H> {
             return Turn::Done;
         };
         let now = cx.now();
-        let (blocked, resumed) = match self.tls.as_mut() {
-            Some(tls) => tls::write_once(&mut self.stream, tls, core, cx, now),
-            None => write_once(&mut self.stream, core, cx, now),
-        };
+        let (blocked, resumed) = self.transport.write(&mut self.stream, core, cx, now);
         if resumed {
             self.read_more = true;
             turn = Turn::Again;
         }
-        match self.tls.as_mut() {
-            // With TLS, shut down only once its ciphertext is written too.
-            Some(tls) if !tls.wants_write() && core.poll_shutdown() => {
-                tls::shutdown(&mut self.stream, tls);
-            }
-            Some(_) => {}
-            None if core.poll_shutdown() => {
-                let _ = self.stream.shutdown(Shutdown::Write);
-            }
-            None => {}
-        }
+        self.transport.shutdown_when_done(&mut self.stream, core);
         self.publish();
         let Some(core) = self.core.as_mut() else {
             return Turn::Done;
@@ -153,14 +148,12 @@ impl<C: Framing, H: TcpHandler> Conn<C, H> {
             cx.close();
             return Turn::Done;
         }
-        let handshake = self.tls.as_ref().and_then(TlsLayer::poll_timeout);
-        let deadline = match (core.poll_timeout(), handshake) {
+        let deadline = match (core.poll_timeout(), self.transport.poll_timeout()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
         self.timer.arm(deadline, cx);
-        let tls_pending = self.tls.as_ref().is_some_and(TlsLayer::wants_write);
-        if !blocked && (!core.transmit().is_empty() || tls_pending) {
+        if !blocked && (!core.transmit().is_empty() || self.transport.wants_write()) {
             // Queued by callbacks after this turn's write, with room in the socket.
             turn = Turn::Again;
         }
@@ -208,203 +201,18 @@ fn check_connected(stream: &TcpStream, addr: SocketAddr) -> Result<bool, CloseRe
     }
 }
 
-/// Where a session's reads go: straight to the core (plain TCP, [`Plain`]) or through TLS
-/// (`tls::TlsLayer`). The read loop ([`read`]) is the same for both.
-pub(crate) trait Feed<C: Framing, H: TcpHandler> {
-    /// Whether to read the socket now.
-    fn wants_read(&self, core: &SessionCore<C, H>) -> bool;
-
-    /// One read from `stream`: its result, and how many bytes it asked for.
-    fn read_from(
-        &mut self,
-        stream: &mut TcpStream,
-        core: &mut SessionCore<C, H>,
-        cx: &mut Context<'_>,
-    ) -> (io::Result<usize>, usize);
-
-    /// `n` bytes were read; `false` ends the turn's reading (input is held back). What the
-    /// delivery sends may be written to `stream` at once.
-    fn received(
-        &mut self,
-        stream: &mut TcpStream,
-        core: &mut SessionCore<C, H>,
-        cx: &mut Context<'_>,
-        n: usize,
-    ) -> bool;
-
-    /// The peer ended its stream.
-    fn end_of_stream(&mut self, core: &mut SessionCore<C, H>, now: Instant);
-}
-
-/// Plain TCP: reads go to the reactor's scratch buffer, or straight into the receive buffer
-/// for a large pending frame.
-#[derive(Default)]
-pub(crate) struct Plain {
-    /// The last read went into the receive buffer.
-    direct: bool,
-}
-
-impl<C: Framing, H: TcpHandler> Feed<C, H> for Plain {
-    fn wants_read(&self, core: &SessionCore<C, H>) -> bool {
-        core.wants_read()
-    }
-
-    fn read_from(
-        &mut self,
-        stream: &mut TcpStream,
-        core: &mut SessionCore<C, H>,
-        cx: &mut Context<'_>,
-    ) -> (io::Result<usize>, usize) {
-        let buf = match core.direct_read_buf() {
-            Some(buf) => {
-                self.direct = true;
-                buf
-            }
-            None => {
-                self.direct = false;
-                cx.scratch()
-            }
-        };
-        (stream.read(buf), buf.len())
-    }
-
-    fn received(
-        &mut self,
-        stream: &mut TcpStream,
-        core: &mut SessionCore<C, H>,
-        cx: &mut Context<'_>,
-        n: usize,
-    ) -> bool {
-        let now = cx.now();
-        if self.direct {
-            core.handle_read_direct(now, n);
-            return true;
-        }
-        // Echoed frames are written from the scratch buffer before the next read reuses it.
-        let input = &mut cx.scratch()[..n];
-        core.handle_read_lending(now, input);
-        let Some(bufs) = core.transmit_in_place(input) else {
-            return true;
-        };
-        let result = match bufs {
-            [[], frames] => stream.write(frames),
-            [queued, frames] => {
-                stream.write_vectored(&[IoSlice::new(queued), IoSlice::new(frames)])
-            }
-        };
-        core.count_write();
-        match result {
-            Ok(written) => core.handle_written_in_place(now, input, written),
-            Err(e) if would_block(&e) => core.handle_written_in_place(now, input, 0),
-            Err(e) => core.handle_error(CloseReason::io(&e)),
-        }
-        cx.counters().add_writes(1);
-        true
-    }
-
-    fn end_of_stream(&mut self, core: &mut SessionCore<C, H>, now: Instant) {
-        core.handle_eof(now);
-    }
-}
-
-/// Reads and feeds `feed` within the turn's budget. Returns whether input may still be
-/// waiting (the budget ran out).
-pub(crate) fn read<C: Framing, H: TcpHandler>(
-    stream: &mut TcpStream,
-    feed: &mut impl Feed<C, H>,
-    core: &mut SessionCore<C, H>,
-    cx: &mut Context<'_>,
-    ready: Ready,
-) -> bool {
-    let budget = cx.budget();
-    let (mut reads, mut bytes) = (0u32, 0usize);
-    while feed.wants_read(core) {
-        if reads == budget.operations || bytes >= budget.bytes {
-            return true;
-        }
-        let (result, asked) = feed.read_from(stream, core, cx);
-        reads += 1;
-        cx.counters().add_reads(1);
-        core.count_read();
-        match result {
-            Ok(0) => {
-                feed.end_of_stream(core, cx.now());
-                return false;
-            }
-            Ok(n) => {
-                bytes += n;
-                if !feed.received(stream, core, cx, n) {
-                    return false;
-                }
-                // A short read drained the socket, unless the peer's end of stream came with
-                // this edge: then read on until it shows.
-                if n < asked && !ready.contains(Ready::READ_CLOSED) {
-                    core.release_idle_buffers();
-                    return false;
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                core.release_idle_buffers();
-                return false;
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => {
-                core.handle_error(CloseReason::io(&e));
-                return false;
-            }
-        }
-    }
-    false
-}
-
-/// Whether a failed read or write only means "not now".
-fn would_block(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-    )
-}
-
-/// One write of what the core offers. Returns (the socket is full, reading resumed).
-fn write_once<C: Framing, H: TcpHandler>(
-    stream: &mut TcpStream,
-    core: &mut SessionCore<C, H>,
-    cx: &mut Context<'_>,
-    now: Instant,
-) -> (bool, bool) {
-    let bytes = core.transmit();
-    if bytes.is_empty() {
-        return (false, false);
-    }
-    let len = bytes.len();
-    let result = stream.write(bytes);
-    cx.counters().add_writes(1);
-    core.count_write();
-    match result {
-        // A partial write filled the socket: its next writable edge will come.
-        Ok(n) => (n < len, core.handle_written(now, n)),
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => (true, false),
-        Err(e) if e.kind() == io::ErrorKind::Interrupted => (false, false),
-        Err(e) => {
-            core.handle_error(CloseReason::io(&e));
-            (true, false)
-        }
-    }
-}
-
-impl<C: Framing, H: TcpHandler> Handler for Conn<C, H> {
+impl<C: Framing, H: TcpHandler, T: Transport<C, H>> Handler for Conn<C, H, T> {
     fn source(&mut self) -> &mut dyn mio::event::Source {
         &mut self.stream
     }
 
     fn on_ready(&mut self, cx: &mut Context<'_>, ready: Ready) -> Turn {
         let now = cx.now();
-        if !self.connected
-            && self
-                .core
-                .as_ref()
-                .is_some_and(|c| matches!(c.state(), State::Connecting { .. }))
-        {
+        let connecting = self
+            .core
+            .as_ref()
+            .is_some_and(|c| matches!(c.state(), State::Connecting { .. }));
+        if connecting && !self.transport.handshaking() {
             self.connect(now);
         }
         let Some(core) = self.core.as_mut() else {
@@ -415,20 +223,13 @@ impl<C: Framing, H: TcpHandler> Handler for Conn<C, H> {
             core.stop(now);
         }
         let mut turn = Turn::Done;
-        let wants_read = match &self.tls {
-            Some(tls) => tls.wants_read(core),
-            None => core.wants_read(),
-        };
-        if wants_read && (ready.is_readable() || self.read_more) {
-            self.read_more = match self.tls.as_mut() {
-                Some(tls) => tls::read(&mut self.stream, tls, core, cx, ready),
-                None => read(&mut self.stream, &mut Plain::default(), core, cx, ready),
-            };
+        if self.transport.wants_read(core) && (ready.is_readable() || self.read_more) {
+            self.read_more = self.transport.read(&mut self.stream, core, cx, ready);
             if self.read_more {
                 turn = Turn::Again;
             }
         }
-        if self.tls.as_mut().is_some_and(TlsLayer::take_opened) {
+        if self.transport.take_opened() {
             self.count_open();
         }
         self.finish_turn(cx, turn)
@@ -439,9 +240,7 @@ impl<C: Framing, H: TcpHandler> Handler for Conn<C, H> {
             && let Some(core) = self.core.as_mut()
         {
             core.handle_timeout(cx.now());
-            if let Some(tls) = self.tls.as_mut() {
-                tls.handle_timeout(core, cx.now());
-            }
+            self.transport.handle_timeout(core, cx.now());
         }
         self.finish_turn(cx, Turn::Done)
     }
@@ -476,7 +275,7 @@ impl<C: Framing, H: TcpHandler> Handler for Conn<C, H> {
         let published = (self.published.0 as i64, self.published.1 as i64);
         counters.recv_buffer_bytes.fetch_sub(published.0, Relaxed);
         counters.send_queue_bytes.fetch_sub(published.1, Relaxed);
-        if self.opened {
+        if core.was_opened() {
             counters.sessions_open.fetch_sub(1, Relaxed);
         }
         let id = core.info().id;

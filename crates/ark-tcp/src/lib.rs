@@ -77,6 +77,7 @@ mod session;
 mod sim;
 mod stats;
 mod tls;
+mod transport;
 
 pub use ark_reactor::{IoModel, ReactorConfig, ReactorPool, Runtime, Stopping, TimerId};
 pub use client::{Reconnect, TcpClient, TcpClientBuilder, TcpClientHandle};

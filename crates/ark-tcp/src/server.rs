@@ -16,7 +16,7 @@ use mio::net::TcpListener;
 
 use crate::config::{Keepalive, TcpConfig, apply_socket_options};
 use crate::core::{Framing, SessionCore};
-use crate::driver::Conn;
+use crate::driver;
 use crate::handle::TcpSessionHandle;
 use crate::owner::Owner;
 use crate::session::{CloseReason, SessionInfo, TcpHandler};
@@ -354,14 +354,7 @@ where
             sessions.insert(session_id, core.session_handle());
             let owner: Arc<dyn Owner<H>> = shared.clone();
             let member = shared.life.join(Some(source));
-            Box::new(Conn::new(
-                stream,
-                core,
-                owner,
-                target.clone(),
-                (false, tls),
-                member,
-            ))
+            driver::conn(stream, core, (owner, target.clone(), member), false, tls)
         };
         let interest = mio::Interest::READABLE | mio::Interest::WRITABLE;
         if target.insert_with(make, interest).is_none() {

@@ -1,7 +1,6 @@
 //! The TLS layer of a session's driver: an [`ark_tls::TlsSession`] between the socket and the
 //! [`SessionCore`]. Reads go socket → scratch → TLS → core (plaintext straight from rustls's
-//! buffer); writes go core → TLS → socket (vectored). Kept apart from the plain driver so the
-//! plain path stays as it was.
+//! buffer); writes go core → TLS → socket (vectored). One of the two [`Transport`]s.
 
 use std::io::{self, Read};
 use std::net::Shutdown;
@@ -13,8 +12,8 @@ use ark_tls::{PlaintextSink, TlsInfo, TlsSession};
 use mio::net::TcpStream;
 
 use crate::core::{Framing, SessionCore};
-use crate::driver::{self, Feed};
 use crate::session::{CloseReason, SessionInfo, TcpHandler};
+use crate::transport::{Transport, read_loop};
 
 /// The reactor's scratch buffer in two halves: the first takes a read of ciphertext, the
 /// second stages the plaintext handed to the core.
@@ -39,46 +38,6 @@ impl TlsLayer {
             waiting: None,
             opened: false,
         }
-    }
-
-    /// The TCP connection is established; the session opens when the handshake completes.
-    pub(crate) fn connected(&mut self, info: SessionInfo) {
-        self.waiting = Some(info);
-    }
-
-    /// Whether the handshake opened the session since the last call.
-    pub(crate) fn take_opened(&mut self) -> bool {
-        std::mem::take(&mut self.opened)
-    }
-
-    /// Whether to read the socket: during the handshake, or while the core takes input.
-    pub(crate) fn wants_read<C: Framing, H: TcpHandler>(&self, core: &SessionCore<C, H>) -> bool {
-        if self.session.is_established() {
-            core.wants_read()
-        } else {
-            self.waiting.is_some()
-        }
-    }
-
-    /// The handshake deadline, while it runs.
-    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
-        self.session.poll_timeout()
-    }
-
-    /// Ends the session if the handshake is past its deadline.
-    pub(crate) fn handle_timeout<C: Framing, H: TcpHandler>(
-        &mut self,
-        core: &mut SessionCore<C, H>,
-        now: Instant,
-    ) {
-        if let Err(e) = self.session.handle_timeout(now) {
-            core.handle_error(CloseReason::Tls(e));
-        }
-    }
-
-    /// Whether ciphertext waits for the socket.
-    pub(crate) fn wants_write(&self) -> bool {
-        self.session.wants_write()
     }
 
     /// Feeds ciphertext to the TLS session (`None`: what it held back) and its plaintext to
@@ -144,29 +103,28 @@ impl<C: Framing, H: TcpHandler> PlaintextSink for CoreSink<'_, C, H> {
     }
 }
 
-/// Reads and feeds the TLS session within the turn's budget (the driver's read loop), input
-/// held back first. Returns whether input may still be waiting (the budget ran out).
-pub(crate) fn read<C: Framing, H: TcpHandler>(
-    stream: &mut TcpStream,
-    tls: &mut TlsLayer,
-    core: &mut SessionCore<C, H>,
-    cx: &mut Context<'_>,
-    ready: Ready,
-) -> bool {
-    let now = cx.now();
-    if tls.session.holds_input() {
-        let (_, staging) = halves(cx.scratch());
-        tls.input(core, now, None, staging);
-        if tls.session.holds_input() {
-            return false;
-        }
+impl<C: Framing, H: TcpHandler> Transport<C, H> for TlsLayer {
+    /// The TCP connection is established; the session opens when the handshake completes.
+    fn connected(&mut self, _: &mut SessionCore<C, H>, _: Instant, info: SessionInfo) -> bool {
+        self.waiting = Some(info);
+        false
     }
-    driver::read(stream, tls, core, cx, ready)
-}
 
-impl<C: Framing, H: TcpHandler> Feed<C, H> for TlsLayer {
+    fn take_opened(&mut self) -> bool {
+        std::mem::take(&mut self.opened)
+    }
+
+    fn handshaking(&self) -> bool {
+        self.waiting.is_some()
+    }
+
+    /// During the handshake, or while the core takes input.
     fn wants_read(&self, core: &SessionCore<C, H>) -> bool {
-        TlsLayer::wants_read(self, core)
+        if self.session.is_established() {
+            core.wants_read()
+        } else {
+            self.waiting.is_some()
+        }
     }
 
     fn read_from(
@@ -195,47 +153,85 @@ impl<C: Framing, H: TcpHandler> Feed<C, H> for TlsLayer {
     fn end_of_stream(&mut self, core: &mut SessionCore<C, H>, now: Instant) {
         self.eof(core, now);
     }
-}
 
-/// Moves what the core offers into the TLS session, then one (vectored) write of the
-/// ciphertext. Returns (the socket is full, reading resumed).
-pub(crate) fn write_once<C: Framing, H: TcpHandler>(
-    stream: &mut TcpStream,
-    tls: &mut TlsLayer,
-    core: &mut SessionCore<C, H>,
-    cx: &mut Context<'_>,
-    now: Instant,
-) -> (bool, bool) {
-    let mut resumed = false;
-    let plaintext = core.transmit();
-    if !plaintext.is_empty() {
-        let taken = tls.session.write_plaintext(plaintext);
-        if taken > 0 {
-            resumed = core.handle_written(now, taken);
+    /// Input held back first, then the shared read loop.
+    fn read(
+        &mut self,
+        stream: &mut TcpStream,
+        core: &mut SessionCore<C, H>,
+        cx: &mut Context<'_>,
+        ready: Ready,
+    ) -> bool {
+        let now = cx.now();
+        if self.session.holds_input() {
+            let (_, staging) = halves(cx.scratch());
+            self.input(core, now, None, staging);
+            if self.session.holds_input() {
+                return false;
+            }
+        }
+        read_loop(stream, self, core, cx, ready)
+    }
+
+    /// Moves what the core offers into the TLS session, then one (vectored) write of the
+    /// ciphertext.
+    fn write(
+        &mut self,
+        stream: &mut TcpStream,
+        core: &mut SessionCore<C, H>,
+        cx: &mut Context<'_>,
+        now: Instant,
+    ) -> (bool, bool) {
+        let mut resumed = false;
+        let plaintext = core.transmit();
+        if !plaintext.is_empty() {
+            let taken = self.session.write_plaintext(plaintext);
+            if taken > 0 {
+                resumed = core.handle_written(now, taken);
+            }
+        }
+        if !self.session.wants_write() {
+            return (false, resumed);
+        }
+        let result = self.session.write_to(stream);
+        cx.counters().add_writes(1);
+        core.count_write();
+        match result {
+            // A partial write filled the socket: its next writable edge will come.
+            Ok(_) => (self.session.wants_write(), resumed),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => (true, resumed),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => (false, resumed),
+            Err(e) => {
+                core.handle_error(CloseReason::io(&e));
+                (true, resumed)
+            }
         }
     }
-    if !tls.session.wants_write() {
-        return (false, resumed);
+
+    /// Once its ciphertext is written too: `close_notify`, then the socket's FIN.
+    fn shutdown_when_done(&mut self, stream: &mut TcpStream, core: &mut SessionCore<C, H>) {
+        if self.session.wants_write() || !core.poll_shutdown() {
+            return;
+        }
+        self.session.send_close_notify();
+        // The socket took everything before this, so the alert's few bytes fit.
+        let _ = self.session.write_to(stream);
+        let _ = stream.shutdown(Shutdown::Write);
     }
-    let result = tls.session.write_to(stream);
-    cx.counters().add_writes(1);
-    core.count_write();
-    match result {
-        // A partial write filled the socket: its next writable edge will come.
-        Ok(_) => (tls.session.wants_write(), resumed),
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => (true, resumed),
-        Err(e) if e.kind() == io::ErrorKind::Interrupted => (false, resumed),
-        Err(e) => {
-            core.handle_error(CloseReason::io(&e));
-            (true, resumed)
+
+    fn wants_write(&self) -> bool {
+        self.session.wants_write()
+    }
+
+    /// The handshake deadline, while it runs.
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.session.poll_timeout()
+    }
+
+    /// Ends the session if the handshake is past its deadline.
+    fn handle_timeout(&mut self, core: &mut SessionCore<C, H>, now: Instant) {
+        if let Err(e) = self.session.handle_timeout(now) {
+            core.handle_error(CloseReason::Tls(e));
         }
     }
-}
-
-/// A graceful close has written everything: `close_notify`, then the socket's FIN.
-pub(crate) fn shutdown(stream: &mut TcpStream, tls: &mut TlsLayer) {
-    tls.session.send_close_notify();
-    // The socket took everything before this, so the alert's few bytes fit.
-    let _ = tls.session.write_to(stream);
-    let _ = stream.shutdown(Shutdown::Write);
 }
