@@ -116,11 +116,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "gateway to price service: {} connection(s) open",
         agent.connections(&Origin::http(prices.local_addr()))
     );
-    client.stop();
+    client.stop().wait()?;
     gateway.stop().wait()?;
-    if let Ok(agent) = Arc::try_unwrap(agent) {
-        agent.stop();
-    }
+    agent.stop().wait()?;
     prices.stop().wait()?;
     Ok(())
 }

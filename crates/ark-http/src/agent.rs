@@ -8,13 +8,13 @@ use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak, mpsc};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak, mpsc};
 use std::time::{Duration, Instant};
 
 use ark_frame::Raw;
 use ark_tcp::{
-    CloseReason, IoModel, ReactorConfig, ReactorPool, TcpClient, TcpClientHandle, TcpHandler,
-    TcpSession, TcpSessionHandle, TimerId,
+    CloseReason, IoModel, ReactorConfig, ReactorPool, Stopping, TcpClient, TcpClientHandle,
+    TcpHandler, TcpSession, TcpSessionHandle, TimerId,
 };
 
 use crate::answers::{AnswerReader, AnswerSink, ClientResponse};
@@ -414,7 +414,7 @@ impl HttpAgentBuilder {
             }
         };
         Ok(HttpAgent {
-            own_pool,
+            own_pool: Mutex::new(own_pool),
             shared: Arc::new(Shared {
                 pool,
                 tls: self.tls,
@@ -448,16 +448,19 @@ impl HttpAgentBuilder {
 ///     assert_eq!((answer.status, answer.body.as_slice()), (200, &b"hello"[..]));
 /// }
 /// assert_eq!(agent.connections(&origin), 1, "one connection, reused");
-/// agent.stop();
+/// agent.stop().wait()?;
 /// server.stop().wait()?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
 pub struct HttpAgent {
     shared: Arc<Shared>,
-    /// The agent's own pool, stopped (on the agent's thread) after its connections.
-    own_pool: Option<Arc<ReactorPool>>,
+    /// The agent's own pool, stopped after its connections (taken by the first stop).
+    own_pool: Mutex<Option<Arc<ReactorPool>>>,
 }
+
+/// How long a stop gives the connections' graceful closes (ark-tcp's close timeout).
+const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl HttpAgent {
     /// A builder: 8 connections per origin, 30 s per request, default limits, an own pool.
@@ -524,16 +527,34 @@ impl HttpAgent {
             .map_or(0, |h| h.conns.len())
     }
 
-    /// Stops: waiting requests end with [`RequestError::Stopped`], connections close
-    /// gracefully (a request on one ends with [`RequestError::Connection`]), an own pool
-    /// stops.
-    pub fn stop(self) {
-        drop(self);
+    /// Begins stopping and returns at once: waiting requests end with
+    /// [`RequestError::Stopped`], every connection closes gracefully (a request on one ends
+    /// with [`RequestError::Connection`]), and new requests end with `Stopped`. Wait with
+    /// [`Stopping::wait`]; an own pool stops once the connections are gone. Dropping the
+    /// agent stops it the same way and waits.
+    pub fn stop(&self) -> Stopping {
+        let clients = self.begin_stop();
+        let stops = clients.into_iter().map(TcpClientHandle::stop).collect();
+        let own = self
+            .own_pool
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let pool = own.map(|pool| (pool, true));
+        Stopping::together(stops, pool, STOP_TIMEOUT)
     }
-}
 
-impl Drop for HttpAgent {
-    fn drop(&mut self) {
+    /// Stops within `timeout` (see [`stop`](Self::stop)) and waits for the end.
+    ///
+    /// # Errors
+    /// Stopping the own pool failed.
+    pub fn stop_timeout(&self, timeout: Duration) -> io::Result<()> {
+        self.stop().wait_timeout(timeout)
+    }
+
+    /// Marks the agent stopped, ends every request not yet on a connection, and returns the
+    /// connections' clients.
+    fn begin_stop(&self) -> Vec<TcpClientHandle> {
         let (clients, out) = {
             let mut state = self.shared.lock();
             state.stopped = true;
@@ -555,10 +576,13 @@ impl Drop for HttpAgent {
             (clients, out)
         };
         settle_all(out);
-        // Each waits for its connection's graceful close; then the own pool stops and joins
-        // its thread (the connections' handlers end with it).
-        drop(clients);
-        drop(self.own_pool.take());
+        clients
+    }
+}
+
+impl Drop for HttpAgent {
+    fn drop(&mut self) {
+        let _ = self.stop().wait();
     }
 }
 

@@ -316,4 +316,12 @@ impl HttpClientHandle {
     pub fn stop(self) -> ark_tcp::Stopping {
         self.inner.stop()
     }
+
+    /// Stops within `timeout` (see [`stop`](Self::stop)) and waits for the end.
+    ///
+    /// # Errors
+    /// Stopping an own pool failed.
+    pub fn stop_timeout(self, timeout: std::time::Duration) -> std::io::Result<()> {
+        self.stop().wait_timeout(timeout)
+    }
 }

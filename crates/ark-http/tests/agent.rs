@@ -58,7 +58,7 @@ fn sequential_requests_reuse_one_connection() {
         1,
         "one connection served all"
     );
-    agent.stop();
+    agent.stop().wait().unwrap();
     server.stop().wait().unwrap();
 }
 
@@ -83,7 +83,7 @@ fn concurrent_requests_share_at_most_the_limit_of_connections_and_each_gets_its_
     assert!(agent.connections(&origin) <= 3);
     let opened = server.stats().sessions_total;
     assert!((1..=3).contains(&opened), "{opened} connections");
-    agent.stop();
+    agent.stop().wait().unwrap();
     server.stop().wait().unwrap();
 }
 
@@ -114,7 +114,7 @@ fn a_request_past_its_deadline_times_out_and_the_next_one_gets_a_fresh_connectio
         .unwrap();
     assert_eq!(answer.body, b"next");
     assert_eq!(server.stats().sessions_total, 2);
-    agent.stop();
+    agent.stop().wait().unwrap();
     server.stop().wait().unwrap();
 }
 
@@ -137,7 +137,7 @@ fn a_queued_request_waits_for_the_connection_and_keeps_its_own_deadline() {
     assert_eq!(first.wait().unwrap().body, b"released");
     assert_eq!(queued.wait().unwrap().body, b"queued");
     assert_eq!(server.stats().sessions_total, 1);
-    agent.stop();
+    agent.stop().wait().unwrap();
     server.stop().wait().unwrap();
 }
 
@@ -168,7 +168,7 @@ fn cancelling_a_queued_request_ends_it_at_once_and_an_in_flight_one_closes_its_c
     let canceller = done.canceller();
     assert_eq!(done.wait().unwrap().body, b"kept");
     canceller.cancel();
-    agent.stop();
+    agent.stop().wait().unwrap();
     server.stop().wait().unwrap();
 }
 
@@ -195,7 +195,7 @@ fn a_connection_the_server_closes_is_not_reused() {
         4,
         "a new connection after each close"
     );
-    agent.stop();
+    agent.stop().wait().unwrap();
     server.stop().wait().unwrap();
 }
 
@@ -264,7 +264,7 @@ fn callbacks_and_https_origins() {
     for (i, body) in answers {
         assert_eq!(body.unwrap(), format!("{i}").into_bytes());
     }
-    agent.stop();
+    agent.stop().wait().unwrap();
     server.stop().wait().unwrap();
 }
 
@@ -304,5 +304,5 @@ fn a_request_whose_connection_is_still_being_made_is_cancelled_at_once_or_times_
         started.elapsed()
     );
     drop(silent);
-    agent.stop();
+    agent.stop().wait().unwrap();
 }

@@ -137,6 +137,8 @@ impl Lifecycle {
 #[must_use = "a stop finishes (and an own pool is joined) when it is waited for or dropped"]
 pub struct Stopping {
     life: Arc<Lifecycle>,
+    /// Stops of the owner's parts (an agent's connections), waited for before its pool.
+    parts: Vec<Stopping>,
     pool: Option<(Arc<ReactorPool>, bool)>,
     timeout: Duration,
     done: bool,
@@ -153,6 +155,23 @@ impl Stopping {
         life.begin_stop();
         Stopping {
             life,
+            parts: Vec::new(),
+            pool,
+            timeout,
+            done: false,
+        }
+    }
+
+    /// One stop made of several already begun (an owner of many clients: each of its
+    /// connections), all given the same deadline; `pool` is released after them.
+    pub fn together(
+        parts: Vec<Stopping>,
+        pool: Option<(Arc<ReactorPool>, bool)>,
+        timeout: Duration,
+    ) -> Stopping {
+        Stopping {
+            life: Lifecycle::new(),
+            parts,
             pool,
             timeout,
             done: false,
@@ -161,7 +180,7 @@ impl Stopping {
 
     /// Whether every member is gone.
     pub fn is_finished(&self) -> bool {
-        self.life.live() == 0
+        self.life.live() == 0 && self.parts.iter().all(Stopping::is_finished)
     }
 
     /// Waits for the stop with the owner's default deadline (its sessions' close timeout).
@@ -195,8 +214,13 @@ impl Stopping {
         if std::mem::replace(&mut self.done, true) {
             return Ok(0);
         }
+        let deadline = Instant::now() + timeout;
         let mut cut = 0;
-        if !self.life.wait_idle(Instant::now() + timeout) {
+        for mut part in std::mem::take(&mut self.parts) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            cut += part.finish(left)?;
+        }
+        if !self.life.wait_idle(deadline) {
             cut = self.life.live();
             self.life.remove_all();
             self.life.wait_idle(Instant::now() + Duration::from_secs(1));

@@ -135,6 +135,14 @@ impl RudpServerHandle {
     pub fn stop(self) -> Stopping {
         self.socket.stop()
     }
+
+    /// Stops within `timeout` (see [`stop`](Self::stop)) and waits for the end.
+    ///
+    /// # Errors
+    /// Stopping an own pool failed.
+    pub fn stop_timeout(self, timeout: std::time::Duration) -> std::io::Result<()> {
+        self.stop().wait_timeout(timeout)
+    }
 }
 
 /// Entry point of the client side: [`RudpClient::builder`].
@@ -233,5 +241,13 @@ impl RudpClientHandle {
     /// Begins stopping (`on_stopping`, a CLOSE to the server, `on_close(Stopped)`).
     pub fn stop(self) -> Stopping {
         self.socket.stop()
+    }
+
+    /// Stops within `timeout` (see [`stop`](Self::stop)) and waits for the end.
+    ///
+    /// # Errors
+    /// Stopping an own pool failed.
+    pub fn stop_timeout(self, timeout: std::time::Duration) -> std::io::Result<()> {
+        self.stop().wait_timeout(timeout)
     }
 }

@@ -318,6 +318,14 @@ impl UdpServerHandle {
         self.begin_stop()
     }
 
+    /// Stops within `timeout` (see [`stop`](Self::stop)) and waits for the end.
+    ///
+    /// # Errors
+    /// Stopping an own pool failed.
+    pub fn stop_timeout(self, timeout: std::time::Duration) -> std::io::Result<()> {
+        self.stop().wait_timeout(timeout)
+    }
+
     fn begin_stop(&mut self) -> Stopping {
         let pool = self.pool.take().map(|pool| (pool, self.own_pool));
         Stopping::begin(self.life.clone(), pool, STOP_TIMEOUT)
