@@ -29,9 +29,7 @@ fn price_service() -> std::io::Result<HttpServerHandle> {
             res.body(cents.to_string());
         }
     });
-    HttpServer::builder()
-        .bind("127.0.0.1:0".parse().expect("valid"))
-        .start(router)
+    HttpServer::builder().bind("127.0.0.1:0").start(router)
 }
 
 /// What one portfolio answer gathers as the prices come in.
@@ -89,9 +87,7 @@ fn gateway(agent: Arc<HttpAgent>, prices: Origin) -> std::io::Result<HttpServerH
             });
         }
     });
-    HttpServer::builder()
-        .bind("127.0.0.1:0".parse().expect("valid"))
-        .start(router)
+    HttpServer::builder().bind("127.0.0.1:0").start(router)
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -440,7 +440,7 @@ impl HttpAgentBuilder {
 /// let router = Router::new().get("/hello", |_, res| {
 ///     res.body("hello");
 /// });
-/// let server = HttpServer::builder().bind("127.0.0.1:0".parse()?).start(router)?;
+/// let server = HttpServer::builder().bind("127.0.0.1:0").start(router)?;
 /// let agent = HttpAgent::builder().build()?;
 /// let origin = Origin::http(server.local_addr());
 /// for _ in 0..3 {

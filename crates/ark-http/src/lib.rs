@@ -31,7 +31,7 @@
 //! let router = Router::new().get("/hello/:name", |req, res| {
 //!     res.header("content-type", "text/plain").body(format!("hello {}", req.param("name").unwrap_or("")));
 //! });
-//! let server = HttpServer::builder().bind("127.0.0.1:0".parse()?).start(router)?;
+//! let server = HttpServer::builder().bind("127.0.0.1:0").start(router)?;
 //! let mut client = std::net::TcpStream::connect(server.local_addr())?;
 //! client.write_all(b"GET /hello/ark HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
 //! let mut answer = String::new();

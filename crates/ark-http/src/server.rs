@@ -10,8 +10,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ark_frame::Raw;
 use ark_tcp::{
-    CloseReason, IoModel, ReactorPool, SendError, Stopping, TcpHandler, TcpServer, TcpServerHandle,
-    TcpSession, TcpStats, TimerId,
+    CloseReason, IoModel, ReactorPool, SendError, Stopping, TcpHandler, TcpServer,
+    TcpServerBuilder, TcpServerHandle, TcpSession, TcpStats, TimerId,
 };
 
 use crate::decoder::{Decoded, RequestDecoder};
@@ -389,29 +389,25 @@ impl HttpServer {
     /// A builder with [`HttpConfig`]'s defaults and a single-threaded pool of its own.
     pub fn builder() -> HttpServerBuilder {
         HttpServerBuilder {
-            addr: None,
+            tcp: TcpServer::builder().framing(Raw::new().with_max_frame_len(64 * 1024)),
             config: HttpConfig::default(),
-            tls: None,
-            io_model: None,
-            pool: None,
         }
     }
 }
 
-/// Configures and starts an [`HttpServer`].
+/// Configures and starts an [`HttpServer`]: the address and the runtime are chosen as for
+/// every ark server (it is an ark-tcp server underneath).
 #[derive(Debug)]
 pub struct HttpServerBuilder {
-    addr: Option<SocketAddr>,
+    tcp: TcpServerBuilder<Raw>,
     config: HttpConfig,
-    tls: Option<ark_tls::ServerTls>,
-    io_model: Option<IoModel>,
-    pool: Option<Arc<ReactorPool>>,
 }
 
 impl HttpServerBuilder {
-    /// The address to listen on.
-    pub fn bind(mut self, addr: SocketAddr) -> Self {
-        self.addr = Some(addr);
+    /// The address to listen on (IPv4 or IPv6; port 0 picks one), or a name and port
+    /// (`"localhost:8080"`), as [`TcpServerBuilder::bind`].
+    pub fn bind(mut self, addr: impl std::net::ToSocketAddrs) -> Self {
+        self.tcp = self.tcp.bind(addr);
         self
     }
 
@@ -429,30 +425,27 @@ impl HttpServerBuilder {
 
     /// Serves https: a TLS handshake with `tls` first on every connection.
     pub fn tls(mut self, tls: ark_tls::ServerTls) -> Self {
-        self.tls = Some(tls);
+        self.tcp = self.tcp.tls(tls);
         self
     }
 
     /// Runs on a pool of its own with this IO model.
     pub fn io_model(mut self, model: IoModel) -> Self {
-        self.io_model = Some(model);
+        self.tcp = self.tcp.io_model(model);
         self
     }
 
     /// Runs on a shared pool.
     pub fn pool(mut self, pool: Arc<ReactorPool>) -> Self {
-        self.pool = Some(pool);
+        self.tcp = self.tcp.pool(pool);
         self
     }
 
     /// Starts serving `router`.
     ///
     /// # Errors
-    /// No address, binding failed, or the pool could not start.
+    /// No address (or it did not resolve), binding failed, or the pool could not start.
     pub fn start(self, router: Router) -> io::Result<HttpServerHandle> {
-        let addr = self.addr.ok_or_else(|| {
-            io::Error::new(io::ErrorKind::InvalidInput, "HttpServer: no bind address")
-        })?;
         let config = Arc::new(self.config);
         // Answers of pipelined requests pause reading at 1 MiB queued (a client that does not
         // read its answers is held back by TCP), and the queue stops at 4 MiB.
@@ -464,19 +457,7 @@ impl HttpServerBuilder {
             low_watermark: 256 * 1024,
             ..ark_tcp::TcpConfig::default()
         };
-        let mut tcp = TcpServer::builder()
-            .bind(addr)
-            .framing(Raw::new().with_max_frame_len(64 * 1024))
-            .session_config(session);
-        if let Some(model) = self.io_model {
-            tcp = tcp.io_model(model);
-        }
-        if let Some(pool) = self.pool {
-            tcp = tcp.pool(pool);
-        }
-        if let Some(tls) = self.tls {
-            tcp = tcp.tls(tls);
-        }
+        let tcp = self.tcp.session_config(session);
         let router = Arc::new(router);
         let inner = tcp.start(move |_| HttpConn::new(router.clone(), config.clone()))?;
         Ok(HttpServerHandle { inner })

@@ -25,7 +25,7 @@ fn server() -> (HttpServerHandle, Arc<Mutex<Vec<Responder>>>) {
             keep.lock().unwrap().push(res.defer());
         });
     let server = HttpServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .start(router)
         .unwrap();
     (server, held)
@@ -230,7 +230,7 @@ fn callbacks_and_https_origins() {
         res.body(req.body());
     });
     let server = HttpServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .tls(pki.server_tls().unwrap())
         .start(router)
         .unwrap();

@@ -34,7 +34,7 @@ fn a_small_get_from_a_static_route_allocates_nothing_on_the_server() {
             .body("hello, world");
     });
     let server = HttpServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .start(router)
         .unwrap();
     let mut stream = TcpStream::connect(server.local_addr()).unwrap();

@@ -60,7 +60,7 @@ fn pipelined_posts_are_answered_in_order() {
         res.body(req.body());
     });
     let server = HttpServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .start(router)
         .unwrap();
     let (tx, rx) = mpsc::channel();

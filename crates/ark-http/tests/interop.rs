@@ -15,7 +15,7 @@ fn server() -> HttpServerHandle {
             res.body(req.body());
         });
     HttpServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .start(router)
         .unwrap()
 }
@@ -115,7 +115,7 @@ fn https_answers_a_verifying_rustls_client() {
         res.body(format!("secure {}", req.version()));
     });
     let server = HttpServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .tls(pki.server_tls().unwrap())
         .start(router)
         .unwrap();

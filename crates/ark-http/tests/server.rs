@@ -31,7 +31,7 @@ fn router() -> Router {
 
 fn server_with(config: HttpConfig) -> HttpServerHandle {
     HttpServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .config(config)
         .start(router())
         .unwrap()
@@ -327,7 +327,7 @@ fn deferred_answers_from_another_thread_keep_pipelined_order_and_a_dropped_respo
             drop(res.defer());
         });
     let server = HttpServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .start(router)
         .unwrap();
     let requests = b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\nGET /fast HTTP/1.1\r\nHost: x\r\n\r\nGET /dropped HTTP/1.1\r\nHost: x\r\n\r\nGET /slow HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
@@ -366,7 +366,7 @@ fn nothing_follows_a_deferred_answer_that_closes() {
             res.body("fast");
         });
     let server = HttpServer::builder()
-        .bind("127.0.0.1:0".parse().unwrap())
+        .bind("127.0.0.1:0")
         .start(router)
         .unwrap();
     let (answer, closed) = exchange(
