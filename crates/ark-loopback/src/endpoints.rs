@@ -244,23 +244,7 @@ impl Endpoints for ArkEndpoints {
             None => None,
         };
         let (client, buffers) = match args.protocol {
-            Protocol::Tcp | Protocol::Tcps => {
-                let mut builder = ark_tcp::TcpClient::builder()
-                    .pool(pool)
-                    .connect_timeout(Duration::from_secs(10));
-                if args.reconnect_every > 0 {
-                    // The server closes after N echoes; connect again at once.
-                    builder = builder.reconnect(Some(ark_tcp::Reconnect {
-                        initial: Duration::ZERO,
-                        max: Duration::ZERO,
-                    }));
-                }
-                if let Some((tls, name)) = tls {
-                    builder = builder.tls(tls, name);
-                }
-                let client = builder.connect(server, clients::TcpClient(core))?;
-                (Client::Tcp(client), None)
-            }
+            Protocol::Tcp | Protocol::Tcps => (tcp_client(args, pool, tls, server, core)?, None),
             Protocol::Rudp => {
                 let client = ark_rudp::RudpClient::builder()
                     .config(self.rudp_config.clone())
@@ -285,20 +269,7 @@ impl Endpoints for ArkEndpoints {
                 let buffers = client.socket_buffers();
                 (Client::Udp(client), Some(buffers))
             }
-            Protocol::Websocket | Protocol::Wss => {
-                let mut builder = ark_ws::WsClient::builder()
-                    .pool(pool)
-                    .connect_timeout(Duration::from_secs(10));
-                let scheme = if let Some((tls, name)) = tls {
-                    builder = builder.tls(tls).tls_server_name(name);
-                    "wss"
-                } else {
-                    "ws"
-                };
-                let url = format!("{scheme}://{server}/");
-                let client = builder.connect(&url, clients::WsClient(core))?;
-                (Client::Ws(client), None)
-            }
+            Protocol::Websocket | Protocol::Wss => (ws_client(pool, tls, server, core)?, None),
             Protocol::Http | Protocol::Https => {
                 let mut builder = ark_http::HttpClient::builder()
                     .pool(pool)
@@ -435,4 +406,54 @@ fn rudp_config(args: &Args) -> ark_rudp::RudpConfig {
         config.fec_max_delay = Duration::from_secs_f64(ms / 1000.0);
     }
     config
+}
+
+/// A client's TLS settings: its configuration and the server name it checks.
+type ClientTlsSettings = Option<(ark_tls::ClientTls, String)>;
+
+/// An ark-tcp client (tcp, tcps) for `core`; with `--reconnect-every`, it reconnects at once
+/// when the server closes.
+fn tcp_client(
+    args: &Args,
+    pool: Arc<ReactorPool>,
+    tls: ClientTlsSettings,
+    server: SocketAddr,
+    core: Core,
+) -> std::io::Result<Client> {
+    let mut builder = ark_tcp::TcpClient::builder()
+        .pool(pool)
+        .connect_timeout(Duration::from_secs(10));
+    if args.reconnect_every > 0 {
+        // The server closes after N echoes; connect again at once.
+        builder = builder.reconnect(Some(ark_tcp::Reconnect {
+            initial: Duration::ZERO,
+            max: Duration::ZERO,
+        }));
+    }
+    if let Some((tls, name)) = tls {
+        builder = builder.tls(tls, name);
+    }
+    Ok(Client::Tcp(
+        builder.connect(server, clients::TcpClient(core))?,
+    ))
+}
+
+/// An ark-ws client (websocket, wss) for `core`.
+fn ws_client(
+    pool: Arc<ReactorPool>,
+    tls: ClientTlsSettings,
+    server: SocketAddr,
+    core: Core,
+) -> std::io::Result<Client> {
+    let mut builder = ark_ws::WsClient::builder()
+        .pool(pool)
+        .connect_timeout(Duration::from_secs(10));
+    let scheme = if let Some((tls, name)) = tls {
+        builder = builder.tls(tls).tls_server_name(name);
+        "wss"
+    } else {
+        "ws"
+    };
+    let url = format!("{scheme}://{server}/");
+    Ok(Client::Ws(builder.connect(&url, clients::WsClient(core))?))
 }

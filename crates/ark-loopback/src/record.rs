@@ -23,7 +23,7 @@ pub struct UdpKernel {
 
 /// One run. Field names and meanings follow arknet's loopback record (schema 1) where they
 /// exist; `docs/loopback.md` explains each.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 #[allow(missing_docs)]
 pub struct Record {
     pub schema_version: u32,

@@ -187,12 +187,74 @@ pub fn measure<E: Endpoints>(args: &Args, allocations: Option<fn() -> u64>) -> R
     }
 }
 
+/// What a run set up before it measures: where the clients send, the relay between, and
+/// what the clients count.
+struct Started {
+    totals: Arc<Totals>,
+    relay: Option<(Relay, LinkSettings)>,
+    /// Each client's granted UDP socket buffers (send, receive).
+    udp_buffers: Vec<(usize, usize)>,
+    ipv6: bool,
+    kernel_before: Option<NetCounters>,
+}
+
+/// The measured phase: how long it ran, the process CPU, syscall and allocation counters at
+/// its two ends, and whether a signal cut it short.
+struct Window {
+    elapsed: f64,
+    cpu: f64,
+    syscalls: (Option<u64>, Option<u64>),
+    allocations: (Option<u64>, Option<u64>),
+    interrupted: bool,
+}
+
 fn measure_inner<E: Endpoints>(
     args: &Args,
     allocations: Option<fn() -> u64>,
 ) -> std::io::Result<Record> {
     let mut endpoints = E::start(args)?;
     let server_counters = Arc::new(ServerCounters::default());
+    let started = start::<E>(args, &mut endpoints, &server_counters)?;
+    let window = measure_window::<E>(args, &endpoints, &started.totals, allocations);
+    let totals = &started.totals;
+    let drain_deadline = Instant::now() + Duration::from_secs_f64(args.drain);
+    while totals.in_flight() > 0 && Instant::now() < drain_deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let drained = totals.in_flight() <= 0;
+    let kernel = udp_kernel(args, started.kernel_before, started.ipv6);
+    let udp_server_buffers = endpoints.udp_server_buffers();
+    let udp_batched = endpoints.udp_batched(args);
+    let rudp = endpoints.rudp_stats();
+    endpoints.stop()?;
+    // Every echo of the run, warm-up and drain included, as the relay saw the whole run.
+    let delivered = totals.warmup_received() + totals.measured_done();
+    let link = started
+        .relay
+        .map(|(relay, settings)| relay.finish(settings, delivered * 2 * u64::from(args.payload)));
+    let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::SeqCst);
+    let record = Record {
+        server_send_rejections: get(&server_counters.send_rejections),
+        drain_timeouts: u64::from(!drained),
+        udp_kernel: kernel,
+        udp_batch: (args.protocol == Protocol::Udp).then_some(udp_batched),
+        udp_server_send_buffer_bytes: udp_server_buffers.map(|b| b.0),
+        udp_server_receive_buffer_bytes: udp_server_buffers.map(|b| b.1),
+        link,
+        rudp,
+        ..base_record(args, E::NAME)
+    };
+    let record = with_udp_clients(record, args, &started.udp_buffers);
+    Ok(with_results(record, args, totals, &window))
+}
+
+/// Starts the server (unless `--role client`), the relay of `--link-*`, and the clients, one
+/// at a time, each connected and its first window sent before the next starts.
+fn start<E: Endpoints>(
+    args: &Args,
+    endpoints: &mut E,
+    server_counters: &Arc<ServerCounters>,
+) -> std::io::Result<Started> {
     let server = match args.role {
         Role::Client => None,
         _ => {
@@ -205,12 +267,13 @@ fn measure_inner<E: Endpoints>(
         (None, None) => return Err(std::io::Error::other("--role client needs --connect")),
     };
     // With --link-*, the clients reach the server through the relay.
-    let link = LinkSettings::of(args);
-    let relay = match &link {
-        Some(settings) => Some(Relay::start(settings, args.protocol, target)?),
+    let relay = match LinkSettings::of(args) {
+        Some(settings) => Some((Relay::start(&settings, args.protocol, target)?, settings)),
         None => None,
     };
-    let target = relay.as_ref().map_or(target, Relay::local_addr);
+    let target = relay
+        .as_ref()
+        .map_or(target, |(relay, _)| relay.local_addr());
     let ipv6 = target.is_ipv6();
     let kernel_before = NetCounters::snapshot_for(ipv6);
     let totals = Totals::new();
@@ -226,8 +289,7 @@ fn measure_inner<E: Endpoints>(
         )
         .with_reconnect_every(args.reconnect_every);
         udp_buffers.extend(endpoints.start_client(args, target, core)?);
-        // One client at a time, each started (connected, first window sent) before the next:
-        // the server then sees the clients in order, and every implementation's placement of
+        // The server then sees the clients in order, and every implementation's placement of
         // clients and server sessions over its threads is the same (both round-robin, in
         // client order).
         let started = wait_until(CONNECT_TIMEOUT, || {
@@ -240,7 +302,22 @@ fn measure_inner<E: Endpoints>(
             ));
         }
     }
+    Ok(Started {
+        totals,
+        relay,
+        udp_buffers,
+        ipv6,
+        kernel_before,
+    })
+}
 
+/// Warms up, then measures for `--seconds`, reading the counters at both ends.
+fn measure_window<E: Endpoints>(
+    args: &Args,
+    endpoints: &E,
+    totals: &Totals,
+    allocations: Option<fn() -> u64>,
+) -> Window {
     let mut interrupted = signals::sleep_unless_stopped(Duration::from_secs_f64(args.warmup));
     let (cpu0, sys0, allocs0) = (
         cpu_seconds(),
@@ -260,55 +337,87 @@ fn measure_inner<E: Endpoints>(
         endpoints.syscalls(),
         allocations.map(|f| f()),
     );
-
-    let drain_deadline = Instant::now() + Duration::from_secs_f64(args.drain);
-    while totals.in_flight() > 0 && Instant::now() < drain_deadline {
-        std::thread::sleep(Duration::from_millis(1));
+    Window {
+        elapsed,
+        cpu: cpu1 - cpu0,
+        syscalls: (sys0, sys1),
+        allocations: (allocs0, allocs1),
+        interrupted,
     }
-    let drained = totals.in_flight() <= 0;
-    let kernel = match (kernel_before, NetCounters::snapshot_for(ipv6)) {
-        (Some(before), Some(after)) if args.protocol == Protocol::Udp => {
-            let d = after.since(&before);
-            Some(UdpKernel {
-                in_datagrams: d.udp_in_datagrams,
-                in_errors: d.udp_in_errors,
-                rcvbuf_errors: d.udp_rcvbuf_errors,
-                sndbuf_errors: d.udp_sndbuf_errors,
-                reasm_reqds: d.ip_reasm_reqds,
-                reasm_fails: d.ip_reasm_fails,
-                frag_creates: d.ip_frag_creates,
-            })
-        }
-        _ => None,
-    };
-    let udp_server_buffers = endpoints.udp_server_buffers();
-    let udp_batched = endpoints.udp_batched(args);
-    let rudp = endpoints.rudp_stats();
-    endpoints.stop()?;
-    let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::SeqCst);
-    // Every echo of the run, warm-up and drain included, as the relay saw the whole run.
-    let delivered = totals.warmup_received() + totals.measured_done();
-    let link = relay
-        .zip(link)
-        .map(|(relay, settings)| relay.finish(settings, delivered * 2 * u64::from(args.payload)));
+}
 
-    let messages = totals.messages();
-    let sent = totals.sent_measured();
+/// The kernel's UDP counters over the run (UDP runs only, where the kernel has them).
+fn udp_kernel(args: &Args, before: Option<NetCounters>, ipv6: bool) -> Option<UdpKernel> {
+    if args.protocol != Protocol::Udp {
+        return None;
+    }
+    let d = NetCounters::snapshot_for(ipv6)?.since(&before?);
+    Some(UdpKernel {
+        in_datagrams: d.udp_in_datagrams,
+        in_errors: d.udp_in_errors,
+        rcvbuf_errors: d.udp_rcvbuf_errors,
+        sndbuf_errors: d.udp_sndbuf_errors,
+        reasm_reqds: d.ip_reasm_reqds,
+        reasm_fails: d.ip_reasm_fails,
+        frag_creates: d.ip_frag_creates,
+    })
+}
+
+/// The clients' UDP socket buffers in `record` (UDP runs only).
+fn with_udp_clients(record: Record, args: &Args, buffers: &[(usize, usize)]) -> Record {
+    let (send_min, send_max) = min_max(buffers.iter().map(|b| b.0));
+    let (recv_min, recv_max) = min_max(buffers.iter().map(|b| b.1));
+    Record {
+        udp_steering: udp_steering(args),
+        udp_send_buffer_requested_bytes: (args.protocol == Protocol::Udp)
+            .then_some(args.udp_send_buffer),
+        udp_receive_buffer_requested_bytes: (args.protocol == Protocol::Udp)
+            .then_some(args.udp_receive_buffer),
+        udp_client_send_buffer_min_bytes: send_min,
+        udp_client_send_buffer_max_bytes: send_max,
+        udp_client_receive_buffer_min_bytes: recv_min,
+        udp_client_receive_buffer_max_bytes: recv_max,
+        ..record
+    }
+}
+
+/// Why the run does not count, if it does not: interrupted, nothing measured, message
+/// errors, messages left unfinished, or no echo in the warm-up.
+fn run_error(
+    args: &Args,
+    window: &Window,
+    messages: u64,
+    errors: u64,
+    unfinished: u64,
+    warmup_ok: bool,
+) -> Option<String> {
+    if window.interrupted {
+        Some(format!(
+            "interrupted by SIGINT/SIGTERM after {:.3} s of {} s measured; the figures cover that time",
+            window.elapsed, args.seconds
+        ))
+    } else if messages == 0 {
+        Some("no round trip completed in the measured phase".to_string())
+    } else if errors > 0 {
+        Some(format!(
+            "{errors} message errors (content, order, unexpected, disconnects, warm-up)"
+        ))
+    } else if unfinished > 0 {
+        Some(format!("{unfinished} messages unfinished after the drain"))
+    } else if !warmup_ok {
+        Some("no echo during the warm-up".to_string())
+    } else {
+        None
+    }
+}
+
+/// `record` with what the clients measured in `window`: rates, round-trip times, errors,
+/// connections, TLS, and the per-message costs.
+fn with_results(record: Record, args: &Args, totals: &Totals, window: &Window) -> Record {
+    let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::SeqCst);
+    let (messages, sent) = (totals.messages(), totals.sent_measured());
     let missing = sent.saturating_sub(totals.measured_done());
     let udp = args.protocol == Protocol::Udp;
-    let rtt = totals
-        .rtt
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .clone();
-    let q = |p: f64| (!rtt.is_empty()).then(|| rtt.value_at_quantile(p) as f64);
-    let per_client = totals
-        .per_client
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .clone();
-    let payload = u64::from(args.payload);
-    let cpu = cpu1 - cpu0;
     let errors = get(&totals.content_errors)
         + get(&totals.order_errors)
         + get(&totals.unexpected)
@@ -316,49 +425,23 @@ fn measure_inner<E: Endpoints>(
         + get(&totals.warmup_errors);
     let warmup_ok = args.warmup == 0.0 || totals.warmup_received() > 0;
     let unfinished = if udp { 0 } else { missing };
-    let mut error = None;
-    if interrupted {
-        error = Some(format!(
-            "interrupted by SIGINT/SIGTERM after {elapsed:.3} s of {} s measured; the figures cover that time",
-            args.seconds
-        ));
-    } else if messages == 0 {
-        error = Some("no round trip completed in the measured phase".to_string());
-    } else if errors > 0 {
-        error = Some(format!(
-            "{errors} message errors (content, order, unexpected, disconnects, warm-up)"
-        ));
-    } else if unfinished > 0 {
-        error = Some(format!("{unfinished} messages unfinished after the drain"));
-    } else if !warmup_ok {
-        error = Some("no echo during the warm-up".to_string());
-    }
-    let reconnecting = args.reconnect_every > 0;
-    let connections = get(&totals.connections);
-    let negotiated = totals
-        .tls
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .clone();
-    let (csend_min, csend_max) = min_max(udp_buffers.iter().map(|b| b.0));
-    let (crecv_min, crecv_max) = min_max(udp_buffers.iter().map(|b| b.1));
-    Ok(Record {
+    let error = run_error(args, window, messages, errors, unfinished, warmup_ok);
+    let per_message = |(a, b): (Option<u64>, Option<u64>)| match (a, b) {
+        (Some(a), Some(b)) if messages > 0 => Some((b - a) as f64 / messages as f64),
+        _ => None,
+    };
+    let record = with_rtt(record, totals);
+    let elapsed = window.elapsed;
+    Record {
         elapsed_seconds: elapsed,
         messages_sent: sent,
         messages,
-        payload_roundtrip_bytes: messages * payload,
+        payload_roundtrip_bytes: messages * u64::from(args.payload),
         roundtrips_per_second: messages as f64 / elapsed,
-        payload_mib_per_second: (messages * payload) as f64 / elapsed / (1024.0 * 1024.0),
-        rtt_samples: rtt.len(),
-        rtt_p50_us: q(0.5),
-        rtt_p95_us: q(0.95),
-        rtt_p99_us: q(0.99),
-        rtt_p999_us: q(0.999),
-        rtt_max_us: (!rtt.is_empty()).then(|| rtt.max() as f64),
-        client_messages_min: per_client.iter().min().copied(),
-        client_messages_max: per_client.iter().max().copied(),
+        payload_mib_per_second: (messages * u64::from(args.payload)) as f64
+            / elapsed
+            / (1024.0 * 1024.0),
         client_send_rejections: get(&totals.send_rejections),
-        server_send_rejections: get(&server_counters.send_rejections),
         content_errors: get(&totals.content_errors),
         order_errors: get(&totals.order_errors),
         unexpected_messages: get(&totals.unexpected),
@@ -372,49 +455,70 @@ fn measure_inner<E: Endpoints>(
             }
         }),
         unfinished_messages: unfinished,
-        drain_timeouts: u64::from(!drained),
         warmup_ok,
         warmup_errors: get(&totals.warmup_errors),
-        udp_batch: udp.then_some(udp_batched),
-        udp_steering: udp_steering(args),
-        udp_send_buffer_requested_bytes: udp.then_some(args.udp_send_buffer),
-        udp_receive_buffer_requested_bytes: udp.then_some(args.udp_receive_buffer),
-        udp_server_send_buffer_bytes: udp_server_buffers.map(|b| b.0),
-        udp_server_receive_buffer_bytes: udp_server_buffers.map(|b| b.1),
-        udp_client_send_buffer_min_bytes: csend_min,
-        udp_client_send_buffer_max_bytes: csend_max,
-        udp_client_receive_buffer_min_bytes: crecv_min,
-        udp_client_receive_buffer_max_bytes: crecv_max,
-        udp_kernel: kernel,
+        allocations_per_message: per_message(window.allocations),
+        syscalls_per_message: per_message(window.syscalls),
+        cpu_seconds: window.cpu,
+        cpu_elapsed_seconds: elapsed,
+        cpu_percent: window.cpu / elapsed * 100.0,
+        peak_rss_bytes: peak_rss(),
+        interrupted: window.interrupted,
+        ok: error.is_none(),
+        error,
+        ..with_connections(record, args, totals, elapsed)
+    }
+}
+
+/// `record` with the round-trip times and the spread of messages over clients.
+fn with_rtt(record: Record, totals: &Totals) -> Record {
+    let rtt = totals
+        .rtt
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    let q = |p: f64| (!rtt.is_empty()).then(|| rtt.value_at_quantile(p) as f64);
+    let per_client = totals
+        .per_client
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    Record {
+        rtt_samples: rtt.len(),
+        rtt_p50_us: q(0.5),
+        rtt_p95_us: q(0.95),
+        rtt_p99_us: q(0.99),
+        rtt_p999_us: q(0.999),
+        rtt_max_us: (!rtt.is_empty()).then(|| rtt.max() as f64),
+        client_messages_min: per_client.iter().min().copied(),
+        client_messages_max: per_client.iter().max().copied(),
+        ..record
+    }
+}
+
+/// `record` with the connections made (when clients reconnect) and the TLS negotiated.
+fn with_connections(record: Record, args: &Args, totals: &Totals, elapsed: f64) -> Record {
+    let reconnecting = args.reconnect_every > 0;
+    let connections = totals.connections.load(Ordering::SeqCst);
+    let negotiated = totals
+        .tls
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    Record {
         connections: reconnecting.then_some(connections),
         connections_per_second: reconnecting.then(|| connections as f64 / elapsed),
         tls_resumed_connections: (reconnecting && args.protocol.is_tls())
-            .then(|| get(&totals.resumed)),
+            .then(|| totals.resumed.load(Ordering::SeqCst)),
         tls_version: negotiated.as_ref().map(|n| n.0.clone()),
         tls_cipher_suite: negotiated.map(|n| n.1),
-        allocations_per_message: match (allocs0, allocs1) {
-            (Some(a), Some(b)) if messages > 0 => Some((b - a) as f64 / messages as f64),
-            _ => None,
-        },
-        syscalls_per_message: match (sys0, sys1) {
-            (Some(a), Some(b)) if messages > 0 => Some((b - a) as f64 / messages as f64),
-            _ => None,
-        },
-        cpu_seconds: cpu,
-        cpu_elapsed_seconds: elapsed,
-        cpu_percent: cpu / elapsed * 100.0,
-        peak_rss_bytes: peak_rss(),
-        link,
-        rudp,
-        interrupted,
-        ok: error.is_none(),
-        error,
-        ..base_record(args, E::NAME)
-    })
+        ..record
+    }
 }
 
 /// A record of this run's parameters with no measurement yet (`ok: false`).
 fn base_record(args: &Args, implementation: &'static str) -> Record {
+    let tls = args.protocol.is_tls();
     Record {
         schema_version: 1,
         implementation,
@@ -433,68 +537,15 @@ fn base_record(args: &Args, implementation: &'static str) -> Record {
             && args.io_model != IoModelArg::Owned,
         requested_seconds: args.seconds,
         warmup_seconds: args.warmup,
-        elapsed_seconds: 0.0,
-        messages_sent: 0,
-        messages: 0,
-        payload_roundtrip_bytes: 0,
-        roundtrips_per_second: 0.0,
-        payload_mib_per_second: 0.0,
-        rtt_samples: 0,
-        rtt_p50_us: None,
-        rtt_p95_us: None,
-        rtt_p99_us: None,
-        rtt_p999_us: None,
-        rtt_max_us: None,
-        client_messages_min: None,
-        client_messages_max: None,
-        client_send_rejections: 0,
-        server_send_rejections: 0,
-        content_errors: 0,
-        order_errors: 0,
-        unexpected_messages: 0,
-        disconnect_errors: 0,
-        udp_lost_messages: None,
-        udp_loss_rate: None,
-        unfinished_messages: 0,
-        drain_timeouts: 0,
-        warmup_ok: false,
-        warmup_errors: 0,
-        udp_batch: None,
-        udp_steering: None,
-        udp_send_buffer_requested_bytes: None,
-        udp_receive_buffer_requested_bytes: None,
-        udp_server_send_buffer_bytes: None,
-        udp_server_receive_buffer_bytes: None,
-        udp_client_send_buffer_min_bytes: None,
-        udp_client_send_buffer_max_bytes: None,
-        udp_client_receive_buffer_min_bytes: None,
-        udp_client_receive_buffer_max_bytes: None,
-        udp_kernel: None,
-        tls_version: None,
-        tls_cipher_suite: None,
-        tls_certificates: args.protocol.is_tls().then_some(if args.certs.is_some() {
+        tls_certificates: tls.then_some(if args.certs.is_some() {
             "dir"
         } else {
             "generated"
         }),
-        tls_resumption: args
-            .protocol
-            .is_tls()
-            .then_some(args.tls_resumption == crate::args::Switch::On),
+        tls_resumption: tls.then_some(args.tls_resumption == crate::args::Switch::On),
         reconnect_every: args.reconnect_every,
-        connections: None,
-        connections_per_second: None,
-        tls_resumed_connections: None,
-        allocations_per_message: None,
-        syscalls_per_message: None,
-        cpu_seconds: 0.0,
-        cpu_elapsed_seconds: 0.0,
-        cpu_percent: 0.0,
         peak_rss_bytes: peak_rss(),
-        link: None,
-        rudp: None,
-        interrupted: false,
-        ok: false,
-        error: None,
+        // Every other field: nothing measured yet (zeros, `None`, `ok: false`).
+        ..Record::default()
     }
 }
