@@ -7,12 +7,12 @@ use std::sync::Arc;
 use ark_reactor::{IoModel, Lifecycle, ReactorConfig, ReactorPool, Runtime, Stopping};
 
 use crate::config::UdpConfig;
-use crate::endpoint::Mode;
 use crate::handle::{UdpSessionHandle, UdpShared};
 use crate::server::{
     Placement, STOP_TIMEOUT, apply_options, bind_socket, granted_buffers, register, udp_options,
 };
 use crate::session::{SendError, UdpHandler};
+use crate::sessions::Mode;
 use crate::stats::{UdpCounters, UdpStats};
 
 /// Entry point: [`UdpClient::builder`].

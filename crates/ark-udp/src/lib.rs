@@ -51,12 +51,13 @@
 mod cast;
 mod client;
 mod config;
-mod endpoint;
+mod driver;
 mod handle;
 mod limits;
 mod peers;
 mod server;
 mod session;
+mod sessions;
 mod snmp;
 mod stats;
 mod steering;

@@ -11,9 +11,10 @@ use ark_reactor::{
 use mio::net::UdpSocket;
 
 use crate::config::UdpConfig;
-use crate::endpoint::{Endpoint, Factory, Mode};
+use crate::driver::UdpDriver;
 use crate::handle::UdpShared;
 use crate::session::UdpHandler;
+use crate::sessions::{Factory, Mode};
 use crate::stats::{UdpCounters, UdpStats};
 use crate::steering::{Steering, steer_by_peer_port};
 
@@ -177,9 +178,9 @@ pub(crate) fn register<H: UdpHandler>(
         let member = placement.life.join(Some(source));
         let parts = (shared.clone(), placement.life.clone(), member);
         let (config, counters) = (placement.config.clone(), placement.counters.clone());
-        Box::new(Endpoint::new(socket, mode, config, counters, parts))
+        Box::new(UdpDriver::new(socket, mode, config, counters, parts))
     };
-    // Writability is asked for only while a send would block (`Endpoint::want_writable`).
+    // Writability is asked for only while a send would block (`UdpDriver::want_writable`).
     let interest = mio::Interest::READABLE;
     let id = reactor
         .insert_with(make, interest)
