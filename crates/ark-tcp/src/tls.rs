@@ -13,7 +13,7 @@ use mio::net::TcpStream;
 
 use crate::core::{Framing, SessionCore};
 use crate::session::{CloseReason, SessionInfo, TcpHandler};
-use crate::transport::{Transport, read_loop};
+use crate::transport::{Transport, read_loop, write_failed};
 
 /// The reactor's scratch buffer in two halves: the first takes a read of ciphertext, the
 /// second stages the plaintext handed to the core.
@@ -199,12 +199,7 @@ impl<C: Framing, H: TcpHandler> Transport<C, H> for TlsLayer {
         match result {
             // A partial write filled the socket: its next writable edge will come.
             Ok(_) => (self.session.wants_write(), resumed),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => (true, resumed),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => (false, resumed),
-            Err(e) => {
-                core.handle_error(CloseReason::io(&e));
-                (true, resumed)
-            }
+            Err(e) => (write_failed(&e, core), resumed),
         }
     }
 

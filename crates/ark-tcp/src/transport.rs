@@ -105,6 +105,22 @@ pub(crate) fn would_block(e: &io::Error) -> bool {
     )
 }
 
+/// What a failed write means: the socket is full (`true`), try again (`false`), or, for any
+/// other error, the session ends (`true`: write no more this turn).
+pub(crate) fn write_failed<C: Framing, H: TcpHandler>(
+    e: &io::Error,
+    core: &mut SessionCore<C, H>,
+) -> bool {
+    match e.kind() {
+        io::ErrorKind::WouldBlock => true,
+        io::ErrorKind::Interrupted => false,
+        _ => {
+            core.handle_error(CloseReason::io(e));
+            true
+        }
+    }
+}
+
 /// Plain TCP: reads go to the reactor's scratch buffer, or straight into the receive buffer
 /// for a large pending frame; frames sent back unchanged are written from the scratch buffer.
 #[derive(Default)]
@@ -198,12 +214,7 @@ impl<C: Framing, H: TcpHandler> Transport<C, H> for Plain {
         match result {
             // A partial write filled the socket: its next writable edge will come.
             Ok(n) => (n < len, core.handle_written(now, n)),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => (true, false),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => (false, false),
-            Err(e) => {
-                core.handle_error(CloseReason::io(&e));
-                (true, false)
-            }
+            Err(e) => (write_failed(&e, core), false),
         }
     }
 
