@@ -441,6 +441,18 @@ impl HttpServerBuilder {
         self
     }
 
+    /// Where it runs, as one value ([`Runtime`](ark_tcp::Runtime)).
+    pub fn runtime(mut self, runtime: ark_tcp::Runtime) -> Self {
+        self.tcp = self.tcp.runtime(runtime);
+        self
+    }
+
+    /// Settings of an own pool's reactors.
+    pub fn reactor_config(mut self, config: ark_tcp::ReactorConfig) -> Self {
+        self.tcp = self.tcp.reactor_config(config);
+        self
+    }
+
     /// Starts serving `router`.
     ///
     /// # Errors

@@ -7,7 +7,7 @@ use std::time::Instant;
 use crate::timer::TimerId;
 
 /// One-shot deadlines with ids, for sans-IO session cores: the core keeps its handler's
-/// timers here, reports the earliest with [`next`](Self::next), and its driver keeps a single
+/// timers here, reports the earliest with [`earliest`](Self::earliest), and its driver keeps a single
 /// reactor timer there. Insert, cancel and expiry are O(log n); cancelled entries are dropped
 /// lazily (never from the top, so [`earliest`](Self::earliest) is a peek), and the heap is
 /// rebuilt when they dominate, so repeated set/cancel cannot grow it without bound. Allocates

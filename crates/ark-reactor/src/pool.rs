@@ -45,6 +45,40 @@ impl Default for Runtime {
     }
 }
 
+/// The builder methods that choose where a server's or client's sources run, the same on
+/// every ark builder: `io_model` (a pool of its own), `pool` (a shared one), `runtime`
+/// (either, as one value) and `reactor_config` (an own pool's reactors). The builder has
+/// fields `runtime: Runtime` and `reactor_config: ReactorConfig`.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! runtime_options {
+    () => {
+        /// Runs on a pool of its own with this IO model (default: one thread).
+        pub fn io_model(mut self, model: $crate::IoModel) -> Self {
+            self.runtime = $crate::Runtime::Own(model);
+            self
+        }
+
+        /// Runs on a shared pool, which outlives this server or client.
+        pub fn pool(mut self, pool: ::std::sync::Arc<$crate::ReactorPool>) -> Self {
+            self.runtime = $crate::Runtime::Shared(pool);
+            self
+        }
+
+        /// Where it runs, as one value (an `ark_reactor::Runtime`).
+        pub fn runtime(mut self, runtime: $crate::Runtime) -> Self {
+            self.runtime = runtime;
+            self
+        }
+
+        /// Settings of an own pool's reactors.
+        pub fn reactor_config(mut self, config: $crate::ReactorConfig) -> Self {
+            self.reactor_config = config;
+            self
+        }
+    };
+}
+
 impl Runtime {
     /// The pool to use (started here for [`Runtime::Own`]) and whether it is owned.
     ///

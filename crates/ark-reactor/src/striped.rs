@@ -40,7 +40,7 @@ pub struct Striped<T> {
 struct Padded<T>(T);
 
 impl<T: Default> Default for Striped<T> {
-    /// [`stripe_count`] copies of `T::default()`.
+    /// `stripe_count()` copies of `T::default()`.
     fn default() -> Self {
         Striped {
             stripes: (0..stripe_count()).map(|_| Padded::default()).collect(),

@@ -26,7 +26,7 @@ macro_rules! socket_options {
             self
         }
 
-        /// Runs on `pool` (shared with other endpoints) instead of a pool of its own.
+        /// Runs on `pool` (shared with other servers and clients) instead of a pool of its own.
         pub fn pool(mut self, pool: Arc<ReactorPool>) -> Self {
             self.udp = self.udp.pool(pool);
             self
@@ -35,6 +35,18 @@ macro_rules! socket_options {
         /// Runs on a pool of its own with `model`.
         pub fn io_model(mut self, model: IoModel) -> Self {
             self.udp = self.udp.io_model(model);
+            self
+        }
+
+        /// Where it runs, as one value ([`Runtime`](ark_reactor::Runtime)).
+        pub fn runtime(mut self, runtime: ark_reactor::Runtime) -> Self {
+            self.udp = self.udp.runtime(runtime);
+            self
+        }
+
+        /// Settings of an own pool's reactors.
+        pub fn reactor_config(mut self, config: ark_reactor::ReactorConfig) -> Self {
+            self.udp = self.udp.reactor_config(config);
             self
         }
 

@@ -70,7 +70,7 @@ mod rtt;
 mod send;
 mod session;
 
-pub use ark_reactor::{IoModel, ReactorPool, Stopping, TimerId};
+pub use ark_reactor::{IoModel, ReactorConfig, ReactorPool, Runtime, Stopping, TimerId};
 pub use config::RudpConfig;
 pub use congestion::Congestion;
 pub use connection::{CloseReason, Connection, Delivery, Event, RudpStats, SendError};

@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 
 use ark_frame::LengthPrefix;
 use ark_reactor::{
-    IoModel, Lifecycle, Reactor, ReactorConfig, ReactorHandle, ReactorPool, Runtime, SourceRef,
-    Stopping,
+    Lifecycle, Reactor, ReactorConfig, ReactorHandle, ReactorPool, Runtime, SourceRef, Stopping,
 };
 use mio::net::TcpStream;
 

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use ark_frame::LengthPrefix;
 use ark_reactor::{
-    Context, Handler, IoModel, Lifecycle, ReactorConfig, ReactorHandle, ReactorPool, Ready,
-    Runtime, SourceRef, Stopping, TimerId, Turn,
+    Context, Handler, Lifecycle, ReactorConfig, ReactorHandle, ReactorPool, Ready, Runtime,
+    SourceRef, Stopping, TimerId, Turn,
 };
 use mio::net::TcpListener;
 
@@ -135,23 +135,7 @@ macro_rules! session_options {
             self
         }
 
-        /// Runs on a pool of its own with this IO model.
-        pub fn io_model(mut self, model: IoModel) -> Self {
-            self.runtime = Runtime::Own(model);
-            self
-        }
-
-        /// Runs on a shared pool.
-        pub fn pool(mut self, pool: Arc<ReactorPool>) -> Self {
-            self.runtime = Runtime::Shared(pool);
-            self
-        }
-
-        /// Settings of an own pool's reactors.
-        pub fn reactor_config(mut self, config: ReactorConfig) -> Self {
-            self.reactor_config = config;
-            self
-        }
+        ark_reactor::runtime_options!();
     };
 }
 pub(crate) use session_options;

@@ -4,7 +4,7 @@ use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
-use ark_reactor::{IoModel, ReactorConfig, ReactorPool, Runtime};
+use ark_reactor::{ReactorConfig, Runtime};
 
 use crate::client::UdpSocketHandle;
 use crate::config::UdpConfig;

@@ -4,7 +4,7 @@ use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 
-use ark_reactor::{IoModel, Lifecycle, ReactorConfig, ReactorPool, Runtime, Stopping};
+use ark_reactor::{Lifecycle, ReactorConfig, ReactorPool, Runtime, Stopping};
 
 use crate::config::UdpConfig;
 use crate::handle::{UdpSessionHandle, UdpShared};

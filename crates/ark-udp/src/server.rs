@@ -94,23 +94,7 @@ macro_rules! udp_options {
             self
         }
 
-        /// Runs on a pool of its own with this IO model (sharded: one socket per shard).
-        pub fn io_model(mut self, model: IoModel) -> Self {
-            self.runtime = Runtime::Own(model);
-            self
-        }
-
-        /// Runs on a shared pool.
-        pub fn pool(mut self, pool: Arc<ReactorPool>) -> Self {
-            self.runtime = Runtime::Shared(pool);
-            self
-        }
-
-        /// Settings of an own pool's reactors.
-        pub fn reactor_config(mut self, config: ReactorConfig) -> Self {
-            self.reactor_config = config;
-            self
-        }
+        ark_reactor::runtime_options!();
     };
 }
 pub(crate) use udp_options;

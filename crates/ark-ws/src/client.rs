@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ark_frame::Raw;
-use ark_reactor::{IoModel, ReactorPool};
+use ark_reactor::{ReactorConfig, Runtime};
 use ark_tcp::{TcpClient, TcpClientHandle, TcpStats};
 use tungstenite::client::IntoClientRequest;
 
@@ -25,8 +25,8 @@ impl WsClient {
     pub fn builder() -> WsClientBuilder {
         WsClientBuilder {
             config: WsConfig::default(),
-            io_model: None,
-            pool: None,
+            runtime: Runtime::default(),
+            reactor_config: ReactorConfig::default(),
             connect_timeout: Duration::from_secs(30),
             tls: None,
             tls_server_name: None,
@@ -38,8 +38,8 @@ impl WsClient {
 #[derive(Debug)]
 pub struct WsClientBuilder {
     config: WsConfig,
-    io_model: Option<IoModel>,
-    pool: Option<Arc<ReactorPool>>,
+    runtime: Runtime,
+    reactor_config: ReactorConfig,
     connect_timeout: Duration,
     tls: Option<ark_tls::ClientTls>,
     tls_server_name: Option<String>,
@@ -121,12 +121,9 @@ impl WsClientBuilder {
             .framing(Raw::new().with_max_frame_len(64 * 1024))
             .connect_timeout(self.connect_timeout)
             .session_config(config.session_config());
-        if let Some(model) = self.io_model {
-            tcp = tcp.io_model(model);
-        }
-        if let Some(pool) = self.pool {
-            tcp = tcp.pool(pool);
-        }
+        tcp = tcp
+            .runtime(self.runtime)
+            .reactor_config(self.reactor_config);
         if let Some(tls) = tls {
             tcp = tcp.tls(tls, self.tls_server_name.unwrap_or(host));
         }

@@ -107,7 +107,7 @@ pub mod fuzzing {
     }
 }
 
-pub use ark_reactor::{IoModel, ReactorConfig, ReactorPool, Stopping, TimerId};
+pub use ark_reactor::{IoModel, ReactorConfig, ReactorPool, Runtime, Stopping, TimerId};
 pub use client::{WsClient, WsClientBuilder, WsClientHandle};
 pub use close::{CloseCode, Initiator, InvalidCloseCode, OpenError, WsClose};
 pub use config::{UpgradeHook, WsConfig};

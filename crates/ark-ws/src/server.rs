@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ark_frame::Raw;
-use ark_reactor::{IoModel, ReactorPool};
+use ark_reactor::{ReactorConfig, Runtime};
 use ark_tcp::{TcpServer, TcpServerHandle, TcpStats};
 
 use crate::config::{UpgradeHook, WsConfig};
@@ -24,8 +24,8 @@ impl WsServer {
         WsServerBuilder {
             addr: None,
             config: WsConfig::default(),
-            io_model: None,
-            pool: None,
+            runtime: Runtime::default(),
+            reactor_config: ReactorConfig::default(),
             tls: None,
         }
     }
@@ -36,8 +36,8 @@ impl WsServer {
 pub struct WsServerBuilder {
     addr: Option<io::Result<SocketAddr>>,
     config: WsConfig,
-    io_model: Option<IoModel>,
-    pool: Option<Arc<ReactorPool>>,
+    runtime: Runtime,
+    reactor_config: ReactorConfig,
     tls: Option<ark_tls::ServerTls>,
 }
 
@@ -98,17 +98,7 @@ macro_rules! ws_options {
             self
         }
 
-        /// Runs on a pool of its own with this IO model.
-        pub fn io_model(mut self, model: IoModel) -> Self {
-            self.io_model = Some(model);
-            self
-        }
-
-        /// Runs on a shared pool.
-        pub fn pool(mut self, pool: Arc<ReactorPool>) -> Self {
-            self.pool = Some(pool);
-            self
-        }
+        ark_reactor::runtime_options!();
     };
 }
 pub(crate) use ws_options;
@@ -167,12 +157,9 @@ impl WsServerBuilder {
             .bind(addr)
             .framing(Raw::new().with_max_frame_len(64 * 1024))
             .session_config(config.session_config());
-        if let Some(model) = self.io_model {
-            tcp = tcp.io_model(model);
-        }
-        if let Some(pool) = self.pool {
-            tcp = tcp.pool(pool);
-        }
+        tcp = tcp
+            .runtime(self.runtime)
+            .reactor_config(self.reactor_config);
         if let Some(tls) = self.tls {
             tcp = tcp.tls(tls);
         }
