@@ -17,7 +17,7 @@ pub fn without_repetition(mut flags: Vec<String>) -> Vec<String> {
 /// The whole `main` of a loopback peer program: ark-loopback's flags under the program's
 /// `name` and `about` (with the runner's `--repetition N` dropped; a bad flag exits with 2),
 /// then the run with `E`'s endpoints and the counting allocator's totals.
-pub fn peer_main<E: ark_loopback::endpoints::Endpoints>(
+pub fn peer_main<E: ark_loopback::stack::Stack>(
     name: &'static str,
     about: &'static str,
 ) -> std::process::ExitCode {

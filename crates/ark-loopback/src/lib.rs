@@ -4,7 +4,7 @@
 //! stays small and tests can reach its parts: [`args`] (arknet's flags), [`message`] (arknet's
 //! message layout and the server's optional work), [`clients`] (closed-loop clients that check
 //! and time every echo), [`servers`] (the echo servers), [`record`] (the JSON record),
-//! [`endpoints`] (the implementation under test: ark's, or a peer's), [`tls`] (the certificates
+//! [`stack`] (the implementation under test: ark's, or a peer's), [`tls`] (the certificates
 //! and configs of tcps and wss runs) and [`run`] (one run of any implementation).
 //!
 //! ```
@@ -19,11 +19,11 @@
 
 pub mod args;
 pub mod clients;
-pub mod endpoints;
 pub mod link;
 pub mod message;
 pub mod record;
 pub mod run;
 pub mod servers;
 pub mod signals;
+pub mod stack;
 pub mod tls;

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use ark_loopback::args::Args;
-use ark_loopback::endpoints::ArkEndpoints;
+use ark_loopback::stack::ArkStack;
 use clap::Parser;
 
 /// Counts allocation calls for `allocations_per_message`.
@@ -48,5 +48,5 @@ fn allocations() -> u64 {
 }
 
 fn main() -> ExitCode {
-    ark_loopback::run::main_for::<ArkEndpoints>(&Args::parse(), Some(allocations))
+    ark_loopback::run::main_for::<ArkStack>(&Args::parse(), Some(allocations))
 }

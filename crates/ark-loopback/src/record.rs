@@ -97,7 +97,7 @@ pub struct Record {
     pub peak_rss_bytes: u64,
     /// The `--link-*` relay's settings and counters (none without a link).
     pub link: Option<crate::link::LinkRecord>,
-    /// rudp: what the reliable-UDP transport did (`Endpoints::rudp_stats`).
+    /// rudp: what the reliable-UDP transport did (`Stack::rudp_stats`).
     pub rudp: Option<serde_json::Value>,
     pub interrupted: bool,
     pub ok: bool,

@@ -1,4 +1,4 @@
-//! One benchmark run of any [`Endpoints`]: start the IO threads, the server and the clients,
+//! One benchmark run of any [`Stack`]: start the IO threads, the server and the clients,
 //! warm up, measure, drain, and fill the record.
 
 use std::sync::Arc;
@@ -9,11 +9,11 @@ use ark_udp::NetCounters;
 
 use crate::args::{Args, IoModelArg, Protocol, Role};
 use crate::clients::{Core, PHASE_DRAIN, PHASE_MEASURED, Totals};
-use crate::endpoints::{ArkEndpoints, Endpoints};
 use crate::link::{LinkSettings, Relay};
 use crate::record::{Record, UdpKernel};
 use crate::servers::{Echo, ServerCounters};
 use crate::signals;
+use crate::stack::{ArkStack, Stack};
 
 /// Process CPU seconds (all threads).
 fn cpu_seconds() -> f64 {
@@ -89,10 +89,7 @@ fn min_max(values: impl Iterator<Item = usize> + Clone) -> (Option<usize>, Optio
 /// The body of a loopback program's `main` for implementation `E`: runs `args` (server only,
 /// or a measured run), prints the JSON record on stdout and returns the exit code: 0 iff the
 /// run is `ok`, 1 otherwise. Flags are checked with [`Args::validate`] first (exit 2).
-pub fn main_for<E: Endpoints>(
-    args: &Args,
-    allocations: Option<fn() -> u64>,
-) -> std::process::ExitCode {
+pub fn main_for<E: Stack>(args: &Args, allocations: Option<fn() -> u64>) -> std::process::ExitCode {
     use std::process::ExitCode;
     if let Err(message) = args.validate() {
         eprintln!("error: {message}");
@@ -134,7 +131,7 @@ pub fn main_for<E: Endpoints>(
 /// # Errors
 /// The IO threads or the server could not start.
 pub fn run_server(args: &Args) -> std::io::Result<serde_json::Value> {
-    serve::<ArkEndpoints>(args)
+    serve::<ArkStack>(args)
 }
 
 /// Runs the server only (`--role server`) for warm-up + measured + drain + 5 s (or until
@@ -143,7 +140,7 @@ pub fn run_server(args: &Args) -> std::io::Result<serde_json::Value> {
 ///
 /// # Errors
 /// The IO threads or the server could not start.
-pub fn serve<E: Endpoints>(args: &Args) -> std::io::Result<serde_json::Value> {
+pub fn serve<E: Stack>(args: &Args) -> std::io::Result<serde_json::Value> {
     let mut endpoints = E::start(args)?;
     let counters = Arc::new(ServerCounters::default());
     let echo = Echo::new(args, counters.clone());
@@ -172,12 +169,12 @@ pub fn serve<E: Endpoints>(args: &Args) -> std::io::Result<serde_json::Value> {
 /// One run of ark with server and clients (`--role both`) or clients only (`--role
 /// client`); see [`measure`].
 pub fn run(args: &Args, allocations: Option<fn() -> u64>) -> Record {
-    measure::<ArkEndpoints>(args, allocations)
+    measure::<ArkStack>(args, allocations)
 }
 
 /// One run of `E` with server and clients (`--role both`) or clients only (`--role client`).
 /// `allocations` reads the process's allocation counter when the binary installed one.
-pub fn measure<E: Endpoints>(args: &Args, allocations: Option<fn() -> u64>) -> Record {
+pub fn measure<E: Stack>(args: &Args, allocations: Option<fn() -> u64>) -> Record {
     match measure_inner::<E>(args, allocations) {
         Ok(record) => record,
         Err(e) => Record {
@@ -208,7 +205,7 @@ struct Window {
     interrupted: bool,
 }
 
-fn measure_inner<E: Endpoints>(
+fn measure_inner<E: Stack>(
     args: &Args,
     allocations: Option<fn() -> u64>,
 ) -> std::io::Result<Record> {
@@ -250,7 +247,7 @@ fn measure_inner<E: Endpoints>(
 
 /// Starts the server (unless `--role client`), the relay of `--link-*`, and the clients, one
 /// at a time, each connected and its first window sent before the next starts.
-fn start<E: Endpoints>(
+fn start<E: Stack>(
     args: &Args,
     endpoints: &mut E,
     server_counters: &Arc<ServerCounters>,
@@ -312,7 +309,7 @@ fn start<E: Endpoints>(
 }
 
 /// Warms up, then measures for `--seconds`, reading the counters at both ends.
-fn measure_window<E: Endpoints>(
+fn measure_window<E: Stack>(
     args: &Args,
     endpoints: &E,
     totals: &Totals,

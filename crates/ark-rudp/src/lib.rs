@@ -56,12 +56,12 @@
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
+mod api;
 mod config;
 mod congestion;
 mod connection;
 mod cookie;
 mod driver;
-mod endpoint;
 mod fec;
 mod listener;
 mod packet;
@@ -70,14 +70,14 @@ mod rtt;
 mod send;
 mod session;
 
+pub use api::{
+    RudpClient, RudpClientBuilder, RudpClientHandle, RudpServer, RudpServerBuilder,
+    RudpServerHandle,
+};
 pub use ark_reactor::{IoModel, ReactorConfig, ReactorPool, Runtime, Stopping, TimerId};
 pub use config::RudpConfig;
 pub use congestion::Congestion;
 pub use connection::{CloseReason, Connection, Delivery, Event, RudpStats, SendError};
-pub use endpoint::{
-    RudpClient, RudpClientBuilder, RudpClientHandle, RudpServer, RudpServerBuilder,
-    RudpServerHandle,
-};
 pub use fec::Fec;
 pub use listener::{Incoming, Listener};
 pub use packet::PacketError;

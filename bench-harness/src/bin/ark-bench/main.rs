@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use ark_loopback::endpoints::ArkEndpoints;
+use ark_loopback::stack::ArkStack;
 use bench_harness::alloc_counter::{self, CountingAllocator};
 use bench_harness::matrix::{LoopbackCase, builtin, from_toml};
 use bench_harness::metadata::{Metadata, repo_root, sha256_file};
@@ -248,7 +248,7 @@ fn loopback(flags: Vec<String>) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    ark_loopback::run::main_for::<ArkEndpoints>(&args, Some(alloc_counter::allocations))
+    ark_loopback::run::main_for::<ArkStack>(&args, Some(alloc_counter::allocations))
 }
 
 /// SHA-256 over the sources under `crates/` and `bench-harness/` (sorted paths, then content).

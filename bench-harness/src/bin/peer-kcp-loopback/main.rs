@@ -8,7 +8,7 @@
 //!
 //! It takes `ark-loopback`'s flags and prints the same JSON record: the run (phases,
 //! messages, validation, round-trip timing, the `--link-*` relay, record) is
-//! `ark_loopback::run::measure`, shared with ark; only the endpoints differ. Only `--protocol
+//! `ark_loopback::run::measure`, shared with ark; only the stack differs. Only `--protocol
 //! rudp` runs (anything else is refused as unsupported); `--rudp-fec` is ignored: KCP has
 //! no FEC (the record's `rudp.fec` is null).
 //!
@@ -52,16 +52,16 @@
 //! latency-minded KCP users do (kcp-go with `ackNoDelay` and no write delay).
 
 mod client;
-mod endpoints;
 mod link;
 mod mode;
 mod server;
+mod stack;
 mod worker;
 
 use std::process::ExitCode;
 
 use bench_harness::alloc_counter::CountingAllocator;
-use endpoints::KcpEndpoints;
+use stack::KcpStack;
 
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
@@ -72,11 +72,9 @@ const ABOUT: &str = "Loopback echo benchmark on KCP for --protocol rudp (ark-loo
 fn main() -> ExitCode {
     match std::env::var("PEER_KCP_MODE").as_deref() {
         Ok("fast") | Err(std::env::VarError::NotPresent) => {
-            bench_harness::runner::peer_main::<KcpEndpoints<mode::Fast>>(NAME, ABOUT)
+            bench_harness::runner::peer_main::<KcpStack<mode::Fast>>(NAME, ABOUT)
         }
-        Ok("default") => {
-            bench_harness::runner::peer_main::<KcpEndpoints<mode::Default>>(NAME, ABOUT)
-        }
+        Ok("default") => bench_harness::runner::peer_main::<KcpStack<mode::Default>>(NAME, ABOUT),
         Ok(other) => {
             eprintln!("error: PEER_KCP_MODE={other:?}: expected fast or default");
             ExitCode::from(2)

@@ -26,7 +26,7 @@ pub struct Params {
     pub nc: bool,
 }
 
-/// A KCP configuration, chosen at compile time (`Endpoints::NAME` is a constant).
+/// A KCP configuration, chosen at compile time (`Stack::NAME` is a constant).
 pub trait Mode: 'static {
     /// The record's `implementation`.
     const NAME: &'static str;

@@ -7,7 +7,7 @@
 //!
 //! It takes `ark-loopback`'s flags and prints the same JSON record (`implementation:
 //! "raw"`): the run (phases, messages, validation, round-trip timing, record) is
-//! `ark_loopback::run::measure`, shared with ark and tokio; only the endpoints differ. They
+//! `ark_loopback::run::measure`, shared with ark and tokio; only the stack differs. They
 //! are the least a program on these syscalls can do, with nothing between it and `libc`:
 //!
 //! * One edge-triggered epoll instance per loop ([`poller`]). `--io-model shared N`: N
@@ -28,9 +28,9 @@
 //! payload byte, time every round trip (`ark_loopback::clients::Core`). Socket syscalls are
 //! counted (`syscalls_per_message`).
 
-mod endpoints;
 mod listener;
 mod poller;
+mod stack;
 mod stream;
 mod sys;
 mod udp;
@@ -43,7 +43,7 @@ use bench_harness::alloc_counter::CountingAllocator;
 static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 fn main() -> ExitCode {
-    bench_harness::runner::peer_main::<endpoints::RawEndpoints>(
+    bench_harness::runner::peer_main::<stack::RawStack>(
         "peer-raw-loopback",
         "Loopback echo benchmark on raw syscalls (ark-loopback's flags and record)",
     )

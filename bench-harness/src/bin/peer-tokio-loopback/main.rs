@@ -7,7 +7,7 @@
 //!
 //! It takes `ark-loopback`'s flags and prints the same JSON record (`implementation:
 //! "tokio"`): the run (phases, messages, validation, round-trip timing, record) is
-//! `ark_loopback::run::measure`, shared with ark; only the endpoints differ. They are the
+//! `ark_loopback::run::measure`, shared with ark; only the stack differs. They are the
 //! fastest tokio program measured on this workload (bench-harness/README.md logs what else
 //! was tried and what it gave):
 //!
@@ -35,8 +35,8 @@
 //! check every payload byte, time every round trip (`ark_loopback::clients::Core`).
 //! `syscalls_per_message` is not measured (null): tokio keeps no syscall counters.
 
-mod endpoints;
 mod http;
+mod stack;
 mod stream;
 mod tcp;
 mod tls;
@@ -52,7 +52,7 @@ use bench_harness::alloc_counter::CountingAllocator;
 static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 fn main() -> ExitCode {
-    bench_harness::runner::peer_main::<endpoints::TokioEndpoints>(
+    bench_harness::runner::peer_main::<stack::TokioStack>(
         "peer-tokio-loopback",
         "Loopback echo benchmark as a plain tokio program (ark-loopback's flags and record)",
     )

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use ark_loopback::args::{Args, IoModelArg, Protocol, Switch};
 use ark_loopback::clients::Core;
-use ark_loopback::endpoints::Endpoints;
 use ark_loopback::servers::Echo;
+use ark_loopback::stack::Stack;
 use bench_harness::peer_io::RecvBuf;
 use bench_harness::peer_net::{buffers, udp_client_socket, udp_server_socket};
 use bench_harness::peer_ws::{check_response, client_key, client_request};
@@ -23,7 +23,7 @@ use crate::udp::{UdpClient, UdpServer};
 const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The raw peer's pollers and their threads.
-pub struct RawEndpoints {
+pub struct RawStack {
     model: IoModelArg,
     /// Shared: one poller served by every thread; sharded: one per thread; owned: one per
     /// endpoint, the server's first.
@@ -37,7 +37,7 @@ pub struct RawEndpoints {
     udp_server_buffers: Option<(usize, usize)>,
 }
 
-impl Endpoints for RawEndpoints {
+impl Stack for RawStack {
     const NAME: &'static str = "raw";
 
     fn start(args: &Args) -> io::Result<Self> {
@@ -66,7 +66,7 @@ impl Endpoints for RawEndpoints {
             ));
         }
         let threads = args.io_threads as usize;
-        let mut endpoints = RawEndpoints {
+        let mut endpoints = RawStack {
             model: args.io_model,
             pollers: Vec::new(),
             threads: Vec::new(),
@@ -189,7 +189,7 @@ impl Endpoints for RawEndpoints {
     }
 }
 
-impl RawEndpoints {
+impl RawStack {
     /// A new poller served by `threads` threads of its own.
     fn start_poller(&mut self, threads: usize) -> io::Result<Arc<Poller>> {
         let poller = Poller::new(self.capacity, threads)?;

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use ark_loopback::args::{Args, IoModelArg, Protocol};
 use ark_loopback::clients::Core;
-use ark_loopback::endpoints::Endpoints;
 use ark_loopback::servers::Echo;
+use ark_loopback::stack::Stack;
 use bench_harness::peer_net::{buffers, udp_socket, unspecified_like};
 
 use crate::link::Counters;
@@ -22,7 +22,7 @@ use crate::worker::{Command, WorkerHandle};
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// KCP's servers and clients in mode `M`.
-pub struct KcpEndpoints<M: Mode> {
+pub struct KcpStack<M: Mode> {
     model: IoModelArg,
     config: Config,
     counters: Arc<Counters>,
@@ -34,7 +34,7 @@ pub struct KcpEndpoints<M: Mode> {
     mode: PhantomData<M>,
 }
 
-impl<M: Mode> KcpEndpoints<M> {
+impl<M: Mode> KcpStack<M> {
     /// Starts one more IO thread; returns its index.
     fn add_worker(&mut self) -> io::Result<usize> {
         let index = self.workers.len();
@@ -63,7 +63,7 @@ impl<M: Mode> KcpEndpoints<M> {
     }
 }
 
-impl<M: Mode> Endpoints for KcpEndpoints<M> {
+impl<M: Mode> Stack for KcpStack<M> {
     const NAME: &'static str = M::NAME;
 
     fn start(args: &Args) -> io::Result<Self> {
@@ -73,7 +73,7 @@ impl<M: Mode> Endpoints for KcpEndpoints<M> {
                 "peer-kcp-loopback runs --protocol rudp only (KCP is reliable UDP)",
             ));
         }
-        let mut endpoints = KcpEndpoints {
+        let mut endpoints = KcpStack {
             model: args.io_model,
             config: Config::of::<M>(args),
             counters: Arc::new(Counters::default()),

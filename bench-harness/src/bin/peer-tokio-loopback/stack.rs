@@ -9,8 +9,8 @@ use std::time::Duration;
 use crate::{http, tcp, tls, udp, ws};
 use ark_loopback::args::{Args, IoModelArg, Protocol};
 use ark_loopback::clients::Core;
-use ark_loopback::endpoints::Endpoints;
 use ark_loopback::servers::Echo;
+use ark_loopback::stack::Stack;
 use ark_loopback::tls::TlsMaterial;
 use bench_harness::peer_net::{buffers, udp_client_socket, udp_server_socket};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
@@ -23,7 +23,7 @@ const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 type CurrentThread = (tokio::sync::oneshot::Sender<()>, JoinHandle<()>);
 
 /// tokio's servers and clients.
-pub struct TokioEndpoints {
+pub struct TokioStack {
     model: IoModelArg,
     /// The multi-thread runtime (`--io-model shared`, more than one thread).
     multi: Option<Runtime>,
@@ -72,7 +72,7 @@ fn run_on<T: Send + 'static>(
     })?
 }
 
-impl Endpoints for TokioEndpoints {
+impl Stack for TokioStack {
     const NAME: &'static str = "tokio";
 
     fn start(args: &Args) -> io::Result<Self> {
@@ -89,7 +89,7 @@ impl Endpoints for TokioEndpoints {
             ));
         }
         let threads = args.io_threads as usize;
-        let mut endpoints = TokioEndpoints {
+        let mut endpoints = TokioStack {
             model: args.io_model,
             multi: None,
             current: Vec::new(),
@@ -295,7 +295,7 @@ impl Endpoints for TokioEndpoints {
     }
 }
 
-impl TokioEndpoints {
+impl TokioStack {
     /// Starts a current-thread runtime on a thread of its own; returns its handle.
     fn start_current(&mut self) -> io::Result<Handle> {
         let (handle, stop, thread) = current_thread(self.current.len())?;

@@ -1,5 +1,5 @@
-//! The implementation under test: [`Endpoints`] starts echo servers and clients on some IO
-//! machinery; [`ArkEndpoints`] is ark's. The run itself ([`crate::run`]) is the same for every
+//! The implementation under test: [`Stack`] starts echo servers and clients on some IO
+//! machinery; [`ArkStack`] is ark's. The run itself ([`crate::run`]) is the same for every
 //! implementation, so peers measured with it send the same messages, validate them the same
 //! way and fill the same record.
 
@@ -17,7 +17,7 @@ use crate::tls::TlsMaterial;
 
 /// Servers and clients of one implementation, on the IO threads `--io-model` and
 /// `--io-threads` describe.
-pub trait Endpoints: Sized {
+pub trait Stack: Sized {
     /// The record's `implementation` field.
     const NAME: &'static str;
 
@@ -99,7 +99,7 @@ enum Client {
 
 /// ark's servers and clients on one [`ReactorPool`] (shared, sharded), or each on a pool of
 /// its own (owned).
-pub struct ArkEndpoints {
+pub struct ArkStack {
     model: IoModelArg,
     /// The certificates of a tcps or wss run.
     tls: Option<TlsMaterial>,
@@ -113,16 +113,16 @@ pub struct ArkEndpoints {
     rudp_config: ark_rudp::RudpConfig,
 }
 
-impl std::fmt::Debug for ArkEndpoints {
+impl std::fmt::Debug for ArkStack {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ArkEndpoints")
+        f.debug_struct("ArkStack")
             .field("server", &self.server.is_some())
             .field("clients", &self.clients.len())
             .finish()
     }
 }
 
-impl ArkEndpoints {
+impl ArkStack {
     /// The pool a new endpoint runs on: the run's one pool, or (owned) a new one-thread pool.
     fn endpoint_pool(&mut self) -> std::io::Result<Arc<ReactorPool>> {
         if self.model == IoModelArg::Owned {
@@ -135,7 +135,7 @@ impl ArkEndpoints {
     }
 }
 
-impl Endpoints for ArkEndpoints {
+impl Stack for ArkStack {
     const NAME: &'static str = "ark";
 
     fn start(args: &Args) -> std::io::Result<Self> {
@@ -152,7 +152,7 @@ impl Endpoints for ArkEndpoints {
             )?)],
             None => Vec::new(),
         };
-        Ok(ArkEndpoints {
+        Ok(ArkStack {
             tls: TlsMaterial::for_args(args)?,
             model: args.io_model,
             pools,
@@ -350,7 +350,7 @@ impl Endpoints for ArkEndpoints {
     }
 }
 
-impl ArkEndpoints {
+impl ArkStack {
     /// Stops the clients: every client's stop begins at once; then each is waited for.
     fn stop_clients(&mut self) -> std::io::Result<()> {
         let mut stopping = Vec::new();
