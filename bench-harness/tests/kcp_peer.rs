@@ -12,11 +12,7 @@ fn kcp(mode: &str) -> Command {
 }
 
 fn record(out: &Output) -> Value {
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .last()
-        .and_then(|l| serde_json::from_str(l).ok())
-        .unwrap_or(Value::Null)
+    ark_testkit::last_record(&out.stdout)
 }
 
 const LOSSY_RUN: [&str; 16] = [

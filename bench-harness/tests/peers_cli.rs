@@ -29,11 +29,7 @@ fn ark() -> Command {
 }
 
 fn record(out: &Output) -> Value {
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .last()
-        .and_then(|l| serde_json::from_str(l).ok())
-        .unwrap_or(Value::Null)
+    ark_testkit::last_record(&out.stdout)
 }
 
 fn assert_clean(out: &Output, implementation: &str, what: &str) -> Value {

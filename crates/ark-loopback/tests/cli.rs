@@ -248,13 +248,7 @@ fn run_signalled(args: &[&str], signal: i32, ready: &str) -> (Option<i32>, Value
     let sent = unsafe { libc::kill(child.id() as libc::pid_t, signal) };
     assert_eq!(sent, 0, "the signal was delivered");
     let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    let record = stdout
-        .lines()
-        .last()
-        .and_then(|l| serde_json::from_str(l).ok())
-        .unwrap_or(Value::Null);
-    (out.status.code(), record)
+    (out.status.code(), ark_testkit::last_record(&out.stdout))
 }
 
 #[test]
@@ -439,8 +433,7 @@ fn a_server_told_when_to_end_ends_then_and_counts_the_sessions_it_cut() {
         let out = server.wait_with_output().unwrap();
         let took = started.elapsed();
         drop(silent);
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let record: Value = serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap();
+        let record = ark_testkit::last_record(&out.stdout);
         assert!(out.status.success(), "{protocol}: {record}");
         // 0.5 s measured + 1 s drain + 5 s, then at most the 1 s drain and a second to close.
         assert!(

@@ -7,6 +7,7 @@
 //!   `#[global_allocator] static A: ark_testkit::CountingAllocator = ark_testkit::CountingAllocator;`.
 //! * [`wait_until`]: a bounded poll for a condition.
 //! * [`process_cpu_seconds`]: exact process CPU time (`CLOCK_PROCESS_CPUTIME_ID`).
+//! * [`last_record`]: the JSON record a benchmark program printed last on its stdout.
 //!
 //! ```
 //! use std::time::Duration;
@@ -119,4 +120,20 @@ pub fn process_cpu_seconds() -> Option<f64> {
     // id is a constant the kernel defines.
     let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
     (rc == 0).then(|| ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9)
+}
+
+/// The JSON record on the last line of a program's `stdout` (as ark-loopback and the peers
+/// print it); `Value::Null` when that line is missing or not JSON.
+///
+/// ```
+/// let record = ark_testkit::last_record(b"progress\n{\"ok\":true}\n");
+/// assert_eq!(record["ok"], true);
+/// assert!(ark_testkit::last_record(b"no record").is_null());
+/// ```
+pub fn last_record(stdout: &[u8]) -> serde_json::Value {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .last()
+        .and_then(|line| serde_json::from_str(line).ok())
+        .unwrap_or(serde_json::Value::Null)
 }
