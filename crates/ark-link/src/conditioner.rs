@@ -350,3 +350,16 @@ impl<P: AsRef<[u8]> + Clone> Conditioner<P> {
         }));
     }
 }
+
+/// What a relay (UDP or TCP) did in each direction.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RelayCounters {
+    /// Clients to the server.
+    pub upstream: LinkCounters,
+    /// The server to clients.
+    pub downstream: LinkCounters,
+    /// Datagrams from clients past [`MAX_CLIENTS`](crate::MAX_CLIENTS), dropped.
+    pub refused_clients: u64,
+    /// Datagrams the relay could not send on (the socket refused them), dropped.
+    pub send_errors: u64,
+}

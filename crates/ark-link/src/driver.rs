@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use mio::{Events, Poll, Token, Waker};
 
-use crate::relay::RelayCounters;
+use crate::conditioner::RelayCounters;
 
 /// The token of a relay's listening socket.
 pub(crate) const LISTEN: Token = Token(usize::MAX - 1);

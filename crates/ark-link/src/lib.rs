@@ -44,6 +44,6 @@ mod driver;
 mod relay;
 mod tcp_relay;
 
-pub use conditioner::{Conditioner, GilbertElliott, LinkConfig, LinkCounters};
-pub use relay::{MAX_CLIENTS, RelayCounters, UdpRelay};
+pub use conditioner::{Conditioner, GilbertElliott, LinkConfig, LinkCounters, RelayCounters};
+pub use relay::{MAX_CLIENTS, UdpRelay};
 pub use tcp_relay::{MAX_CONNECTIONS, StreamLinkError, TcpRelay};

@@ -11,7 +11,7 @@ use std::time::Instant;
 use mio::net::UdpSocket;
 use mio::{Events, Interest, Poll, Token};
 
-use crate::conditioner::{Conditioner, LinkConfig, LinkCounters};
+use crate::conditioner::{Conditioner, LinkConfig, RelayCounters};
 use crate::driver::{Control, LISTEN, RelayThread, Spare, WAKE, loopback_of, wait};
 
 /// Most clients one relay serves; datagrams from more are dropped (and counted).
@@ -19,19 +19,6 @@ pub const MAX_CLIENTS: usize = 4096;
 
 /// Largest datagram relayed.
 const MAX_DATAGRAM: usize = 65_535;
-
-/// What the relay did in each direction.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RelayCounters {
-    /// Clients to the server.
-    pub upstream: LinkCounters,
-    /// The server to clients.
-    pub downstream: LinkCounters,
-    /// Datagrams from clients past [`MAX_CLIENTS`], dropped.
-    pub refused_clients: u64,
-    /// Datagrams the relay could not send on (the socket refused them), dropped.
-    pub send_errors: u64,
-}
 
 /// A datagram in flight and the client it belongs to.
 #[derive(Debug, Clone)]

@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 
+use crate::conditioner::RelayCounters;
 use crate::conditioner::{Conditioner, LinkConfig};
 use crate::driver::{Control, LISTEN, RelayThread, Spare, WAKE, loopback_of, wait};
-use crate::relay::RelayCounters;
 /// Bytes read at once from one side.
 const CHUNK: usize = 64 * 1024;
 /// Bytes of one direction of one connection in flight or waiting to be written, at most;

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use ark_reactor::{Mailbox, SourceRef};
 
+use crate::error::SendError;
 use crate::limits::max_payload;
-use crate::session::SendError;
 
 /// What handles asked of a socket's sessions, applied on the socket's thread.
 #[derive(Debug, Default)]

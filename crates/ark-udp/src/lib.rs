@@ -52,6 +52,7 @@ mod cast;
 mod client;
 mod config;
 mod driver;
+mod error;
 mod handle;
 mod limits;
 mod peers;
@@ -67,12 +68,13 @@ pub use ark_reactor::{IoModel, ReactorConfig, ReactorPool, Runtime, Stopping, Ti
 pub use cast::{UdpCast, UdpCastBuilder, UdpCastHandle};
 pub use client::{UdpClient, UdpClientBuilder, UdpClientHandle, UdpSocketHandle, UdpWaker};
 pub use config::UdpConfig;
+pub use error::{CloseReason, DatagramError, SendError};
 pub use handle::UdpSessionHandle;
 pub use limits::{
     MAX_PAYLOAD_V4, MAX_PAYLOAD_V6, max_payload, unfragmented_payload_v4, unfragmented_payload_v6,
 };
 pub use server::{UdpServer, UdpServerBuilder, UdpServerHandle};
-pub use session::{CloseReason, DatagramError, SendError, UdpHandler, UdpSession};
+pub use session::{UdpHandler, UdpSession};
 pub use snmp::NetCounters;
 pub use stats::UdpStats;
 pub use steering::{Steering, bind_for_shard, steer_by_peer_port};

@@ -8,8 +8,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::config::UdpConfig;
+use crate::error::{CloseReason, DatagramError};
 use crate::peers::Peers;
-use crate::session::{CloseReason, DatagramError, SessionIo, UdpHandler, UdpSession};
+use crate::session::{SessionIo, UdpHandler, UdpSession};
 use crate::stats::UdpStats;
 use crate::sys::RecvBatch;
 

@@ -11,9 +11,10 @@ use tungstenite::client::IntoClientRequest;
 
 use crate::config::WsConfig;
 use crate::conn::WsConn;
+use crate::error::SendError;
 use crate::handle::{WsSessionHandle, WsShared};
 use crate::server::ws_options;
-use crate::session::{SendError, WsHandler};
+use crate::session::WsHandler;
 use tungstenite::Message;
 
 /// Entry point: [`WsClient::builder`].

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tungstenite::protocol::WebSocketConfig;
 
-use crate::session::Request;
+use crate::error::Request;
 
 /// Bytes of control frames (pongs, close) tungstenite may hold while the send queue is full.
 pub(crate) const CONTROL_BACKLOG: usize = 1024;

@@ -13,9 +13,10 @@ use tungstenite::{Error, Message, WebSocket};
 use crate::close::{CloseCode, Initiator, OpenError, WsClose};
 use crate::config::WsConfig;
 use crate::data::ReceivedData;
+use crate::error::Request;
 use crate::handle::{Request as HandleRequest, WsInbox, WsSessionHandle, WsShared};
 use crate::inbound::{self, Frames, Inbound, Rules};
-use crate::session::{Request, WsHandler, WsSession};
+use crate::session::{WsHandler, WsSession};
 use crate::stream::MemStream;
 
 /// The open sessions of a server, by id.

@@ -10,7 +10,7 @@ use ark_tcp::TcpSessionHandle;
 use tungstenite::Message;
 
 use crate::close::CloseCode;
-use crate::session::SendError;
+use crate::error::SendError;
 
 /// Not open yet.
 const PENDING: u8 = 0;

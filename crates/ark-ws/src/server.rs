@@ -11,8 +11,9 @@ use ark_tcp::{TcpServer, TcpServerHandle, TcpStats};
 
 use crate::config::{UpgradeHook, WsConfig};
 use crate::conn::{Registry, WsConn};
+use crate::error::Request;
 use crate::handle::WsSessionHandle;
-use crate::session::{Request, WsHandler};
+use crate::session::WsHandler;
 
 /// Entry point: [`WsServer::builder`].
 #[derive(Debug)]

@@ -1,4 +1,5 @@
-//! What a handler sees: `WsSession`, `WsHandler`, send errors.
+//! What a handler sees: `WsSession`, `WsHandler` (send errors and the upgrade request type
+//! are in `error.rs`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -8,48 +9,13 @@ use ark_reactor::TimerId;
 use tungstenite::protocol::CloseFrame;
 use tungstenite::{Bytes, Message, WebSocket};
 
-use crate::close::{CloseCode, InvalidCloseCode, WsClose};
+use crate::close::{CloseCode, WsClose};
 use crate::config::WsConfig;
 use crate::data::ReceivedData;
+use crate::error::{Request, SendError};
 use crate::handle::{WsSessionHandle, WsShared};
 use crate::inbound::{Head, OPCODE_BINARY, OPCODE_TEXT, apply_mask};
 use crate::stream::MemStream;
-
-/// The HTTP upgrade request of a session (the server's received request, or the client's sent
-/// one).
-pub type Request = tungstenite::http::Request<()>;
-
-/// Why a send was refused. Nothing was queued.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum SendError {
-    /// Bytes waiting to be written would pass the write-buffer limit
-    /// (`WsConfig::write_buffer_limit`).
-    #[error("write buffer full: {queued} bytes waiting, limit {limit}")]
-    Full {
-        /// Bytes waiting (encoded frames not yet written to the socket).
-        queued: usize,
-        /// The limit.
-        limit: usize,
-    },
-    /// The message is over the maximum message size (or a control frame over 125 bytes).
-    #[error("message of {len} bytes exceeds the maximum of {max}")]
-    TooLarge {
-        /// Message length.
-        len: usize,
-        /// `WsConfig::max_message`, or 125 for a control frame.
-        max: usize,
-    },
-    /// A close message with a code that may not be sent (1005, 1006, 1015, ...).
-    #[error(transparent)]
-    InvalidCloseCode(#[from] InvalidCloseCode),
-    /// The session is not open: still in its handshake, closing, or closed.
-    #[error("the WebSocket session is not open")]
-    Closed,
-    /// A client has no open session now.
-    #[error("the client is not connected")]
-    NotConnected,
-}
 
 /// A handler's view of its WebSocket session during a callback.
 pub struct WsSession<'a> {
