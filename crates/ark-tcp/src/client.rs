@@ -15,10 +15,11 @@ use mio::net::TcpStream;
 use crate::config::{Keepalive, TcpConfig, apply_socket_options};
 use crate::core::{Framing, SessionCore};
 use crate::driver;
+use crate::error::{CloseReason, SendError};
 use crate::handle::TcpSessionHandle;
 use crate::owner::Owner;
 use crate::server::session_options;
-use crate::session::{CloseReason, SendError, SessionInfo, TcpHandler};
+use crate::session::{SessionInfo, TcpHandler};
 use crate::stats::{TcpCounters, TcpStats};
 use crate::tls::TlsLayer;
 

@@ -21,8 +21,9 @@ use ark_frame::{Decoder, Encoder, Flow, FrameReader, RecvBuf};
 use ark_reactor::{Deadlines, SourceRef, TimerId};
 
 use crate::config::TcpConfig;
+use crate::error::{CloseReason, SendError};
 use crate::handle::TcpShared;
-use crate::session::{CloseReason, SendError, SessionInfo, TcpHandler, TcpSession};
+use crate::session::{SessionInfo, TcpHandler, TcpSession};
 use crate::stats::TurnTally;
 
 /// The codecs a TCP session can use: any ark-frame decoder that also encodes (and that a

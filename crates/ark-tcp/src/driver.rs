@@ -12,8 +12,9 @@ use ark_reactor::{Context, Handler, Member, ReactorHandle, Ready, TimerId, Timer
 use mio::net::TcpStream;
 
 use crate::core::{Framing, SessionCore, State};
+use crate::error::CloseReason;
 use crate::owner::Owner;
-use crate::session::{CloseReason, SessionInfo, TcpHandler};
+use crate::session::{SessionInfo, TcpHandler};
 use crate::tls::TlsLayer;
 use crate::transport::{Plain, Transport};
 

@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
 use ark_reactor::{Mailbox, SourceRef};
 
-use crate::session::{EncodeInto, SendError, append_parts};
+use crate::encode::{EncodeInto, append_parts};
+use crate::error::SendError;
 
 const OPEN: u8 = 0;
 const CLOSING: u8 = 1;

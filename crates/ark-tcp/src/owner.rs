@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use ark_reactor::ReactorHandle;
 
-use crate::session::CloseReason;
+use crate::error::CloseReason;
 use crate::stats::TcpCounters;
 
 /// The server or client a session belongs to.

@@ -17,9 +17,10 @@ use mio::net::TcpListener;
 use crate::config::{Keepalive, TcpConfig, apply_socket_options};
 use crate::core::{Framing, SessionCore};
 use crate::driver;
+use crate::error::CloseReason;
 use crate::handle::TcpSessionHandle;
 use crate::owner::Owner;
-use crate::session::{CloseReason, SessionInfo, TcpHandler};
+use crate::session::{SessionInfo, TcpHandler};
 use crate::stats::{TcpCounters, TcpStats};
 use crate::tls::TlsLayer;
 

@@ -12,7 +12,8 @@ use ark_tls::{PlaintextSink, TlsInfo, TlsSession};
 use mio::net::TcpStream;
 
 use crate::core::{Framing, SessionCore};
-use crate::session::{CloseReason, SessionInfo, TcpHandler};
+use crate::error::CloseReason;
+use crate::session::{SessionInfo, TcpHandler};
 use crate::transport::{Transport, read_loop, write_failed};
 
 /// The reactor's scratch buffer in two halves: the first takes a read of ciphertext, the

@@ -9,7 +9,8 @@ use ark_frame::LengthPrefix;
 
 use super::SessionCore;
 use crate::config::TcpConfig;
-use crate::session::{CloseReason, TcpHandler, TcpSession};
+use crate::error::CloseReason;
+use crate::session::{TcpHandler, TcpSession};
 use crate::sim::Simulator;
 
 /// What a [`Scripted`] handler saw, in order.
@@ -236,7 +237,7 @@ impl Pair {
     }
 
     /// The client's application sends `frame` outside a callback (as a handle would).
-    pub(super) fn client_send(&mut self, frame: &[u8]) -> Result<(), crate::session::SendError> {
+    pub(super) fn client_send(&mut self, frame: &[u8]) -> Result<(), crate::error::SendError> {
         self.sync_windows();
         let result = self.client.sim.with_session(|_, s| s.send(frame));
         self.run();

@@ -8,7 +8,7 @@ use ark_frame::DecodeError;
 use super::State;
 use super::pair::{Pair, Scripted, Seen};
 use crate::config::TcpConfig;
-use crate::session::CloseReason;
+use crate::error::CloseReason;
 
 fn frame(i: usize, len: usize) -> Vec<u8> {
     (0..len).map(|b| (i * 31 + b) as u8).collect()
@@ -371,7 +371,8 @@ mod in_place {
 
     use super::super::SessionCore;
     use crate::config::TcpConfig;
-    use crate::session::{CloseReason, SessionInfo, TcpHandler, TcpSession};
+    use crate::error::CloseReason;
+    use crate::session::{SessionInfo, TcpHandler, TcpSession};
 
     /// Echoes every message; after each echo sends `extra` too (copied), and aborts after the
     /// first echo if asked.
