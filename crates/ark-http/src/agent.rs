@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use ark_frame::Raw;
 use ark_tcp::{
-    CloseReason, IoModel, ReactorConfig, ReactorPool, Stopping, TcpClient, TcpClientHandle,
+    CloseReason, ReactorConfig, ReactorPool, Runtime, Stopping, TcpClient, TcpClientHandle,
     TcpHandler, TcpSession, TcpSessionHandle, TimerId,
 };
 
@@ -352,7 +352,8 @@ impl Shared {
 /// Starts an [`HttpAgent`].
 #[derive(Debug)]
 pub struct HttpAgentBuilder {
-    pool: Option<Arc<ReactorPool>>,
+    runtime: Runtime,
+    reactor_config: ReactorConfig,
     tls: Option<ark_tls::ClientTls>,
     limits: Limits,
     timeout: Duration,
@@ -361,11 +362,8 @@ pub struct HttpAgentBuilder {
 }
 
 impl HttpAgentBuilder {
-    /// Runs the connections on `pool` (default: a pool of one IO thread of the agent's own).
-    pub fn pool(mut self, pool: Arc<ReactorPool>) -> Self {
-        self.pool = Some(pool);
-        self
-    }
+    // Where the connections run (default: a pool of one IO thread of the agent's own).
+    ark_reactor::runtime_options!();
 
     /// TLS for https origins.
     pub fn tls(mut self, tls: ark_tls::ClientTls) -> Self {
@@ -403,16 +401,8 @@ impl HttpAgentBuilder {
     /// # Errors
     /// Its own pool could not start.
     pub fn build(self) -> io::Result<HttpAgent> {
-        let (pool, own_pool) = match self.pool {
-            Some(pool) => (Arc::downgrade(&pool), None),
-            None => {
-                let pool = Arc::new(ReactorPool::start(
-                    IoModel::Shared { threads: 1 },
-                    ReactorConfig::default(),
-                )?);
-                (Arc::downgrade(&pool), Some(pool))
-            }
-        };
+        let (pool, owned) = self.runtime.pool(self.reactor_config)?;
+        let (pool, own_pool) = (Arc::downgrade(&pool), owned.then_some(pool));
         Ok(HttpAgent {
             own_pool: Mutex::new(own_pool),
             shared: Arc::new(Shared {
@@ -466,7 +456,8 @@ impl HttpAgent {
     /// A builder: 8 connections per origin, 30 s per request, default limits, an own pool.
     pub fn builder() -> HttpAgentBuilder {
         HttpAgentBuilder {
-            pool: None,
+            runtime: Runtime::default(),
+            reactor_config: ReactorConfig::default(),
             tls: None,
             limits: Limits::default(),
             timeout: Duration::from_secs(30),

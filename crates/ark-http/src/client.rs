@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use ark_frame::Raw;
 use ark_tcp::{
-    CloseReason, ReactorPool, SendError, TcpClient, TcpClientHandle, TcpHandler, TcpSession,
-    TcpStats,
+    CloseReason, ReactorConfig, Runtime, SendError, TcpClient, TcpClientHandle, TcpHandler,
+    TcpSession, TcpStats,
 };
 
 use crate::answers::{AnswerReader, AnswerSink, ClientResponse};
@@ -217,7 +217,8 @@ impl HttpClient {
         HttpClientBuilder {
             limits: Limits::default(),
             tls: None,
-            pool: None,
+            runtime: Runtime::default(),
+            reactor_config: ReactorConfig::default(),
             connect_timeout: Duration::from_secs(30),
             host: None,
         }
@@ -229,7 +230,8 @@ impl HttpClient {
 pub struct HttpClientBuilder {
     limits: Limits,
     tls: Option<(ark_tls::ClientTls, String)>,
-    pool: Option<Arc<ReactorPool>>,
+    runtime: Runtime,
+    reactor_config: ReactorConfig,
     connect_timeout: Duration,
     host: Option<String>,
 }
@@ -253,11 +255,7 @@ impl HttpClientBuilder {
         self
     }
 
-    /// Runs on a shared pool.
-    pub fn pool(mut self, pool: Arc<ReactorPool>) -> Self {
-        self.pool = Some(pool);
-        self
-    }
+    ark_reactor::runtime_options!();
 
     /// How long connecting (and the TLS handshake) may take.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
@@ -280,10 +278,9 @@ impl HttpClientBuilder {
             .unwrap_or_else(|| addr.to_string());
         let mut tcp = TcpClient::builder()
             .framing(Raw::new().with_max_frame_len(64 * 1024))
-            .connect_timeout(self.connect_timeout);
-        if let Some(pool) = self.pool {
-            tcp = tcp.pool(pool);
-        }
+            .connect_timeout(self.connect_timeout)
+            .runtime(self.runtime)
+            .reactor_config(self.reactor_config);
         if let Some((tls, name)) = self.tls {
             tcp = tcp.tls(tls, name);
         }

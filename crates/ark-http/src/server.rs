@@ -10,8 +10,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ark_frame::Raw;
 use ark_tcp::{
-    CloseReason, IoModel, ReactorPool, SendError, Stopping, TcpHandler, TcpServer,
-    TcpServerBuilder, TcpServerHandle, TcpSession, TcpStats, TimerId,
+    CloseReason, SendError, Stopping, TcpHandler, TcpServer, TcpServerBuilder, TcpServerHandle,
+    TcpSession, TcpStats, TimerId,
 };
 
 use crate::decoder::{Decoded, RequestDecoder};
@@ -429,29 +429,7 @@ impl HttpServerBuilder {
         self
     }
 
-    /// Runs on a pool of its own with this IO model.
-    pub fn io_model(mut self, model: IoModel) -> Self {
-        self.tcp = self.tcp.io_model(model);
-        self
-    }
-
-    /// Runs on a shared pool.
-    pub fn pool(mut self, pool: Arc<ReactorPool>) -> Self {
-        self.tcp = self.tcp.pool(pool);
-        self
-    }
-
-    /// Where it runs, as one value ([`Runtime`](ark_tcp::Runtime)).
-    pub fn runtime(mut self, runtime: ark_tcp::Runtime) -> Self {
-        self.tcp = self.tcp.runtime(runtime);
-        self
-    }
-
-    /// Settings of an own pool's reactors.
-    pub fn reactor_config(mut self, config: ark_tcp::ReactorConfig) -> Self {
-        self.tcp = self.tcp.reactor_config(config);
-        self
-    }
+    ark_reactor::runtime_options!(via tcp);
 
     /// Starts serving `router`.
     ///

@@ -47,8 +47,12 @@ impl Default for Runtime {
 
 /// The builder methods that choose where a server's or client's sources run, the same on
 /// every ark builder: `io_model` (a pool of its own), `pool` (a shared one), `runtime`
-/// (either, as one value) and `reactor_config` (an own pool's reactors). The builder has
-/// fields `runtime: Runtime` and `reactor_config: ReactorConfig`.
+/// (either, as one value) and `reactor_config` (an own pool's reactors).
+///
+/// `runtime_options!()` sets the builder's fields `runtime: Runtime` and
+/// `reactor_config: ReactorConfig`; `runtime_options!(via field)` passes the four on to the
+/// builder in `self.field` that this one wraps (ark-http's wraps ark-tcp's, ark-rudp's
+/// ark-udp's), so no crate restates them.
 #[macro_export]
 #[doc(hidden)]
 macro_rules! runtime_options {
@@ -74,6 +78,31 @@ macro_rules! runtime_options {
         /// Settings of an own pool's reactors.
         pub fn reactor_config(mut self, config: $crate::ReactorConfig) -> Self {
             self.reactor_config = config;
+            self
+        }
+    };
+    (via $inner:ident) => {
+        /// Runs on a pool of its own with this IO model (default: one thread).
+        pub fn io_model(mut self, model: $crate::IoModel) -> Self {
+            self.$inner = self.$inner.io_model(model);
+            self
+        }
+
+        /// Runs on a shared pool, which outlives this server or client.
+        pub fn pool(mut self, pool: ::std::sync::Arc<$crate::ReactorPool>) -> Self {
+            self.$inner = self.$inner.pool(pool);
+            self
+        }
+
+        /// Where it runs, as one value (an `ark_reactor::Runtime`).
+        pub fn runtime(mut self, runtime: $crate::Runtime) -> Self {
+            self.$inner = self.$inner.runtime(runtime);
+            self
+        }
+
+        /// Settings of an own pool's reactors.
+        pub fn reactor_config(mut self, config: $crate::ReactorConfig) -> Self {
+            self.$inner = self.$inner.reactor_config(config);
             self
         }
     };

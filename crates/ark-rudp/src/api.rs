@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
-use ark_reactor::{IoModel, ReactorPool, Stopping};
+use ark_reactor::Stopping;
 use ark_udp::{
     UdpCast, UdpCastBuilder, UdpClient as UdpClientSocket, UdpClientBuilder, UdpSocketHandle,
 };
@@ -18,7 +18,7 @@ use crate::listener::Listener;
 use crate::session::{RudpHandler, RudpSessionHandle, RudpShared};
 
 /// Socket settings both builders share.
-macro_rules! socket_options {
+macro_rules! rudp_options {
     () => {
         /// The connections' settings (default [`RudpConfig::default`]).
         pub fn config(mut self, config: RudpConfig) -> Self {
@@ -26,29 +26,7 @@ macro_rules! socket_options {
             self
         }
 
-        /// Runs on `pool` (shared with other servers and clients) instead of a pool of its own.
-        pub fn pool(mut self, pool: Arc<ReactorPool>) -> Self {
-            self.udp = self.udp.pool(pool);
-            self
-        }
-
-        /// Runs on a pool of its own with `model`.
-        pub fn io_model(mut self, model: IoModel) -> Self {
-            self.udp = self.udp.io_model(model);
-            self
-        }
-
-        /// Where it runs, as one value ([`Runtime`](ark_reactor::Runtime)).
-        pub fn runtime(mut self, runtime: ark_reactor::Runtime) -> Self {
-            self.udp = self.udp.runtime(runtime);
-            self
-        }
-
-        /// Settings of an own pool's reactors.
-        pub fn reactor_config(mut self, config: ark_reactor::ReactorConfig) -> Self {
-            self.udp = self.udp.reactor_config(config);
-            self
-        }
+        ark_reactor::runtime_options!(via udp);
 
         /// `SO_SNDBUF` / `SO_RCVBUF` requests.
         pub fn socket_buffers(mut self, send: Option<usize>, recv: Option<usize>) -> Self {
@@ -87,7 +65,7 @@ pub struct RudpServerBuilder {
 }
 
 impl RudpServerBuilder {
-    socket_options!();
+    rudp_options!();
 
     /// The address to bind (port 0 picks one).
     pub fn bind(mut self, addr: impl std::net::ToSocketAddrs) -> Self {
@@ -179,7 +157,7 @@ pub struct RudpClientBuilder {
 }
 
 impl RudpClientBuilder {
-    socket_options!();
+    rudp_options!();
 
     /// Connects to `server` and starts the handshake; `handler.on_open` runs once it
     /// finishes, or `on_close(CloseReason::HandshakeTimeout)` if it does not within

@@ -18,7 +18,7 @@ use crate::driver;
 use crate::error::{CloseReason, SendError};
 use crate::handle::TcpSessionHandle;
 use crate::owner::Owner;
-use crate::server::session_options;
+use crate::server::tcp_options;
 use crate::session::{SessionInfo, TcpHandler};
 use crate::stats::{TcpCounters, TcpStats};
 use crate::tls::TlsLayer;
@@ -199,7 +199,7 @@ impl<C: Framing> TcpClientBuilder<C> {
         self
     }
 
-    session_options!();
+    tcp_options!();
 
     /// Connects to `addr` — an address, or a name and port such as `"localhost:7000"` (see
     /// [`ark_reactor::resolve`]) — with `handler`, which stays with the client across

@@ -56,7 +56,7 @@ pub struct TcpServerBuilder<C> {
     tls: Option<ark_tls::ServerTls>,
 }
 
-macro_rules! session_options {
+macro_rules! tcp_options {
     () => {
         /// Initial receive-buffer capacity (allocated only for frames spanning reads).
         pub fn initial_recv_buffer(mut self, bytes: usize) -> Self {
@@ -139,7 +139,7 @@ macro_rules! session_options {
         ark_reactor::runtime_options!();
     };
 }
-pub(crate) use session_options;
+pub(crate) use tcp_options;
 
 impl TcpServerBuilder<LengthPrefix> {
     /// Largest frame body of the default length-prefix framing (default 16 MiB). Other codecs
@@ -218,7 +218,7 @@ impl<C: Framing> TcpServerBuilder<C> {
         self
     }
 
-    session_options!();
+    tcp_options!();
 
     /// Starts listening; `factory(peer)` makes the handler of each accepted session.
     ///

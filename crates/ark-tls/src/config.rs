@@ -229,7 +229,7 @@ impl Default for Common {
 }
 
 /// The settings both builders share.
-macro_rules! common_settings {
+macro_rules! tls_options {
     () => {
         /// The application protocols to offer (client) or accept (server) by ALPN, most
         /// preferred first; none by default. A server with a list refuses a client that
@@ -319,7 +319,7 @@ pub struct ServerTlsBuilder {
 }
 
 impl ServerTlsBuilder {
-    common_settings!();
+    tls_options!();
 
     /// Presents `identity` to clients that ask for `name` by SNI; the builder's identity
     /// answers every other name (and clients sending no SNI).
@@ -477,7 +477,7 @@ pub struct ClientTlsBuilder {
 }
 
 impl ClientTlsBuilder {
-    common_settings!();
+    tls_options!();
 
     /// mTLS: presents `identity` when the server asks for a client certificate.
     pub fn identity(mut self, identity: Identity) -> Self {
