@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
+use serde::Serialize;
 
 /// Transport under test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -354,7 +355,7 @@ impl Args {
                 self.protocol.name()
             ));
         }
-        if let Some(link) = crate::link::LinkSettings::of(self) {
+        if let Some(link) = LinkSettings::of(self) {
             link.check(self.protocol)?;
             if self.role == Role::Server {
                 return Err("the --link-* relay runs with the clients: give the flags to --role client or both".to_string());
@@ -442,5 +443,66 @@ mod tests {
         );
         assert!(address("localhost:9000").unwrap().ip().is_loopback());
         assert!(address("no-port").unwrap_err().contains("no-port"));
+    }
+}
+
+/// The link flags, as the record gives them back.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LinkSettings {
+    /// `--link-loss`: loss probability per packet, each way.
+    pub loss: f64,
+    /// `--link-burst`: mean burst length of the loss (1: independent).
+    pub burst: f64,
+    /// `--link-delay-ms`, each way.
+    pub delay_ms: f64,
+    /// `--link-jitter-ms`, each way.
+    pub jitter_ms: f64,
+    /// `--link-reorder`: probability a packet is held back to be overtaken.
+    pub reorder: f64,
+    /// `--link-duplicate`: probability a packet is delivered twice.
+    pub duplicate: f64,
+    /// `--link-rate-mbit`, each way (0: unlimited).
+    pub rate_mbit: f64,
+    /// `--link-seed` (the way back uses seed + 1).
+    pub seed: u64,
+}
+
+impl LinkSettings {
+    /// The settings of `args`, or `None` when no link flag asks for anything.
+    pub fn of(args: &Args) -> Option<LinkSettings> {
+        let settings = LinkSettings {
+            loss: args.link_loss,
+            burst: args.link_burst,
+            delay_ms: args.link_delay_ms,
+            jitter_ms: args.link_jitter_ms,
+            reorder: args.link_reorder,
+            duplicate: args.link_duplicate,
+            rate_mbit: args.link_rate_mbit,
+            seed: args.link_seed,
+        };
+        let idle = settings.loss == 0.0
+            && settings.delay_ms == 0.0
+            && settings.jitter_ms == 0.0
+            && settings.reorder == 0.0
+            && settings.duplicate == 0.0
+            && settings.rate_mbit == 0.0;
+        (!idle).then_some(settings)
+    }
+
+    /// Why these settings cannot apply to `protocol`, if they cannot.
+    pub fn check(&self, protocol: Protocol) -> Result<(), String> {
+        let disorders = self.loss > 0.0 || self.reorder > 0.0 || self.duplicate > 0.0;
+        match protocol {
+            Protocol::Rudp => Ok(()),
+            _ if !disorders => Ok(()),
+            Protocol::Udp => Err(
+                "--protocol udp has no repair: a lost datagram takes a window slot for good, and a duplicate or reordered echo is counted an error, so its closed loop cannot run over --link-loss, --link-duplicate or --link-reorder (they are for --protocol rudp); udp takes --link-delay-ms, --link-jitter-ms and --link-rate-mbit"
+                    .to_string(),
+            ),
+            _ => Err(format!(
+                "--protocol {} runs over TCP, which repairs loss, reordering and duplication below the application: the link takes --link-delay-ms, --link-jitter-ms and --link-rate-mbit",
+                protocol.name()
+            )),
+        }
     }
 }

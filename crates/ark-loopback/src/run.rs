@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 
 use ark_udp::NetCounters;
 
+use crate::args::LinkSettings;
 use crate::args::{Args, IoModelArg, Protocol, Role};
 use crate::clients::{Core, PHASE_DRAIN, PHASE_MEASURED, Totals};
-use crate::link::{LinkSettings, Relay};
+use crate::link::Relay;
 use crate::record::{Record, UdpKernel};
 use crate::servers::{Echo, ServerCounters};
 use crate::signals;

@@ -1,6 +1,6 @@
 //! Reactor configuration.
 
-use crate::context::Budget;
+use crate::handler::Budget;
 
 /// Settings of one reactor, with documented defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

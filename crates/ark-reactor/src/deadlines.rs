@@ -4,7 +4,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashSet};
 use std::time::Instant;
 
-use crate::timer::TimerId;
+use crate::ids::TimerId;
 
 /// One-shot deadlines with ids, for sans-IO session cores: the core keeps its handler's
 /// timers here, reports the earliest with [`earliest`](Self::earliest), and its driver keeps a single

@@ -7,10 +7,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::config::ReactorConfig;
-use crate::context::{Budget, Context, Effect};
+use crate::handler::{Budget, Context, Effect, Handler};
+use crate::ids::{SourceId, TimerId};
 use crate::reactor::Reactor;
-use crate::source::{Handler, Ready, SourceId, Turn};
-use crate::timer::TimerId;
+use crate::source::{Ready, Turn};
 use crate::turn::{Job, serve_job};
 
 /// What a handler was given, in order.
@@ -427,9 +427,9 @@ fn sources_waking_each_other_do_not_keep_the_shared_model_from_polling() {
             .expect("the pair keeps waking each other");
         h.give_back(job);
         taken += 1;
-        assert!(taken <= crate::shared::TURNS_PER_POLL, "never overdue");
+        assert!(taken <= crate::lending::TURNS_PER_POLL, "never overdue");
     }
-    assert_eq!(taken, crate::shared::TURNS_PER_POLL);
+    assert_eq!(taken, crate::lending::TURNS_PER_POLL);
     h.turn();
     assert!(!h.reactor.poll_overdue(), "a poll resets the count");
 }
@@ -455,7 +455,7 @@ fn a_source_whose_last_turn_was_long_is_lent_as_long() {
     let (job, _) = h.lend(id);
     assert!(!job.long, "a first turn is not known to be long");
     h.give_back(job);
-    h.reactor.test_set_last_turn(id, crate::shared::LONG_TURN);
+    h.reactor.test_set_last_turn(id, crate::lending::LONG_TURN);
     let (job, _) = h.lend(id);
     assert!(
         job.long,

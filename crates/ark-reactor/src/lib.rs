@@ -40,12 +40,13 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 mod config;
-mod context;
 mod deadlines;
 #[cfg(test)]
 mod delivery_tests;
 mod far_timer;
-mod handle;
+mod handler;
+mod ids;
+mod lending;
 mod lifecycle;
 mod mailbox;
 mod pool;
@@ -62,14 +63,13 @@ mod turn;
 pub use mio;
 
 pub use config::ReactorConfig;
-pub use context::{Budget, Context};
 pub use deadlines::{Deadlines, TimerSlot};
-pub use handle::ReactorHandle;
+pub use handler::{Budget, Context, Handler, ReactorHandle};
+pub use ids::{SourceId, TimerId};
 pub use lifecycle::{Lifecycle, Member, Stopping};
 pub use mailbox::{Mailbox, Wake};
 pub use pool::{IoModel, Placement, ReactorPool, Runtime, SourceRef, release_pool, resolve};
 pub use reactor::Reactor;
-pub use source::{CloseReason, Handler, Ready, SourceId, Turn};
+pub use source::{CloseReason, Ready, Turn};
 pub use stats::{Counters, Stats};
 pub use striped::Striped;
-pub use timer::TimerId;

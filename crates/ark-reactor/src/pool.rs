@@ -6,10 +6,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 
 use crate::config::ReactorConfig;
-use crate::handle::ReactorHandle;
+use crate::handler::{Handler, ReactorHandle};
+use crate::ids::SourceId;
 use crate::reactor::Reactor;
 use crate::shared::SharedLoop;
-use crate::source::{Handler, SourceId};
 use crate::stats::Stats;
 
 /// How IO is spread over threads (as in arknet's benchmarks).

@@ -8,15 +8,18 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Receiver;
 
 use crate::config::ReactorConfig;
-use crate::context::{Context, Effect};
 use crate::far_timer::{FAR_TIMER, FarTimer};
-use crate::handle::{Posted, ReactorHandle, Shared, SourceIds};
-use crate::shared::{LONG_TURN, Lending, TURNS_PER_POLL};
+use crate::handler::{Context, Effect, Handler, Posted, ReactorHandle, Shared};
+use crate::ids::{SourceId, SourceIds, TimerId};
+use crate::lending::{LONG_TURN, Lending, TURNS_PER_POLL};
 use crate::slot::Slot;
-use crate::source::{CloseReason, Handler, Ready, SourceId, Turn};
+use crate::source::{CloseReason, Ready, Turn};
 use crate::stats::Stats;
-use crate::timer::{Target, TimerId, Timers};
+use crate::timer::{Target, Timers};
 use crate::turn::{Done, Job, Work, run_turn};
+
+/// A callback timer: runs on the reactor thread with the reactor.
+pub(crate) type TimerCallback = Box<dyn FnMut(&mut Reactor) + Send>;
 
 /// Token of the reactor's waker (never a source token: source indexes stay below 2^32 - 1).
 const WAKER: mio::Token = mio::Token(u32::MAX as usize);
@@ -64,7 +67,7 @@ pub struct Reactor {
     poll: Option<mio::Poll>,
     events: mio::Events,
     slots: Vec<Slot>,
-    timers: Timers,
+    timers: Timers<TimerCallback>,
     shared: Arc<Shared>,
     posts: Receiver<Posted>,
     wakes: Receiver<SourceId>,

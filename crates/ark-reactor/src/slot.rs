@@ -3,8 +3,9 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use crate::source::{Handler, Ready};
-use crate::timer::TimerId;
+use crate::handler::Handler;
+use crate::ids::TimerId;
+use crate::source::Ready;
 
 /// Work that reached a source and waits for its handler: merged readiness (wakes included),
 /// timers in the order they fired, and a re-run owed after the budget ran out. Everything

@@ -1,38 +1,7 @@
-//! What a registered source is: its id, the readiness it receives, and the handler contract.
+//! What a registered source receives and reports: the readiness of a turn, the turn's end, the
+//! reason for its close. (Its id is in `ids`, its handler contract in `context`.)
 
 use std::fmt;
-
-use crate::context::Context;
-use crate::timer::TimerId;
-
-/// Identifies a source registered with one reactor: a slab index plus a generation, so a
-/// stale id (of a source that has closed) never reaches the source that reused its slot.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct SourceId {
-    pub(crate) index: u32,
-    pub(crate) generation: u32,
-}
-
-impl SourceId {
-    /// The `mio::Token` the source is registered with.
-    pub(crate) fn token(self) -> mio::Token {
-        mio::Token((u64::from(self.generation) << 32 | u64::from(self.index)) as usize)
-    }
-
-    pub(crate) fn from_token(token: mio::Token) -> Self {
-        let raw = token.0 as u64;
-        SourceId {
-            index: raw as u32,
-            generation: (raw >> 32) as u32,
-        }
-    }
-}
-
-impl fmt::Debug for SourceId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "SourceId({}v{})", self.index, self.generation)
-    }
-}
 
 /// Readiness delivered to a handler: the union of the events seen since its last turn.
 #[derive(Clone, Copy, PartialEq, Eq, Default)]
@@ -154,46 +123,14 @@ pub enum Turn {
 /// Why a source was closed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CloseReason {
-    /// The handler asked for it ([`Context::close`]) or the owner removed it.
+    /// The handler asked for it ([`Context::close`](crate::Context::close)) or the owner removed it.
     Closed,
     /// The reactor is stopping.
     Stopped,
     /// Registering the source with the poll instance failed (a source inserted through
-    /// [`Context::insert`]).
+    /// [`Context::insert`](crate::Context::insert)).
     RegistrationFailed(std::io::ErrorKind),
     /// The handler panicked in a callback: the source was closed, the reactor and every other
     /// source go on. (`on_close` is called with this reason; a panic there is caught too.)
     Panicked,
-}
-
-/// The callbacks of a registered source. They run on the thread processing the source: the
-/// reactor's thread, or in the shared IO model any of its threads, never two threads at once
-/// for one source.
-///
-/// # Readiness contract (edge-triggered)
-///
-/// Readiness is reported once per change, so on `on_ready` a handler must perform operations
-/// until they return `WouldBlock` — or until its [`Budget`](crate::Budget) is used, in which
-/// case it returns [`Turn::Again`] and is called again in the same loop turn cycle, after the
-/// other ready sources. A handler that returns `Done` without reaching `WouldBlock` may never
-/// be woken for the remaining data. Readiness can be spurious: an operation may still return
-/// `WouldBlock`, which is not an error.
-pub trait Handler: Send + 'static {
-    /// The mio source (socket) to register. Called on registration and removal.
-    fn source(&mut self) -> &mut dyn mio::event::Source;
-
-    /// The source is ready, was woken ([`Ready::WAKE`]), or is re-run after using its budget
-    /// (with the readiness of that turn).
-    fn on_ready(&mut self, cx: &mut Context<'_>, ready: Ready) -> Turn;
-
-    /// A timer set by this source fired.
-    fn on_timer(&mut self, cx: &mut Context<'_>, timer: TimerId) -> Turn {
-        let _ = (cx, timer);
-        Turn::Done
-    }
-
-    /// The source was removed; it has been deregistered and its timers cancelled.
-    fn on_close(&mut self, reason: CloseReason) {
-        let _ = reason;
-    }
 }

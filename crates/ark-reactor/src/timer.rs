@@ -1,5 +1,6 @@
 //! Timers: a binary heap of deadlines with lazy cancellation. Insert, cancel and expiry cost
-//! O(log n); cancelled entries are skipped when they reach the top.
+//! O(log n); cancelled entries are skipped when they reach the top. A timer wakes a source or
+//! runs a callback of type `C` (the reactor's is a closure over the reactor itself).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -7,26 +8,18 @@ use std::time::{Duration, Instant};
 
 use rustc_hash::FxHashMap;
 
-use crate::reactor::Reactor;
-use crate::source::SourceId;
-
-/// Identifies a timer of one reactor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TimerId(pub(crate) u64);
-
-/// A callback timer: runs on the reactor thread with the reactor.
-pub(crate) type TimerCallback = Box<dyn FnMut(&mut Reactor) + Send>;
+use crate::ids::{SourceId, TimerId};
 
 /// Who a timer wakes.
-pub(crate) enum Target {
+pub(crate) enum Target<C> {
     /// A source's `on_timer`.
     Source(SourceId),
     /// A closure (taken out while it runs).
-    Callback(Option<TimerCallback>),
+    Callback(Option<C>),
 }
 
-pub(crate) struct Entry {
-    pub(crate) target: Target,
+pub(crate) struct Entry<C> {
+    pub(crate) target: Target<C>,
     pub(crate) period: Option<Duration>,
     deadline: Instant,
     /// A fired one-shot waiting for delivery: out of the heap for good.
@@ -34,22 +27,30 @@ pub(crate) struct Entry {
 }
 
 /// The reactor's timers.
-#[derive(Default)]
-pub(crate) struct Timers {
+pub(crate) struct Timers<C> {
     heap: BinaryHeap<Reverse<(Instant, TimerId)>>,
     /// Keyed by ids the reactor hands out in sequence, so FxHash (one multiply) serves: std's
     /// SipHash took two hashes of about 20 ns on every turn (the heap's top checked in
     /// `begin_poll` and again in `end_poll`), 1 % of a one-client exchange.
-    entries: FxHashMap<TimerId, Entry>,
+    entries: FxHashMap<TimerId, Entry<C>>,
 }
 
-impl Timers {
+impl<C> Default for Timers<C> {
+    fn default() -> Self {
+        Timers {
+            heap: BinaryHeap::new(),
+            entries: FxHashMap::default(),
+        }
+    }
+}
+
+impl<C> Timers<C> {
     pub(crate) fn insert(
         &mut self,
         id: TimerId,
         deadline: Instant,
         period: Option<Duration>,
-        target: Target,
+        target: Target<C>,
     ) {
         self.heap.push(Reverse((deadline, id)));
         self.entries.insert(
@@ -122,7 +123,7 @@ impl Timers {
         Some(id)
     }
 
-    pub(crate) fn get_mut(&mut self, id: TimerId) -> Option<&mut Entry> {
+    pub(crate) fn get_mut(&mut self, id: TimerId) -> Option<&mut Entry<C>> {
         self.entries.get_mut(&id)
     }
 
@@ -149,7 +150,7 @@ mod tests {
 
     #[test]
     fn cancelling_long_timers_keeps_the_heap_bounded() {
-        let mut timers = Timers::default();
+        let mut timers = Timers::<()>::default();
         let start = Instant::now();
         for i in 0..100_000u64 {
             let id = TimerId(i);
@@ -171,7 +172,7 @@ mod tests {
 
     #[test]
     fn a_parked_one_shot_is_not_revived_by_a_rebuild() {
-        let mut timers = Timers::default();
+        let mut timers = Timers::<()>::default();
         let start = Instant::now();
         timers.insert(TimerId(0), start, None, Target::Callback(None));
         assert_eq!(timers.pop_due(start), Some(TimerId(0)));

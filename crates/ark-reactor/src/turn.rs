@@ -4,10 +4,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::context::{Budget, Context, Effect};
-use crate::handle::Shared;
-use crate::source::{Handler, Ready, SourceId, Turn};
-use crate::timer::TimerId;
+use crate::handler::{Budget, Context, Effect, Handler, Shared};
+use crate::ids::{SourceId, TimerId};
+use crate::source::{Ready, Turn};
 
 /// What a source is served for.
 #[derive(Debug, Clone, Copy)]

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use ark_reactor::{Context, Handler, Member, ReactorHandle, Ready, TimerId, TimerSlot, Turn};
 use mio::net::TcpStream;
 
-use crate::core::{Framing, SessionCore, State};
+use crate::core::link::State;
+use crate::core::{Framing, SessionCore};
 use crate::error::CloseReason;
 use crate::owner::Owner;
 use crate::session::{SessionInfo, TcpHandler};

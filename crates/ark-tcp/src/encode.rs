@@ -6,7 +6,7 @@ use std::ops::Range;
 
 use ark_frame::{EncodeError, Encoder, Header};
 
-use crate::core::Link;
+use crate::core::link::Link;
 use crate::error::SendError;
 
 /// Object-safe framing of outgoing messages.

@@ -10,10 +10,10 @@ use ark_frame::{DecodeError, EncodeError};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CloseReason {
-    /// Closed by [`TcpSession::close`] (graceful: everything queued was sent first).
+    /// Closed by [`TcpSession::close`](crate::TcpSession::close) (graceful: everything queued was sent first).
     #[error("closed locally after flushing")]
     Local,
-    /// Closed by [`TcpSession::abort`]: queued data dropped, connection reset.
+    /// Closed by [`TcpSession::abort`](crate::TcpSession::abort): queued data dropped, connection reset.
     #[error("aborted locally")]
     Aborted,
     /// The peer ended its stream at a frame boundary; every whole frame it sent was delivered

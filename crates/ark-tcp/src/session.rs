@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use ark_reactor::TimerId;
 
-use crate::core::Link;
+use crate::core::link::Link;
 use crate::encode::{EncodeInto, queue_parts};
 use crate::error::{CloseReason, SendError};
 use crate::handle::{TcpSessionHandle, TcpShared};
