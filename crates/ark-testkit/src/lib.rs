@@ -8,6 +8,7 @@
 //! * [`wait_until`]: a bounded poll for a condition.
 //! * [`process_cpu_seconds`]: exact process CPU time (`CLOCK_PROCESS_CPUTIME_ID`).
 //! * [`last_record`]: the JSON record a benchmark program printed last on its stdout.
+//! * [`workspace_binary`]: another workspace package's program, for a test that runs it.
 //!
 //! ```
 //! use std::time::Duration;
@@ -20,6 +21,9 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -136,4 +140,72 @@ pub fn last_record(stdout: &[u8]) -> serde_json::Value {
         .last()
         .and_then(|line| serde_json::from_str(line).ok())
         .unwrap_or(serde_json::Value::Null)
+}
+
+/// The program `name` of the workspace package `package`, for a test that runs a program of
+/// another package (`env!("CARGO_BIN_EXE_..")` names only the test's own package's programs):
+/// `<target>/<profile>/<name>`, next to the `deps/` directory of the running test.
+///
+/// The first call for a program in a test process runs `cargo build -p <package> --bin <name>`
+/// in the test's profile and target directory, so that the program is neither stale nor
+/// missing under `cargo test -p <this package>` (cargo builds only the tested package's
+/// programs for its tests). After `cargo test --workspace`, which builds every member's
+/// programs, that build has nothing to do. Panics with the program's path and the command that
+/// builds it when the build fails or the program is still missing.
+pub fn workspace_binary(package: &str, name: &str) -> PathBuf {
+    static BUILT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+    let exe = std::env::current_exe().expect("the running test's path");
+    let dir = exe.parent().expect("the test's directory");
+    let profile_dir = if dir.ends_with("deps") {
+        dir.parent().expect("the profile directory")
+    } else {
+        dir
+    };
+    let program = profile_dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if built.contains(&program) {
+        return program;
+    }
+    let args = build_args(package, name, profile_dir);
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let failure = match Command::new(&cargo).args(&args).output() {
+        Ok(out) if out.status.success() => None,
+        Ok(out) => Some(String::from_utf8_lossy(&out.stderr).into_owned()),
+        Err(e) => Some(format!("could not start {}: {e}", cargo.to_string_lossy())),
+    };
+    assert!(
+        failure.is_none() && program.is_file(),
+        "this test runs `{name}` of package `{package}` ({}), which `cargo {}` did not build: {}",
+        program.display(),
+        args.join(" "),
+        failure.as_deref().unwrap_or("no such file after the build"),
+    );
+    built.push(program.clone());
+    program
+}
+
+/// The arguments of `cargo build` for one program into `profile_dir`: `<target>/debug` is the
+/// dev profile's, `<target>/<profile>` the others'.
+fn build_args(package: &str, name: &str, profile_dir: &Path) -> Vec<String> {
+    let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") | None => "dev",
+        Some(other) => other,
+    };
+    let mut args: Vec<String> = [
+        "build",
+        "--quiet",
+        "-p",
+        package,
+        "--bin",
+        name,
+        "--profile",
+        profile,
+    ]
+    .map(String::from)
+    .into();
+    if let Some(target) = profile_dir.parent() {
+        args.push("--target-dir".to_string());
+        args.push(target.to_string_lossy().into_owned());
+    }
+    args
 }

@@ -1,0 +1,743 @@
+//! `ark-bench`: runs ark-loopback over a matrix as fresh processes, writes result sets, renders
+//! reports and compares sets.
+//!
+//! ```text
+//! ark-bench run --matrix baseline --repetitions 3 --seconds 1 --warmup 0.25 --implementations ark,tokio,raw
+//! ark-bench report results/<machine>-<date>
+//! ark-bench compare results/<a> results/<b>
+//! ```
+//!
+//! Each case runs `ark-bench loopback <flags>`: the ark-loopback program (the same library
+//! code as the `ark-loopback` binary) in a fresh process of this binary; with
+//! `--implementations ark,tokio,raw` every case also runs `peer-tokio-loopback <flags>` and
+//! `peer-raw-loopback <flags>` (built next to this binary), one after the other within each
+//! repetition, the order rotated from one repetition to the next, and the report gives the
+//! ratios ark/tokio and ark/raw. For reliable UDP (`--matrix rudp`), `--implementations
+//! ark,kcp-fast,kcp-default` adds `peer-kcp-loopback` in KCP's two modes
+//! (`PEER_KCP_MODE=fast|default`); KCP has no FEC, so it runs only the cases without FEC.
+
+mod pair;
+mod report;
+mod server_process;
+mod wrk;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use ark_bench::matrix::{LoopbackCase, builtin, from_toml};
+use ark_bench::metadata::{Metadata, repo_root, sha256_file};
+use ark_bench::netns;
+use ark_bench::result_set::ResultSet;
+use ark_bench::runner::{Case, run_repetition_major, without_repetition};
+use ark_loopback::stack::ArkStack;
+use ark_testkit::CountingAllocator;
+use clap::{Parser, Subcommand};
+use sha2::{Digest, Sha256};
+
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "ark-bench",
+    about = "Loopback benchmark matrices, result sets, reports and comparisons"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a matrix: every case in a fresh process, repetition-major.
+    Run(RunArgs),
+    /// Render DIR/report.md and its charts.
+    Report {
+        /// The result-set directory.
+        dir: PathBuf,
+    },
+    /// Compare matching cases of two result sets.
+    Compare {
+        /// Set A (before).
+        a: PathBuf,
+        /// Set B (after).
+        b: PathBuf,
+    },
+    /// Run one case across two network namespaces (used by `run --topology netns`).
+    Pair(pair::PairArgs),
+    /// Run one HTTP case's server under wrk (used by `run` for `load_generator = "wrk"`).
+    Wrk(wrk::WrkArgs),
+    /// Run one ark-loopback case in this process (used by `run`; same flags as ark-loopback).
+    Loopback {
+        /// ark-loopback flags.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        flags: Vec<String>,
+    },
+}
+
+#[derive(clap::Args, Debug)]
+struct RunArgs {
+    /// baseline, dimensions, udp-limits, mtu, tls, http, rudp, or a TOML file of `[[case]]`
+    /// tables.
+    #[arg(long)]
+    matrix: String,
+    /// Repetitions of every case.
+    #[arg(long, default_value_t = 3)]
+    repetitions: u32,
+    /// Measured seconds per case.
+    #[arg(long, default_value_t = 1.0)]
+    seconds: f64,
+    /// Warm-up seconds per case.
+    #[arg(long, default_value_t = 0.25)]
+    warmup: f64,
+    /// Output directory (default results/<machine>-<date>); one that already holds this
+    /// matrix's records is refused.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Keep running after a failed case (default: stop at the first failure).
+    #[arg(long)]
+    keep_going: bool,
+    /// Seconds before a case process is killed.
+    #[arg(long, default_value_t = 60)]
+    timeout: u64,
+    /// Implementations to run for every case, one after the other within each repetition
+    /// (the order rotated per repetition): `ark` (`ark-bench loopback`), `tokio`
+    /// (`peer-tokio-loopback`), `raw` (`peer-raw-loopback`), `kcp-fast` and `kcp-default`
+    /// (`peer-kcp-loopback` with `PEER_KCP_MODE=fast` or `default`), the peers built next to
+    /// ark-bench. Each runs the cases it can: tokio and raw all but rudp, KCP the rudp cases
+    /// without FEC (`rudp_fec` `off` or not given).
+    #[arg(long, value_delimiter = ',', default_value = "ark")]
+    implementations: Vec<Implementation>,
+    /// Where the traffic goes: `loopback` (server and clients in one process), or `netns`
+    /// (two network namespaces joined by a veth pair, the server in one and the clients in
+    /// the other; needs root; removed on exit, failure and Ctrl-C).
+    #[arg(long, value_enum, default_value_t = Topology::Loopback)]
+    topology: Topology,
+    /// Run only the clients of each case, here, against a server at HOST:PORT on another
+    /// host (started by the user for one protocol, or per case by `--server-command`).
+    #[arg(long, conflicts_with = "topology")]
+    connect: Option<String>,
+    /// With `--connect`: a shell command that starts each case's server, e.g. `ssh -tt hostA
+    /// /opt/ark/target/release/{program} {flags}`. `{program}` becomes `ark-bench loopback`,
+    /// `peer-tokio-loopback`, `peer-raw-loopback` or `peer-kcp-loopback`; `{env}` the
+    /// program's environment (`PEER_KCP_MODE=fast` or `=default` for KCP, else nothing: write
+    /// `ssh hostA env {env} .../{program} {flags}` to run KCP through ssh; a local command
+    /// inherits it anyway); `{flags}` the case's flags with
+    /// `--role server --bind` the unspecified address and the port of `--connect`.
+    #[arg(long, requires = "connect")]
+    server_command: Option<String>,
+    /// The veth's MTU with `--topology netns`.
+    #[arg(long, default_value_t = 1500, value_parser = clap::value_parser!(u32).range(68..=65535))]
+    mtu: u32,
+}
+
+/// Where a run's traffic goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Topology {
+    /// One process, loopback.
+    Loopback,
+    /// Two network namespaces and a veth pair.
+    Netns,
+}
+
+/// An implementation the harness can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Implementation {
+    /// ark-loopback's code, run as `ark-bench loopback <flags>`.
+    Ark,
+    /// The tokio peer, `peer-tokio-loopback <flags>`.
+    Tokio,
+    /// The raw-syscall floor, `peer-raw-loopback <flags>`.
+    Raw,
+    /// KCP's fast mode (rudp), `PEER_KCP_MODE=fast peer-kcp-loopback <flags>`.
+    KcpFast,
+    /// KCP's default mode (rudp), `PEER_KCP_MODE=default peer-kcp-loopback <flags>`.
+    KcpDefault,
+}
+
+impl Implementation {
+    fn name(self) -> &'static str {
+        match self {
+            Implementation::Ark => "ark",
+            Implementation::Tokio => "tokio",
+            Implementation::Raw => "raw",
+            Implementation::KcpFast => "kcp-fast",
+            Implementation::KcpDefault => "kcp-default",
+        }
+    }
+
+    /// The peer program's name (`None`: ark, which is `ark-bench loopback`).
+    fn peer(self) -> Option<&'static str> {
+        match self {
+            Implementation::Ark => None,
+            Implementation::Tokio => Some("peer-tokio-loopback"),
+            Implementation::Raw => Some("peer-raw-loopback"),
+            Implementation::KcpFast | Implementation::KcpDefault => Some("peer-kcp-loopback"),
+        }
+    }
+
+    /// The environment the program needs: KCP's mode.
+    fn env(self) -> Vec<(String, String)> {
+        let mode = match self {
+            Implementation::KcpFast => "fast",
+            Implementation::KcpDefault => "default",
+            _ => return Vec::new(),
+        };
+        vec![("PEER_KCP_MODE".to_string(), mode.to_string())]
+    }
+
+    /// Whether this implementation runs `case`. The tokio and raw peers have no reliable UDP;
+    /// KCP is reliable UDP only, and has no FEC: it runs the rudp cases without
+    /// (`rudp_fec` `off` or not given), once per link setting, beside ark's ARQ.
+    fn runs(self, case: &LoopbackCase) -> bool {
+        let rudp = case.protocol == "rudp";
+        match self {
+            Implementation::Ark => true,
+            Implementation::Tokio | Implementation::Raw => !rudp,
+            Implementation::KcpFast | Implementation::KcpDefault => rudp && !case.asks_for_fec(),
+        }
+    }
+
+    /// The program and the arguments before the case's flags.
+    fn program(self, ark_bench: &Path) -> Result<(PathBuf, Vec<String>), String> {
+        match self.peer() {
+            None => Ok((ark_bench.to_path_buf(), vec!["loopback".to_string()])),
+            Some(peer) => {
+                let peer = ark_bench.with_file_name(peer);
+                if peer.is_file() {
+                    Ok((peer, Vec::new()))
+                } else {
+                    Err(format!(
+                        "{} not found: build it with `cargo build --release -p ark-peers`",
+                        peer.display()
+                    ))
+                }
+            }
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run(&args),
+        Command::Report { dir } => report::render(&dir),
+        Command::Compare { a, b } => report::compare(&a, &b).map(|table| println!("{table}")),
+        Command::Loopback { flags } => return loopback(flags),
+        Command::Pair(args) => return pair::pair(&args),
+        Command::Wrk(args) => return wrk::wrk(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ark-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn loopback(flags: Vec<String>) -> ExitCode {
+    // The runner appends `--repetition N` for the record; ark-loopback has no such flag.
+    let args = match ark_loopback::args::Args::try_parse_from(
+        std::iter::once("ark-loopback".to_string()).chain(without_repetition(flags)),
+    ) {
+        Ok(args) => args,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(2);
+        }
+    };
+    ark_loopback::run::main_for::<ArkStack>(&args, Some(ark_testkit::allocations))
+}
+
+/// SHA-256 over the sources under `crates/` and `bench-harness/` (sorted paths, then content).
+fn sources_sha256(root: &Path) -> String {
+    fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, files);
+            } else if path
+                .extension()
+                .is_some_and(|e| e == "rs" || e == "toml" || e == "py")
+            {
+                files.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&root.join("crates"), &mut files);
+    walk(&root.join("bench-harness"), &mut files);
+    files.sort();
+    let mut hash = Sha256::new();
+    for file in files {
+        hash.update(
+            file.strip_prefix(root)
+                .unwrap_or(&file)
+                .to_string_lossy()
+                .as_bytes(),
+        );
+        hash.update(std::fs::read(&file).unwrap_or_default());
+    }
+    hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn run(args: &RunArgs) -> Result<(), String> {
+    let (name, cases): (String, Vec<LoopbackCase>) = match builtin(&args.matrix) {
+        Some(cases) => (args.matrix.clone(), cases),
+        None => {
+            let path = Path::new(&args.matrix);
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("--matrix {}: {e}", args.matrix))?;
+            let stem = path
+                .file_stem()
+                .map_or("matrix".into(), |s| s.to_string_lossy().into_owned());
+            (stem, from_toml(&text)?)
+        }
+    };
+    // Runs across namespaces are named for it (`baseline-netns1500`), so that a set can hold a
+    // matrix on loopback and over links of several MTUs side by side.
+    let name = match args.topology {
+        Topology::Loopback => name,
+        Topology::Netns => format!("{name}-netns{}", args.mtu),
+    };
+    let binary = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut implementations: Vec<Implementation> = Vec::new();
+    for i in &args.implementations {
+        if !implementations.contains(i) {
+            implementations.push(*i);
+        }
+    }
+    let programs = implementations
+        .iter()
+        .map(|i| i.program(&binary))
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(template) = &args.server_command
+        && !template.contains("{env}")
+        && implementations.iter().any(|i| !i.env().is_empty())
+    {
+        eprintln!(
+            "warning: --server-command has no {{env}}: PEER_KCP_MODE reaches the server only if the command passes its environment on (ssh does not)"
+        );
+    }
+    let root = repo_root();
+    let topology = match args.topology {
+        Topology::Loopback => None,
+        Topology::Netns => {
+            let topology = netns::Topology::create(args.mtu).map_err(|e| e.to_string())?;
+            ark_loopback::signals::install().map_err(|e| e.to_string())?;
+            Some(topology)
+        }
+    };
+    let placement = placement(args, topology.as_ref());
+    // Which implementation runs which case: every case has at least one, or it is an error.
+    let mut per_implementation = serde_json::Map::new();
+    for i in &implementations {
+        let n = cases.iter().filter(|c| i.runs(c)).count();
+        per_implementation.insert(i.name().to_string(), n.into());
+    }
+    let idle: Vec<String> = cases
+        .iter()
+        .filter(|c| !implementations.iter().any(|i| i.runs(c)))
+        .map(LoopbackCase::label)
+        .collect();
+    if !idle.is_empty() {
+        return Err(format!(
+            "no implementation of --implementations runs {}",
+            idle.join("; ")
+        ));
+    }
+    let settings = serde_json::json!({
+        "topology": placement.clone().map_or_else(|| "loopback".into(), serde_json::Value::Object),
+        "matrix": name,
+        "cases": cases.len(),
+        "repetitions": args.repetitions,
+        "seconds": args.seconds,
+        "warmup": args.warmup,
+        "timeout_seconds": args.timeout,
+        "keep_going": args.keep_going,
+        "implementations": implementations.iter().map(|i| i.name()).collect::<Vec<_>>(),
+        "sources_sha256": sources_sha256(&root),
+        "order": "repetition-major; every case in a fresh process (`ark-bench loopback ...`, `peer-tokio-loopback ...`, `peer-raw-loopback ...`, `PEER_KCP_MODE=fast|default peer-kcp-loopback ...`); within a repetition each case runs every implementation that runs it back to back, in the listed order rotated by (repetition - 1)",
+        "implementations_run": "ark every case; tokio and raw every case but rudp; kcp-fast and kcp-default the rudp cases without FEC (rudp_fec off or not given): KCP has none",
+        "runs_per_repetition": per_implementation,
+    });
+    let mut metadata = Metadata::collect("loopback", &root, settings);
+    if metadata.git_dirty {
+        eprintln!(
+            "warning: the source tree differs from {}: this set is not evidence",
+            metadata.git_commit
+        );
+    }
+    let set = match &args.out {
+        Some(dir) => ResultSet::at(dir, &format!("{name}.jsonl")).map_err(|e| e.to_string())?,
+        None => ResultSet::create(
+            &root.join("results"),
+            &metadata.machine,
+            &format!("{name}.jsonl"),
+            &metadata.git_commit,
+        )
+        .map_err(|e| e.to_string())?,
+    };
+    let records = set
+        .start_records(&format!("{name}.jsonl"))
+        .map_err(|e| e.to_string())?;
+    // Case-major within a repetition, a case's implementations back to back (the runner
+    // rotates their order from one repetition to the next).
+    let mut specs: Vec<(&LoopbackCase, Implementation)> = Vec::new();
+    let mut runner_cases: Vec<Case> = Vec::new();
+    let mut groups: Vec<usize> = Vec::new();
+    for (index, c) in cases.iter().enumerate() {
+        groups.push(0);
+        for (implementation, (program, prefix)) in implementations.iter().zip(&programs) {
+            if !implementation.runs(c) {
+                continue;
+            }
+            *groups.last_mut().expect("pushed") += 1;
+            specs.push((c, *implementation));
+            let mut command: Vec<String> = prefix.clone();
+            command.extend(c.flags(args.seconds, args.warmup));
+            let ipv6 = c.address_family == "ipv6";
+            let local = topology.is_none() && args.connect.is_none();
+            if let Some(args) = under_load_generator(c, local, program, &command)? {
+                runner_cases.push(Case {
+                    label: format!("{} {}", implementation.name(), c.label()),
+                    program: binary.clone(),
+                    args,
+                    env: implementation.env(),
+                });
+                continue;
+            }
+            let (program, command) = match (&topology, &args.connect) {
+                (Some(topology), _) => across(topology, &binary, (index, ipv6), program, command),
+                (None, Some(connect)) => {
+                    let server = args.server_command.as_deref().map(|template| {
+                        server_command(
+                            template,
+                            *implementation,
+                            connect,
+                            ipv6,
+                            &c.flags(args.seconds, args.warmup),
+                        )
+                    });
+                    to_host(&binary, connect, server, program, command)
+                }
+                (None, None) => (program.clone(), command),
+            };
+            // The environment goes to `ark-bench pair` too, whose server and clients inherit
+            // it (through `ip netns exec` as well); `--server-command` gets it as `{env}`.
+            runner_cases.push(Case {
+                label: format!("{} {}", implementation.name(), c.label()),
+                program,
+                args: command,
+                env: implementation.env(),
+            });
+        }
+    }
+    let total = runner_cases.len() * args.repetitions as usize;
+    let started = Instant::now();
+    let (mut done, mut failures) = (0usize, 0usize);
+    let mut write_error = None;
+    run_repetition_major(
+        &runner_cases,
+        args.repetitions,
+        &groups,
+        Duration::from_secs(args.timeout),
+        |case, outcome| {
+            done += 1;
+            let index = runner_cases
+                .iter()
+                .position(|c| std::ptr::eq(c, case))
+                .expect("case from the list");
+            let (spec, implementation) = specs[index];
+            let name = implementation.name();
+            metadata.command_lines.push(outcome.command_line.clone());
+            let mut record = match &outcome.result {
+                Ok(line) => match serde_json::from_str::<serde_json::Value>(line) {
+                    Ok(value) if !spec.matches(&value) || value["implementation"] != name => {
+                        failed(
+                            spec,
+                            name,
+                            format!("record does not echo its parameters: {line}"),
+                        )
+                    }
+                    Ok(value) => value,
+                    Err(e) => failed(spec, name, format!("unparsable record ({e}): {line}")),
+                },
+                Err(e) => failed(spec, name, e.clone()),
+            };
+            let ok = record["ok"] == true;
+            if let Some(object) = record.as_object_mut() {
+                object.insert("repetition".into(), outcome.repetition.into());
+                // The case as the harness asked for it: a run that failed early says less
+                // of itself (no link, no rudp), and the report places it by this.
+                if let Ok(case) = serde_json::to_value(spec) {
+                    object.insert("case".into(), case);
+                }
+                object.insert("command_line".into(), outcome.command_line.clone().into());
+                for (field, value) in placement.iter().flatten() {
+                    object.insert(format!("placement_{field}"), value.clone());
+                }
+            }
+            if let Err(e) = records.append(&record) {
+                write_error.get_or_insert(e);
+            }
+            if !ok {
+                failures += 1;
+            }
+            let elapsed = started.elapsed().as_secs_f64();
+            let left = elapsed / done as f64 * (total - done) as f64;
+            eprintln!(
+                "[{done}/{total}] rep {} {}: {} ({elapsed:.0} s elapsed, ~{left:.0} s left)",
+                outcome.repetition,
+                case.label,
+                if ok {
+                    format!(
+                        "{:.0} msg/s, p99 {} µs",
+                        record["roundtrips_per_second"].as_f64().unwrap_or(0.0),
+                        record["rtt_p99_us"]
+                    )
+                } else {
+                    format!("FAILED: {}", record["error"])
+                }
+            );
+            (ok || args.keep_going) && !ark_loopback::signals::stop_requested()
+        },
+    );
+    metadata.finished_utc = Some(ark_bench::metadata::utc_now());
+    metadata.settings["binary_sha256"] = sha256_file(&binary).unwrap_or_default().into();
+    for (implementation, (program, _)) in implementations.iter().zip(&programs) {
+        // kcp-fast and kcp-default: one program, its hash under both names.
+        metadata.settings[format!("{}_program_sha256", implementation.name())] =
+            sha256_file(program).unwrap_or_default().into();
+    }
+    std::fs::write(
+        set.dir().join(format!("{name}.metadata.json")),
+        serde_json::to_string_pretty(&metadata).map_err(|e| e.to_string())? + "\n",
+    )
+    .map_err(|e| e.to_string())?;
+    if let Some(e) = write_error {
+        return Err(format!("writing records: {e}"));
+    }
+    eprintln!(
+        "wrote {}/{name}.jsonl ({done} runs, {failures} failed)",
+        set.dir().display()
+    );
+    println!("{}", set.dir().display());
+    if ark_loopback::signals::stop_requested() {
+        return Err(format!(
+            "interrupted after {done} runs (records so far kept)"
+        ));
+    }
+    if failures > 0 && !args.keep_going {
+        return Err(format!(
+            "stopped at a failed case ({failures} failed); --keep-going runs on"
+        ));
+    }
+    Ok(())
+}
+
+/// `ark-bench`'s arguments that run case `c` (`command` of `program`) under its load
+/// generator, or `None` for the program's own clients.
+///
+/// # Errors
+/// An unknown load generator, or wrk with the traffic not on this host's loopback (`local`).
+fn under_load_generator(
+    c: &LoopbackCase,
+    local: bool,
+    program: &Path,
+    command: &[String],
+) -> Result<Option<Vec<String>>, String> {
+    match c.load_generator.as_str() {
+        "" => Ok(None),
+        "wrk" if local => {
+            let mut args = vec!["wrk".to_string(), "--".to_string()];
+            args.push(program.display().to_string());
+            args.extend(command.iter().cloned());
+            Ok(Some(args))
+        }
+        "wrk" => Err(format!(
+            "{}: wrk cases run on this host's loopback only",
+            c.label()
+        )),
+        other => Err(format!(
+            "{}: unknown load_generator `{other}` (empty for the program's own clients, or wrk)",
+            c.label()
+        )),
+    }
+}
+
+/// The case `command` of `program` as an `ark-bench pair` run across `topology`: the server
+/// in one namespace, listening on a port of its own for case `index` (on the IPv6 address if
+/// `ipv6`), the clients in the other.
+fn across(
+    topology: &netns::Topology,
+    ark_bench: &Path,
+    (index, ipv6): (usize, bool),
+    program: &Path,
+    command: Vec<String>,
+) -> (PathBuf, Vec<String>) {
+    let port = 20_000 + (index % 40_000);
+    let address = std::net::SocketAddr::new(topology.server_ip(ipv6), port as u16);
+    let mut args: Vec<String> = [
+        "pair",
+        "--server-ns",
+        topology.namespace(netns::Side::Server),
+        "--client-ns",
+        topology.namespace(netns::Side::Client),
+        "--address",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.push(address.to_string());
+    args.push("--".to_string());
+    args.push(program.display().to_string());
+    args.extend(command);
+    (ark_bench.to_path_buf(), args)
+}
+
+/// Where the server and the clients of a run are, for the metadata and every record (`None`:
+/// both in one process on loopback).
+fn placement(
+    args: &RunArgs,
+    topology: Option<&netns::Topology>,
+) -> Option<serde_json::Map<String, serde_json::Value>> {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map_or_else(|_| "unknown".to_string(), |h| h.trim().to_string());
+    let value = match (topology, &args.connect) {
+        (Some(topology), _) => {
+            let mut value = topology.describe();
+            value["host"] = host.into();
+            value
+        }
+        (None, Some(connect)) => serde_json::json!({
+            "topology": "hosts",
+            "client_host": host,
+            "server_address": connect,
+            "server_started_by": args.server_command.clone().unwrap_or_else(|| "the user".into()),
+        }),
+        (None, None) => return None,
+    };
+    value.as_object().cloned()
+}
+
+/// `template` with `{program}`, `{env}` and `{flags}` filled for one case of
+/// `implementation`: its server listens on the unspecified address of the case's family and
+/// `connect`'s port; `{env}` is the program's environment as `NAME=value` words (KCP's mode),
+/// empty for the others.
+fn server_command(
+    template: &str,
+    implementation: Implementation,
+    connect: &str,
+    ipv6: bool,
+    flags: &[String],
+) -> String {
+    let program = implementation.peer().unwrap_or("ark-bench loopback");
+    let env: Vec<String> = implementation
+        .env()
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let port = connect.rsplit(':').next().unwrap_or("0");
+    let bind = if ipv6 {
+        format!("[::]:{port}")
+    } else {
+        format!("0.0.0.0:{port}")
+    };
+    let flags = format!("{} --role server --bind {bind}", flags.join(" "));
+    template
+        .replace("{program}", program)
+        .replace("{env}", &env.join(" "))
+        .replace("{flags}", &flags)
+}
+
+/// The case `command` of `program` as an `ark-bench pair` run: the clients here against
+/// `connect`, the server started by `server` (a shell command) or already running.
+fn to_host(
+    ark_bench: &Path,
+    connect: &str,
+    server: Option<String>,
+    program: &Path,
+    command: Vec<String>,
+) -> (PathBuf, Vec<String>) {
+    let mut args = vec![
+        "pair".to_string(),
+        "--address".to_string(),
+        connect.to_string(),
+    ];
+    if let Some(server) = server {
+        args.extend(["--server-command".to_string(), server]);
+    }
+    args.push("--".to_string());
+    args.push(program.display().to_string());
+    args.extend(command);
+    (ark_bench.to_path_buf(), args)
+}
+
+/// A record for a case whose process failed or printed no usable record.
+fn failed(case: &LoopbackCase, implementation: &str, error: String) -> serde_json::Value {
+    serde_json::json!({
+        "schema_version": 1,
+        "implementation": implementation,
+        "protocol": case.protocol,
+        "payload_bytes": case.payload,
+        "clients": case.clients,
+        "window": case.window,
+        "io_model": case.io_model,
+        "io_threads": case.record_io_threads(),
+        "address_family": case.address_family,
+        "ok": false,
+        "error": error,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kcp_runs_the_rudp_cases_without_fec_and_tokio_and_raw_the_others() {
+        let rudp = builtin("rudp").unwrap();
+        let runs = |i: Implementation| rudp.iter().filter(|c| i.runs(c)).count();
+        assert_eq!(runs(Implementation::Ark), 62);
+        // Once per link setting (5 losses × 2 delays) and window.
+        assert_eq!(runs(Implementation::KcpFast), 20);
+        assert_eq!(runs(Implementation::KcpDefault), 20);
+        assert!(
+            rudp.iter()
+                .filter(|c| Implementation::KcpFast.runs(c))
+                .all(|c| c.rudp_fec == "off")
+        );
+        // Only the two plain udp cases.
+        assert_eq!(runs(Implementation::Tokio) + runs(Implementation::Raw), 4);
+        let mut given_none = rudp[0].clone();
+        given_none.rudp_fec = String::new();
+        assert!(Implementation::KcpDefault.runs(&given_none));
+        let tcp = &builtin("baseline").unwrap()[0];
+        assert!(Implementation::Tokio.runs(tcp) && !Implementation::KcpFast.runs(tcp));
+    }
+
+    #[test]
+    fn kcp_modes_go_to_the_environment_and_the_server_template() {
+        assert_eq!(
+            Implementation::KcpFast.env(),
+            [("PEER_KCP_MODE".to_string(), "fast".to_string())]
+        );
+        assert!(Implementation::Ark.env().is_empty());
+        let flags = ["--protocol".to_string(), "rudp".to_string()];
+        let template = "ssh -tt a env {env} /opt/{program} {flags}";
+        assert_eq!(
+            server_command(template, Implementation::KcpDefault, "h:9", false, &flags),
+            "ssh -tt a env PEER_KCP_MODE=default /opt/peer-kcp-loopback --protocol rudp --role server --bind 0.0.0.0:9"
+        );
+        assert_eq!(
+            server_command(template, Implementation::Ark, "h:9", false, &flags),
+            "ssh -tt a env  /opt/ark-bench loopback --protocol rudp --role server --bind 0.0.0.0:9"
+        );
+    }
+}

@@ -1,0 +1,369 @@
+//! tokio's servers and clients for `ark_loopback::run::measure`.
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::{http, tcp, tls, udp, ws};
+use ark_loopback::args::{Args, IoModelArg, Protocol};
+use ark_loopback::clients::Core;
+use ark_loopback::servers::Echo;
+use ark_loopback::stack::Stack;
+use ark_loopback::tls::TlsMaterial;
+use ark_peers::peer_net::{buffers, udp_client_socket, udp_server_socket};
+use tokio::net::{TcpListener, TcpStream, UdpSocket};
+use tokio::runtime::{Builder, Handle, Runtime};
+
+/// How long setup steps (bind, connect, handshake) may take.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A current-thread runtime's thread and its stop signal.
+type CurrentThread = (tokio::sync::oneshot::Sender<()>, JoinHandle<()>);
+
+/// tokio's servers and clients.
+pub struct TokioStack {
+    model: IoModelArg,
+    /// The multi-thread runtime (`--io-model shared`, more than one thread).
+    multi: Option<Runtime>,
+    /// Current-thread runtimes, each driven by a thread of its own until its stop signal.
+    current: Vec<CurrentThread>,
+    /// Where the run's tasks go: one handle per runtime (owned: none, each endpoint starts
+    /// its own).
+    handles: Vec<Handle>,
+    next_client: usize,
+    udp_server_buffers: Option<(usize, usize)>,
+    /// The certificates of a tcps or wss run.
+    tls: Option<TlsMaterial>,
+}
+
+/// A current-thread runtime on a thread of its own.
+fn current_thread(
+    index: usize,
+) -> io::Result<(Handle, tokio::sync::oneshot::Sender<()>, JoinHandle<()>)> {
+    let runtime = Builder::new_current_thread().enable_io().build()?;
+    let handle = runtime.handle().clone();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::Builder::new()
+        .name(format!("tokio-io-{index}"))
+        .spawn(move || {
+            runtime.block_on(async {
+                let _ = stopped.await;
+            });
+        })?;
+    Ok((handle, stop, thread))
+}
+
+/// Runs `future` on `handle` and waits (bounded) for its result.
+fn run_on<T: Send + 'static>(
+    handle: &Handle,
+    future: impl Future<Output = io::Result<T>> + Send + 'static,
+) -> io::Result<T> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    handle.spawn(async move {
+        let _ = tx.send(future.await);
+    });
+    rx.recv_timeout(SETUP_TIMEOUT).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("setup did not finish within {SETUP_TIMEOUT:?}"),
+        )
+    })?
+}
+
+impl Stack for TokioStack {
+    const NAME: &'static str = "tokio";
+
+    fn start(args: &Args) -> io::Result<Self> {
+        if args.protocol == Protocol::Rudp {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "--protocol rudp is compared with KCP: peer-kcp-loopback",
+            ));
+        }
+        if args.reconnect_every > 0 && args.protocol != Protocol::Tcps {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "peer-tokio-loopback runs --reconnect-every with --protocol tcps only",
+            ));
+        }
+        let threads = args.io_threads as usize;
+        let mut endpoints = TokioStack {
+            model: args.io_model,
+            multi: None,
+            current: Vec::new(),
+            handles: Vec::new(),
+            next_client: 0,
+            udp_server_buffers: None,
+            tls: TlsMaterial::for_args(args)?,
+        };
+        match (args.io_model, threads) {
+            (IoModelArg::Owned, _) => {}
+            (IoModelArg::Shared, 2..) => {
+                let runtime = Builder::new_multi_thread()
+                    .worker_threads(threads)
+                    .thread_name("tokio-io")
+                    .enable_io()
+                    .build()?;
+                endpoints.handles.push(runtime.handle().clone());
+                endpoints.multi = Some(runtime);
+            }
+            _ => {
+                for _ in 0..threads {
+                    let handle = endpoints.start_current()?;
+                    endpoints.handles.push(handle);
+                }
+            }
+        }
+        Ok(endpoints)
+    }
+
+    fn start_server(&mut self, args: &Args, echo: Echo) -> io::Result<SocketAddr> {
+        let addr = args.server_addr();
+        let handles = match self.model {
+            IoModelArg::Owned => vec![self.start_current()?],
+            _ => self.handles.clone(),
+        };
+        match args.protocol {
+            Protocol::Udp => {
+                // Sharded: one SO_REUSEPORT socket per runtime, the kernel spreads the peers
+                // (as ark-udp does); otherwise one socket.
+                let sockets = if self.model == IoModelArg::Sharded {
+                    handles.len()
+                } else {
+                    1
+                };
+                let mut bind = addr;
+                for (shard, handle) in handles[..sockets].iter().enumerate() {
+                    let socket = udp_server_socket(args, bind, shard, sockets)?;
+                    self.udp_server_buffers = Some(buffers(&socket)?);
+                    bind = socket.local_addr()?;
+                    let socket = run_on(handle, async move { UdpSocket::from_std(socket) })?;
+                    handle.spawn(udp::echo(socket, echo.clone()));
+                }
+                Ok(bind)
+            }
+            protocol => {
+                let home = &handles[0];
+                let listener = run_on(home, async move { TcpListener::bind(addr).await })?;
+                let local = listener.local_addr()?;
+                let kind = match (&self.tls, protocol) {
+                    (None, Protocol::Http) => Kind::Http(None),
+                    (Some(material), Protocol::Https) => {
+                        let config = material.server_tls()?.rustls_config().clone();
+                        Kind::Http(Some(tokio_rustls::TlsAcceptor::from(config)))
+                    }
+                    (Some(material), protocol) => {
+                        let config = material.server_tls()?.rustls_config().clone();
+                        let inner = match protocol {
+                            Protocol::Wss => tls::Inner::WebSocket,
+                            _ => tls::Inner::Frames,
+                        };
+                        Kind::Tls(tokio_rustls::TlsAcceptor::from(config), inner)
+                    }
+                    (None, Protocol::Websocket) => Kind::WebSocket,
+                    (None, _) => Kind::Frames,
+                };
+                home.spawn(accept(listener, handles.clone(), echo, kind));
+                Ok(local)
+            }
+        }
+    }
+
+    fn start_client(
+        &mut self,
+        args: &Args,
+        server: SocketAddr,
+        core: Core,
+    ) -> io::Result<Option<(usize, usize)>> {
+        let handle = match self.model {
+            IoModelArg::Owned => self.start_current()?,
+            _ => self.handles[self.next_client % self.handles.len()].clone(),
+        };
+        let handle = &handle;
+        let index = self.next_client;
+        self.next_client += 1;
+        let payload = args.payload as usize;
+        match args.protocol {
+            Protocol::Rudp => unreachable!("refused by start"),
+            Protocol::Tcp => {
+                let stream = run_on(handle, async move {
+                    let stream = TcpStream::connect(server).await?;
+                    stream.set_nodelay(true)?;
+                    Ok(stream)
+                })?;
+                handle.spawn(tcp::client(stream, core));
+                Ok(None)
+            }
+            Protocol::Websocket => {
+                let variant = ws::Variant::from_env();
+                let task = run_on(handle, ws::connect(server, core, payload, variant))?;
+                handle.spawn(task);
+                Ok(None)
+            }
+            Protocol::Http => {
+                let stream = run_on(handle, async move {
+                    let stream = TcpStream::connect(server).await?;
+                    stream.set_nodelay(true)?;
+                    Ok(stream)
+                })?;
+                handle.spawn(http::client(stream, server.to_string(), core));
+                Ok(None)
+            }
+            Protocol::Https => {
+                let material = self
+                    .tls
+                    .as_ref()
+                    .ok_or_else(|| io::Error::other("no TLS material"))?;
+                let config = material.client_tls()?.rustls_config().clone();
+                let connector = tokio_rustls::TlsConnector::from(config);
+                let host = material.server_name.clone();
+                let name = tokio_rustls::rustls::pki_types::ServerName::try_from(host.clone())
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+                let tls = run_on(handle, async move {
+                    let stream = TcpStream::connect(server).await?;
+                    stream.set_nodelay(true)?;
+                    connector.connect(name, stream).await
+                })?;
+                handle.spawn(http::client(tls, host, core));
+                Ok(None)
+            }
+            Protocol::Tcps | Protocol::Wss => {
+                let material = self
+                    .tls
+                    .as_ref()
+                    .ok_or_else(|| io::Error::other("no TLS material"))?;
+                let config = material.client_tls()?.rustls_config().clone();
+                let connector = tokio_rustls::TlsConnector::from(config);
+                let name = tokio_rustls::rustls::pki_types::ServerName::try_from(
+                    material.server_name.clone(),
+                )
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+                let inner = match args.protocol {
+                    Protocol::Wss => tls::Inner::WebSocket,
+                    _ => tls::Inner::Frames,
+                };
+                let target = tls::Target {
+                    server,
+                    connector,
+                    name,
+                    inner,
+                };
+                let task = run_on(handle, tls::connect(target, core))?;
+                handle.spawn(task);
+                Ok(None)
+            }
+            Protocol::Udp => {
+                let socket = udp_client_socket(args, server, index)?;
+                let sizes = buffers(&socket)?;
+                let socket = run_on(handle, async move {
+                    let socket = UdpSocket::from_std(socket)?;
+                    socket.connect(server).await?;
+                    Ok(socket)
+                })?;
+                handle.spawn(udp::client(socket, core, payload));
+                Ok(Some(sizes))
+            }
+        }
+    }
+
+    fn syscalls(&self) -> Option<u64> {
+        None
+    }
+
+    fn udp_server_buffers(&self) -> Option<(usize, usize)> {
+        self.udp_server_buffers
+    }
+
+    fn udp_batched(&self, _: &Args) -> bool {
+        false
+    }
+
+    fn stop(self) -> io::Result<()> {
+        // Shutting a runtime down drops its tasks: clients, sessions, listeners.
+        if let Some(runtime) = self.multi {
+            runtime.shutdown_timeout(SETUP_TIMEOUT);
+        }
+        for (stop, thread) in self.current {
+            let _ = stop.send(());
+            thread
+                .join()
+                .map_err(|_| io::Error::other("a tokio IO thread panicked"))?;
+        }
+        Ok(())
+    }
+}
+
+impl TokioStack {
+    /// Starts a current-thread runtime on a thread of its own; returns its handle.
+    fn start_current(&mut self) -> io::Result<Handle> {
+        let (handle, stop, thread) = current_thread(self.current.len())?;
+        self.current.push((stop, thread));
+        Ok(handle)
+    }
+}
+
+/// What a server connection speaks.
+#[derive(Clone)]
+enum Kind {
+    /// Length-prefixed frames.
+    Frames,
+    /// WebSocket.
+    WebSocket,
+    /// TLS, then what is inside.
+    Tls(tokio_rustls::TlsAcceptor, tls::Inner),
+    /// HTTP/1.1 (hyper), over TLS or not.
+    Http(Option<tokio_rustls::TlsAcceptor>),
+}
+
+/// Accepts connections and serves each on the next runtime, round-robin.
+async fn accept(listener: TcpListener, handles: Vec<Handle>, echo: Echo, kind: Kind) {
+    let mut next = 0usize;
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(_) => {
+                // Out of descriptors or an aborted handshake: let the others run, then retry.
+                tokio::task::yield_now().await;
+                continue;
+            }
+        };
+        let echo = echo.clone();
+        let handle = &handles[next % handles.len()];
+        next += 1;
+        let kind = kind.clone();
+        if handles.len() == 1 {
+            tokio::spawn(session(stream, echo, kind));
+        } else {
+            // A tokio socket belongs to the runtime that registered it: move it over.
+            let Ok(stream) = stream.into_std() else {
+                continue;
+            };
+            handle.spawn(async move {
+                if let Ok(stream) = TcpStream::from_std(stream) {
+                    session(stream, echo, kind).await;
+                }
+            });
+        }
+    }
+}
+
+/// One server connection: echo every frame (TCP) or binary message (WebSocket), over TLS or
+/// not.
+async fn session(stream: TcpStream, echo: Echo, kind: Kind) {
+    if stream.set_nodelay(true).is_err() {
+        return;
+    }
+    match kind {
+        Kind::WebSocket => ws::session(stream, echo, ws::Variant::from_env()).await,
+        Kind::Frames => tcp::session(stream, echo).await,
+        Kind::Tls(acceptor, inner) => tls::session(stream, acceptor, echo, inner).await,
+        Kind::Http(None) => http::session(stream, echo).await,
+        Kind::Http(Some(acceptor)) => {
+            if let Ok(tls) = acceptor.accept(stream).await {
+                http::session(tls, echo).await;
+            }
+        }
+    }
+}
