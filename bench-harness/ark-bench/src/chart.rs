@@ -48,19 +48,8 @@ pub fn grouped_bars_svg(
     series: &[&str],
     groups: &[BarGroup],
 ) -> Result<(), String> {
-    let values = groups
-        .iter()
-        .flat_map(|g| g.values.iter().flatten())
-        .flat_map(|s| [s.min, s.max]);
-    let (lo, hi) = values.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
-        (lo.min(v), hi.max(v))
-    });
-    if !lo.is_finite() || lo <= 0.0 {
-        return Err("no positive values to chart".to_string());
-    }
-    // Decades around the data, plus a band below for the group labels.
-    let top = 10f64.powf(hi.log10().ceil());
-    let floor = 10f64.powf(lo.log10().floor());
+    let (floor, top) = decades(groups)?;
+    // A band below the data for the group labels.
     let label_band = floor / 10.0;
 
     let root = SVGBackend::new(path, (1100, 600)).into_drawing_area();
@@ -82,12 +71,12 @@ pub fn grouped_bars_svg(
         .map_err(|e| e.to_string())?;
 
     let width = 0.8 / series.len() as f64;
+    let palette: &[RGBColor] = if series.len() <= COLORS.len() {
+        &COLORS
+    } else {
+        &PAIRED
+    };
     for (s, name) in series.iter().enumerate() {
-        let palette: &[RGBColor] = if series.len() <= COLORS.len() {
-            &COLORS
-        } else {
-            &PAIRED
-        };
         let color = palette[s % palette.len()];
         let bars = groups.iter().enumerate().filter_map(|(g, group)| {
             let v = group.values.get(s).copied().flatten()?;
@@ -112,19 +101,9 @@ pub fn grouped_bars_svg(
         });
         chart.draw_series(whiskers).map_err(|e| e.to_string())?;
     }
-    let labels = groups.iter().enumerate().map(|(g, group)| {
-        Text::new(
-            group.label.clone(),
-            (g as f64 + 0.5, label_band * 3.0),
-            ("sans-serif", 13).into_font().color(&BLACK).pos(
-                plotters::style::text_anchor::Pos::new(
-                    plotters::style::text_anchor::HPos::Center,
-                    plotters::style::text_anchor::VPos::Center,
-                ),
-            ),
-        )
-    });
-    chart.draw_series(labels).map_err(|e| e.to_string())?;
+    chart
+        .draw_series(group_labels(groups, label_band * 3.0))
+        .map_err(|e| e.to_string())?;
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::UpperRight)
@@ -133,6 +112,45 @@ pub fn grouped_bars_svg(
         .draw()
         .map_err(|e| e.to_string())?;
     root.present().map_err(|e| e.to_string())
+}
+
+/// The whole decades around every min and max of `groups`: (floor, top).
+///
+/// # Errors
+/// No positive value to chart.
+fn decades(groups: &[BarGroup]) -> Result<(f64, f64), String> {
+    let values = groups
+        .iter()
+        .flat_map(|g| g.values.iter().flatten())
+        .flat_map(|s| [s.min, s.max]);
+    let (lo, hi) = values.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
+        (lo.min(v), hi.max(v))
+    });
+    if !lo.is_finite() || lo <= 0.0 {
+        return Err("no positive values to chart".to_string());
+    }
+    let top = 10f64.powf(hi.log10().ceil());
+    let floor = 10f64.powf(lo.log10().floor());
+    Ok((floor, top))
+}
+
+/// Each group's label, centred under its bars at height `y`.
+fn group_labels(
+    groups: &[BarGroup],
+    y: f64,
+) -> impl Iterator<Item = Text<'static, (f64, f64), String>> + '_ {
+    groups.iter().enumerate().map(move |(g, group)| {
+        Text::new(
+            group.label.clone(),
+            (g as f64 + 0.5, y),
+            ("sans-serif", 13).into_font().color(&BLACK).pos(
+                plotters::style::text_anchor::Pos::new(
+                    plotters::style::text_anchor::HPos::Center,
+                    plotters::style::text_anchor::VPos::Center,
+                ),
+            ),
+        )
+    })
 }
 
 /// Line colours, one per series (cycled past eight).

@@ -28,8 +28,8 @@ use std::time::{Duration, Instant};
 use ark_bench::matrix::{LoopbackCase, builtin, from_toml};
 use ark_bench::metadata::{Metadata, repo_root, sha256_file};
 use ark_bench::netns;
-use ark_bench::result_set::ResultSet;
-use ark_bench::runner::{Case, run_repetition_major, without_repetition};
+use ark_bench::result_set::{RecordWriter, ResultSet};
+use ark_bench::runner::{Case, Outcome, run_repetition_major, without_repetition};
 use ark_loopback::stack::ArkStack;
 use ark_testkit::CountingAllocator;
 use clap::{Parser, Subcommand};
@@ -287,31 +287,9 @@ fn sources_sha256(root: &Path) -> String {
 }
 
 fn run(args: &RunArgs) -> Result<(), String> {
-    let (name, cases): (String, Vec<LoopbackCase>) = match builtin(&args.matrix) {
-        Some(cases) => (args.matrix.clone(), cases),
-        None => {
-            let path = Path::new(&args.matrix);
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("--matrix {}: {e}", args.matrix))?;
-            let stem = path
-                .file_stem()
-                .map_or("matrix".into(), |s| s.to_string_lossy().into_owned());
-            (stem, from_toml(&text)?)
-        }
-    };
-    // Runs across namespaces are named for it (`baseline-netns1500`), so that a set can hold a
-    // matrix on loopback and over links of several MTUs side by side.
-    let name = match args.topology {
-        Topology::Loopback => name,
-        Topology::Netns => format!("{name}-netns{}", args.mtu),
-    };
+    let (name, cases) = matrix(args)?;
     let binary = std::env::current_exe().map_err(|e| e.to_string())?;
-    let mut implementations: Vec<Implementation> = Vec::new();
-    for i in &args.implementations {
-        if !implementations.contains(i) {
-            implementations.push(*i);
-        }
-    }
+    let implementations = distinct(&args.implementations);
     let programs = implementations
         .iter()
         .map(|i| i.program(&binary))
@@ -325,6 +303,7 @@ fn run(args: &RunArgs) -> Result<(), String> {
         );
     }
     let root = repo_root();
+    // Held to the end of the run: dropping it removes the namespaces.
     let topology = match args.topology {
         Topology::Loopback => None,
         Topology::Netns => {
@@ -334,39 +313,15 @@ fn run(args: &RunArgs) -> Result<(), String> {
         }
     };
     let placement = placement(args, topology.as_ref());
-    // Which implementation runs which case: every case has at least one, or it is an error.
-    let mut per_implementation = serde_json::Map::new();
-    for i in &implementations {
-        let n = cases.iter().filter(|c| i.runs(c)).count();
-        per_implementation.insert(i.name().to_string(), n.into());
-    }
-    let idle: Vec<String> = cases
-        .iter()
-        .filter(|c| !implementations.iter().any(|i| i.runs(c)))
-        .map(LoopbackCase::label)
-        .collect();
-    if !idle.is_empty() {
-        return Err(format!(
-            "no implementation of --implementations runs {}",
-            idle.join("; ")
-        ));
-    }
-    let settings = serde_json::json!({
-        "topology": placement.clone().map_or_else(|| "loopback".into(), serde_json::Value::Object),
-        "matrix": name,
-        "cases": cases.len(),
-        "repetitions": args.repetitions,
-        "seconds": args.seconds,
-        "warmup": args.warmup,
-        "timeout_seconds": args.timeout,
-        "keep_going": args.keep_going,
-        "implementations": implementations.iter().map(|i| i.name()).collect::<Vec<_>>(),
-        "sources_sha256": sources_sha256(&root),
-        "order": "repetition-major; every case in a fresh process (`ark-bench loopback ...`, `peer-tokio-loopback ...`, `peer-raw-loopback ...`, `PEER_KCP_MODE=fast|default peer-kcp-loopback ...`); within a repetition each case runs every implementation that runs it back to back, in the listed order rotated by (repetition - 1)",
-        "implementations_run": "ark every case; tokio and raw every case but rudp; kcp-fast and kcp-default the rudp cases without FEC (rudp_fec off or not given): KCP has none",
-        "runs_per_repetition": per_implementation,
-    });
-    let mut metadata = Metadata::collect("loopback", &root, settings);
+    let per_implementation = runs_per_implementation(&cases, &implementations)?;
+    let run = RunDescription {
+        name: &name,
+        cases: cases.len(),
+        implementations: &implementations,
+        placement: placement.as_ref(),
+        per_implementation: &per_implementation,
+    };
+    let mut metadata = Metadata::collect("loopback", &root, settings(args, run, &root));
     if metadata.git_dirty {
         eprintln!(
             "warning: the source tree differs from {}: this set is not evidence",
@@ -386,140 +341,346 @@ fn run(args: &RunArgs) -> Result<(), String> {
     let records = set
         .start_records(&format!("{name}.jsonl"))
         .map_err(|e| e.to_string())?;
-    // Case-major within a repetition, a case's implementations back to back (the runner
-    // rotates their order from one repetition to the next).
-    let mut specs: Vec<(&LoopbackCase, Implementation)> = Vec::new();
-    let mut runner_cases: Vec<Case> = Vec::new();
-    let mut groups: Vec<usize> = Vec::new();
+    let plan = plan(
+        args,
+        &cases,
+        &implementations,
+        &programs,
+        &binary,
+        topology.as_ref(),
+    )?;
+    let tally = run_plan(args, &plan, &mut metadata, &records, placement.as_ref());
+    let metadata = finished_metadata(&mut metadata, &binary, &implementations, &programs)?;
+    std::fs::write(set.dir().join(format!("{name}.metadata.json")), metadata)
+        .map_err(|e| e.to_string())?;
+    verdict(args, &set, &name, tally)
+}
+
+/// The matrix `--matrix` names (built in, or a TOML file named by its stem) and its cases;
+/// runs across namespaces are named for it (`baseline-netns1500`), so that a set can hold a
+/// matrix on loopback and over links of several MTUs side by side.
+fn matrix(args: &RunArgs) -> Result<(String, Vec<LoopbackCase>), String> {
+    let (name, cases): (String, Vec<LoopbackCase>) = match builtin(&args.matrix) {
+        Some(cases) => (args.matrix.clone(), cases),
+        None => {
+            let path = Path::new(&args.matrix);
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("--matrix {}: {e}", args.matrix))?;
+            let stem = path
+                .file_stem()
+                .map_or("matrix".into(), |s| s.to_string_lossy().into_owned());
+            (stem, from_toml(&text)?)
+        }
+    };
+    let name = match args.topology {
+        Topology::Loopback => name,
+        Topology::Netns => format!("{name}-netns{}", args.mtu),
+    };
+    Ok((name, cases))
+}
+
+/// `implementations` without repeats, in their first order.
+fn distinct(implementations: &[Implementation]) -> Vec<Implementation> {
+    let mut distinct: Vec<Implementation> = Vec::new();
+    for i in implementations {
+        if !distinct.contains(i) {
+            distinct.push(*i);
+        }
+    }
+    distinct
+}
+
+/// How many cases each implementation runs, by name.
+///
+/// # Errors
+/// A case that none of `implementations` runs.
+fn runs_per_implementation(
+    cases: &[LoopbackCase],
+    implementations: &[Implementation],
+) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    let mut per_implementation = serde_json::Map::new();
+    for i in implementations {
+        let n = cases.iter().filter(|c| i.runs(c)).count();
+        per_implementation.insert(i.name().to_string(), n.into());
+    }
+    let idle: Vec<String> = cases
+        .iter()
+        .filter(|c| !implementations.iter().any(|i| i.runs(c)))
+        .map(LoopbackCase::label)
+        .collect();
+    if !idle.is_empty() {
+        return Err(format!(
+            "no implementation of --implementations runs {}",
+            idle.join("; ")
+        ));
+    }
+    Ok(per_implementation)
+}
+
+/// What a run is, beyond its flags, for its metadata's settings.
+#[derive(Debug, Clone, Copy)]
+struct RunDescription<'a> {
+    /// The matrix's name (with `-netns<MTU>` across namespaces).
+    name: &'a str,
+    /// The matrix's cases.
+    cases: usize,
+    /// The implementations, without repeats.
+    implementations: &'a [Implementation],
+    /// Where the server and the clients are (`None`: one process on loopback).
+    placement: Option<&'a serde_json::Map<String, serde_json::Value>>,
+    /// How many cases each implementation runs.
+    per_implementation: &'a serde_json::Map<String, serde_json::Value>,
+}
+
+/// The metadata's settings of a run of `run` with `args` from the sources under `root`.
+fn settings(args: &RunArgs, run: RunDescription<'_>, root: &Path) -> serde_json::Value {
+    serde_json::json!({
+        "topology": run.placement.cloned().map_or_else(|| "loopback".into(), serde_json::Value::Object),
+        "matrix": run.name,
+        "cases": run.cases,
+        "repetitions": args.repetitions,
+        "seconds": args.seconds,
+        "warmup": args.warmup,
+        "timeout_seconds": args.timeout,
+        "keep_going": args.keep_going,
+        "implementations": run.implementations.iter().map(|i| i.name()).collect::<Vec<_>>(),
+        "sources_sha256": sources_sha256(root),
+        "order": "repetition-major; every case in a fresh process (`ark-bench loopback ...`, `peer-tokio-loopback ...`, `peer-raw-loopback ...`, `PEER_KCP_MODE=fast|default peer-kcp-loopback ...`); within a repetition each case runs every implementation that runs it back to back, in the listed order rotated by (repetition - 1)",
+        "implementations_run": "ark every case; tokio and raw every case but rudp; kcp-fast and kcp-default the rudp cases without FEC (rudp_fec off or not given): KCP has none",
+        "runs_per_repetition": run.per_implementation,
+    })
+}
+
+/// A matrix's runs: the runner's cases, each with the matrix case and the implementation it
+/// runs (`specs`, in the same order), and the sizes of the groups the runner rotates (the
+/// implementations of one matrix case).
+#[derive(Debug)]
+struct Plan<'a> {
+    specs: Vec<(&'a LoopbackCase, Implementation)>,
+    cases: Vec<Case>,
+    groups: Vec<usize>,
+}
+
+/// The runs of `cases` by `implementations` (`programs`: each one's program and the
+/// arguments before a case's flags): case-major, a case's implementations back to back (the
+/// runner rotates their order from one repetition to the next).
+fn plan<'a>(
+    args: &RunArgs,
+    cases: &'a [LoopbackCase],
+    implementations: &[Implementation],
+    programs: &[(PathBuf, Vec<String>)],
+    binary: &Path,
+    topology: Option<&netns::Topology>,
+) -> Result<Plan<'a>, String> {
+    let mut plan = Plan {
+        specs: Vec::new(),
+        cases: Vec::new(),
+        groups: Vec::new(),
+    };
     for (index, c) in cases.iter().enumerate() {
-        groups.push(0);
-        for (implementation, (program, prefix)) in implementations.iter().zip(&programs) {
+        plan.groups.push(0);
+        for (implementation, program) in implementations.iter().zip(programs) {
             if !implementation.runs(c) {
                 continue;
             }
-            *groups.last_mut().expect("pushed") += 1;
-            specs.push((c, *implementation));
-            let mut command: Vec<String> = prefix.clone();
-            command.extend(c.flags(args.seconds, args.warmup));
-            let ipv6 = c.address_family == "ipv6";
-            let local = topology.is_none() && args.connect.is_none();
-            if let Some(args) = under_load_generator(c, local, program, &command)? {
-                runner_cases.push(Case {
-                    label: format!("{} {}", implementation.name(), c.label()),
-                    program: binary.clone(),
-                    args,
-                    env: implementation.env(),
-                });
-                continue;
-            }
-            let (program, command) = match (&topology, &args.connect) {
-                (Some(topology), _) => across(topology, &binary, (index, ipv6), program, command),
-                (None, Some(connect)) => {
-                    let server = args.server_command.as_deref().map(|template| {
-                        server_command(
-                            template,
-                            *implementation,
-                            connect,
-                            ipv6,
-                            &c.flags(args.seconds, args.warmup),
-                        )
-                    });
-                    to_host(&binary, connect, server, program, command)
-                }
-                (None, None) => (program.clone(), command),
-            };
-            // The environment goes to `ark-bench pair` too, whose server and clients inherit
-            // it (through `ip netns exec` as well); `--server-command` gets it as `{env}`.
-            runner_cases.push(Case {
-                label: format!("{} {}", implementation.name(), c.label()),
-                program,
-                args: command,
-                env: implementation.env(),
-            });
+            *plan.groups.last_mut().expect("pushed") += 1;
+            plan.specs.push((c, *implementation));
+            let case = runner_case(args, (index, c), *implementation, program, binary, topology)?;
+            plan.cases.push(case);
         }
     }
-    let total = runner_cases.len() * args.repetitions as usize;
+    Ok(plan)
+}
+
+/// The runner's case for matrix case `c` (the `index`th) of `implementation`, whose program
+/// and arguments before the case's flags are `program`: the program itself, under its load
+/// generator, across `topology` or against the host of `--connect`.
+fn runner_case(
+    args: &RunArgs,
+    (index, c): (usize, &LoopbackCase),
+    implementation: Implementation,
+    (program, prefix): &(PathBuf, Vec<String>),
+    binary: &Path,
+    topology: Option<&netns::Topology>,
+) -> Result<Case, String> {
+    let label = format!("{} {}", implementation.name(), c.label());
+    let mut command: Vec<String> = prefix.clone();
+    command.extend(c.flags(args.seconds, args.warmup));
+    let ipv6 = c.address_family == "ipv6";
+    let local = topology.is_none() && args.connect.is_none();
+    if let Some(args) = under_load_generator(c, local, program, &command)? {
+        return Ok(Case {
+            label,
+            program: binary.to_path_buf(),
+            args,
+            env: implementation.env(),
+        });
+    }
+    let (program, command) = match (topology, &args.connect) {
+        (Some(topology), _) => across(topology, binary, (index, ipv6), program, command),
+        (None, Some(connect)) => {
+            let server = args.server_command.as_deref().map(|template| {
+                server_command(
+                    template,
+                    implementation,
+                    connect,
+                    ipv6,
+                    &c.flags(args.seconds, args.warmup),
+                )
+            });
+            to_host(binary, connect, server, program, command)
+        }
+        (None, None) => (program.clone(), command),
+    };
+    // The environment goes to `ark-bench pair` too, whose server and clients inherit
+    // it (through `ip netns exec` as well); `--server-command` gets it as `{env}`.
+    Ok(Case {
+        label,
+        program,
+        args: command,
+        env: implementation.env(),
+    })
+}
+
+/// What a run did: the runs done and failed, and the first error writing a record.
+#[derive(Debug, Default)]
+struct Tally {
+    done: usize,
+    failures: usize,
+    write_error: Option<std::io::Error>,
+}
+
+/// Runs `plan`, appending every run's record to `records` and its command line to
+/// `metadata`, with progress on stderr; stops at the first failure unless `--keep-going`, and
+/// at Ctrl-C.
+fn run_plan(
+    args: &RunArgs,
+    plan: &Plan<'_>,
+    metadata: &mut Metadata,
+    records: &RecordWriter,
+    placement: Option<&serde_json::Map<String, serde_json::Value>>,
+) -> Tally {
+    let total = plan.cases.len() * args.repetitions as usize;
     let started = Instant::now();
-    let (mut done, mut failures) = (0usize, 0usize);
-    let mut write_error = None;
+    let mut tally = Tally::default();
     run_repetition_major(
-        &runner_cases,
+        &plan.cases,
         args.repetitions,
-        &groups,
+        &plan.groups,
         Duration::from_secs(args.timeout),
         |case, outcome| {
-            done += 1;
-            let index = runner_cases
+            tally.done += 1;
+            let index = plan
+                .cases
                 .iter()
                 .position(|c| std::ptr::eq(c, case))
                 .expect("case from the list");
-            let (spec, implementation) = specs[index];
-            let name = implementation.name();
+            let (spec, implementation) = plan.specs[index];
             metadata.command_lines.push(outcome.command_line.clone());
-            let mut record = match &outcome.result {
-                Ok(line) => match serde_json::from_str::<serde_json::Value>(line) {
-                    Ok(value) if !spec.matches(&value) || value["implementation"] != name => {
-                        failed(
-                            spec,
-                            name,
-                            format!("record does not echo its parameters: {line}"),
-                        )
-                    }
-                    Ok(value) => value,
-                    Err(e) => failed(spec, name, format!("unparsable record ({e}): {line}")),
-                },
-                Err(e) => failed(spec, name, e.clone()),
-            };
+            let record = labelled_record(spec, implementation.name(), outcome, placement);
             let ok = record["ok"] == true;
-            if let Some(object) = record.as_object_mut() {
-                object.insert("repetition".into(), outcome.repetition.into());
-                // The case as the harness asked for it: a run that failed early says less
-                // of itself (no link, no rudp), and the report places it by this.
-                if let Ok(case) = serde_json::to_value(spec) {
-                    object.insert("case".into(), case);
-                }
-                object.insert("command_line".into(), outcome.command_line.clone().into());
-                for (field, value) in placement.iter().flatten() {
-                    object.insert(format!("placement_{field}"), value.clone());
-                }
-            }
             if let Err(e) = records.append(&record) {
-                write_error.get_or_insert(e);
+                tally.write_error.get_or_insert(e);
             }
             if !ok {
-                failures += 1;
+                tally.failures += 1;
             }
             let elapsed = started.elapsed().as_secs_f64();
-            let left = elapsed / done as f64 * (total - done) as f64;
+            let (done, left) = (tally.done, total - tally.done);
+            let left = elapsed / done as f64 * left as f64;
             eprintln!(
                 "[{done}/{total}] rep {} {}: {} ({elapsed:.0} s elapsed, ~{left:.0} s left)",
                 outcome.repetition,
                 case.label,
-                if ok {
-                    format!(
-                        "{:.0} msg/s, p99 {} µs",
-                        record["roundtrips_per_second"].as_f64().unwrap_or(0.0),
-                        record["rtt_p99_us"]
-                    )
-                } else {
-                    format!("FAILED: {}", record["error"])
-                }
+                progress(ok, &record)
             );
             (ok || args.keep_going) && !ark_loopback::signals::stop_requested()
         },
     );
+    tally
+}
+
+/// The record of one run of matrix case `spec` by `implementation`: the program's, or a failed
+/// one (when the run failed, printed no JSON, or a record that does not echo its case), with
+/// the repetition, the case as the harness asked for it, the command line and `placement`.
+fn labelled_record(
+    spec: &LoopbackCase,
+    implementation: &str,
+    outcome: &Outcome,
+    placement: Option<&serde_json::Map<String, serde_json::Value>>,
+) -> serde_json::Value {
+    let mut record = match &outcome.result {
+        Ok(line) => match serde_json::from_str::<serde_json::Value>(line) {
+            Ok(value) if !spec.matches(&value) || value["implementation"] != implementation => {
+                failed(
+                    spec,
+                    implementation,
+                    format!("record does not echo its parameters: {line}"),
+                )
+            }
+            Ok(value) => value,
+            Err(e) => failed(
+                spec,
+                implementation,
+                format!("unparsable record ({e}): {line}"),
+            ),
+        },
+        Err(e) => failed(spec, implementation, e.clone()),
+    };
+    if let Some(object) = record.as_object_mut() {
+        object.insert("repetition".into(), outcome.repetition.into());
+        // The case as the harness asked for it: a run that failed early says less
+        // of itself (no link, no rudp), and the report places it by this.
+        if let Ok(case) = serde_json::to_value(spec) {
+            object.insert("case".into(), case);
+        }
+        object.insert("command_line".into(), outcome.command_line.clone().into());
+        for (field, value) in placement.into_iter().flatten() {
+            object.insert(format!("placement_{field}"), value.clone());
+        }
+    }
+    record
+}
+
+/// A run's result on the progress line: its rate and p99, or why it failed.
+fn progress(ok: bool, record: &serde_json::Value) -> String {
+    if ok {
+        format!(
+            "{:.0} msg/s, p99 {} µs",
+            record["roundtrips_per_second"].as_f64().unwrap_or(0.0),
+            record["rtt_p99_us"]
+        )
+    } else {
+        format!("FAILED: {}", record["error"])
+    }
+}
+
+/// `metadata` finished, with the hashes of ark-bench (`binary`) and every implementation's
+/// program, as the pretty JSON of `<matrix>.metadata.json`.
+fn finished_metadata(
+    metadata: &mut Metadata,
+    binary: &Path,
+    implementations: &[Implementation],
+    programs: &[(PathBuf, Vec<String>)],
+) -> Result<String, String> {
     metadata.finished_utc = Some(ark_bench::metadata::utc_now());
-    metadata.settings["binary_sha256"] = sha256_file(&binary).unwrap_or_default().into();
-    for (implementation, (program, _)) in implementations.iter().zip(&programs) {
+    metadata.settings["binary_sha256"] = sha256_file(binary).unwrap_or_default().into();
+    for (implementation, (program, _)) in implementations.iter().zip(programs) {
         // kcp-fast and kcp-default: one program, its hash under both names.
         metadata.settings[format!("{}_program_sha256", implementation.name())] =
             sha256_file(program).unwrap_or_default().into();
     }
-    std::fs::write(
-        set.dir().join(format!("{name}.metadata.json")),
-        serde_json::to_string_pretty(&metadata).map_err(|e| e.to_string())? + "\n",
-    )
-    .map_err(|e| e.to_string())?;
+    Ok(serde_json::to_string_pretty(&metadata).map_err(|e| e.to_string())? + "\n")
+}
+
+/// The end of a run written to `set`: its summary on stderr, the set's directory on stdout,
+/// and an error for a record not written, Ctrl-C, or a failed case without `--keep-going`.
+fn verdict(args: &RunArgs, set: &ResultSet, name: &str, tally: Tally) -> Result<(), String> {
+    let Tally {
+        done,
+        failures,
+        write_error,
+    } = tally;
     if let Some(e) = write_error {
         return Err(format!("writing records: {e}"));
     }

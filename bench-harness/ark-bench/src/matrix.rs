@@ -297,139 +297,191 @@ const BASELINE_IO: [(&str, u32); 6] = [
 /// Loss probabilities of the rudp matrix.
 pub const RUDP_LOSS: [f64; 5] = [0.0, 0.01, 0.05, 0.10, 0.20];
 
+/// A built-in matrix's builder.
+type Builder = fn() -> Vec<LoopbackCase>;
+
+/// The built-in matrices, by name.
+const BUILTIN: [(&str, Builder); 7] = [
+    ("baseline", baseline),
+    ("dimensions", dimensions),
+    ("mtu", mtu),
+    ("tls", tls),
+    ("http", http),
+    ("udp-limits", udp_limits),
+    ("rudp", rudp),
+];
+
 /// A named built-in matrix.
 pub fn builtin(name: &str) -> Option<Vec<LoopbackCase>> {
-    let case = |protocol: &str, payload, clients, window, (io_model, io_threads): (&str, u32)| {
-        LoopbackCase {
-            protocol: protocol.to_string(),
-            payload,
-            clients,
-            window,
-            io_model: io_model.to_string(),
-            io_threads,
-            address_family: ipv4(),
-            reconnect_every: 0,
-            tls_resumption: true,
-            load_generator: String::new(),
-            link_loss: Real(0.0),
-            link_delay_ms: Real(0.0),
-            link_jitter_ms: Real(0.0),
-            link_seed: DEFAULT_SEED,
-            rudp_fec: String::new(),
-        }
-    };
+    BUILTIN
+        .iter()
+        .find(|(builtin, _)| *builtin == name)
+        .map(|(_, cases)| cases())
+}
+
+/// A case of a built-in matrix: IPv4, TLS resumption on, the program's own clients, no
+/// reconnects, no link, no FEC.
+fn case(
+    protocol: &str,
+    payload: u32,
+    clients: u32,
+    window: u32,
+    (io_model, io_threads): (&str, u32),
+) -> LoopbackCase {
+    LoopbackCase {
+        protocol: protocol.to_string(),
+        payload,
+        clients,
+        window,
+        io_model: io_model.to_string(),
+        io_threads,
+        address_family: ipv4(),
+        reconnect_every: 0,
+        tls_resumption: true,
+        load_generator: String::new(),
+        link_loss: Real(0.0),
+        link_delay_ms: Real(0.0),
+        link_jitter_ms: Real(0.0),
+        link_seed: DEFAULT_SEED,
+        rudp_fec: String::new(),
+    }
+}
+
+/// The baseline: tcp, udp and websocket, three payloads, one idle and sixteen busy clients,
+/// over every IO profile of [`BASELINE_IO`].
+fn baseline() -> Vec<LoopbackCase> {
     let mut cases = Vec::new();
-    match name {
-        "baseline" => {
-            for protocol in ["tcp", "udp", "websocket"] {
-                for payload in [64, 1024, 16384] {
-                    let busy_window = if protocol == "udp" { 1 } else { 16 };
-                    for (clients, window) in [(1, 1), (16, busy_window)] {
-                        for io in BASELINE_IO {
-                            cases.push(case(protocol, payload, clients, window, io));
-                        }
-                    }
+    for protocol in ["tcp", "udp", "websocket"] {
+        for payload in [64, 1024, 16384] {
+            let busy_window = if protocol == "udp" { 1 } else { 16 };
+            for (clients, window) in [(1, 1), (16, busy_window)] {
+                for io in BASELINE_IO {
+                    cases.push(case(protocol, payload, clients, window, io));
                 }
             }
         }
-        "dimensions" => {
-            for protocol in ["tcp", "udp", "websocket"] {
-                for window in [1, 4, 16, 64] {
-                    for payload in [64, 1024, 16384] {
-                        for io in [("shared", 1), ("shared", 4), ("sharded", 4)] {
-                            cases.push(case(protocol, payload, 16, window, io));
-                        }
-                    }
+    }
+    cases
+}
+
+/// Window × payload for sixteen clients of tcp, udp and websocket, over three IO profiles.
+fn dimensions() -> Vec<LoopbackCase> {
+    let mut cases = Vec::new();
+    for protocol in ["tcp", "udp", "websocket"] {
+        for window in [1, 4, 16, 64] {
+            for payload in [64, 1024, 16384] {
+                for io in [("shared", 1), ("shared", 4), ("sharded", 4)] {
+                    cases.push(case(protocol, payload, 16, window, io));
                 }
             }
         }
-        "mtu" => {
-            // Around each no-fragmentation limit (MTU − 28 for IPv4, − 48 for IPv6) at MTU 1500
-            // and 9000, then larger datagrams up to the protocol's maximum.
-            for (family, payloads) in [
-                ("ipv4", [1472, 1473, 8192, 8972, 8973, 16384, 65507]),
-                ("ipv6", [1452, 1453, 8192, 8952, 8953, 16384, 65507]),
-            ] {
-                for payload in payloads {
-                    for window in [1, 16] {
-                        let mut c = case("udp", payload, 16, window, ("shared", 1));
-                        c.address_family = family.to_string();
-                        cases.push(c);
-                    }
-                }
+    }
+    cases
+}
+
+/// UDP datagrams around the no-fragmentation limits of MTU 1500 and 9000, IPv4 and IPv6.
+fn mtu() -> Vec<LoopbackCase> {
+    let mut cases = Vec::new();
+    // Around each no-fragmentation limit (MTU − 28 for IPv4, − 48 for IPv6) at MTU 1500
+    // and 9000, then larger datagrams up to the protocol's maximum.
+    for (family, payloads) in [
+        ("ipv4", [1472, 1473, 8192, 8972, 8973, 16384, 65507]),
+        ("ipv6", [1452, 1453, 8192, 8952, 8953, 16384, 65507]),
+    ] {
+        for payload in payloads {
+            for window in [1, 16] {
+                let mut c = case("udp", payload, 16, window, ("shared", 1));
+                c.address_family = family.to_string();
+                cases.push(c);
             }
         }
-        "tls" => {
-            // tcps and wss (ark-tls / tokio-rustls; the raw floor leaves TLS out).
-            for protocol in ["tcps", "wss"] {
-                for payload in [64, 1024, 16384] {
-                    for window in [1, 16] {
-                        for io in [("shared", 1), ("sharded", 2)] {
-                            cases.push(case(protocol, payload, 16, window, io));
-                        }
-                    }
-                }
-            }
-            // Handshakes per second: a new connection per round trip, resumption off and on.
-            for resumption in [false, true] {
+    }
+    cases
+}
+
+/// tcps and wss echo, and TLS handshakes per second with resumption off and on.
+fn tls() -> Vec<LoopbackCase> {
+    let mut cases = Vec::new();
+    // tcps and wss (ark-tls / tokio-rustls; the raw floor leaves TLS out).
+    for protocol in ["tcps", "wss"] {
+        for payload in [64, 1024, 16384] {
+            for window in [1, 16] {
                 for io in [("shared", 1), ("sharded", 2)] {
-                    let mut c = case("tcps", 1024, 16, 1, io);
-                    c.reconnect_every = 1;
-                    c.tls_resumption = resumption;
+                    cases.push(case(protocol, payload, 16, window, io));
+                }
+            }
+        }
+    }
+    // Handshakes per second: a new connection per round trip, resumption off and on.
+    for resumption in [false, true] {
+        for io in [("shared", 1), ("sharded", 2)] {
+            let mut c = case("tcps", 1024, 16, 1, io);
+            c.reconnect_every = 1;
+            c.tls_resumption = resumption;
+            cases.push(c);
+        }
+    }
+    cases
+}
+
+/// HTTP: GET under wrk, and POST /echo over http and https, pipelined or not.
+fn http() -> Vec<LoopbackCase> {
+    let mut cases = Vec::new();
+    // GET /static (64 B) by wrk, 16 keep-alive connections, one request in flight each.
+    for io in [("shared", 1), ("sharded", 2)] {
+        let mut c = case("http", 64, 16, 1, io);
+        c.load_generator = "wrk".to_string();
+        cases.push(c);
+    }
+    // POST /echo (ark-http / hyper), keep-alive; window = pipelined requests.
+    for protocol in ["http", "https"] {
+        for payload in [1024, 16384] {
+            for (clients, window) in [(1, 1), (16, 1), (16, 16)] {
+                for io in [("shared", 1), ("sharded", 2)] {
+                    cases.push(case(protocol, payload, clients, window, io));
+                }
+            }
+        }
+    }
+    cases
+}
+
+/// Large UDP datagrams up to the protocol's maximum, at three windows.
+fn udp_limits() -> Vec<LoopbackCase> {
+    let mut cases = Vec::new();
+    for payload in [1472, 8192, 16356, 16384, 65507] {
+        for window in [1, 16, 64] {
+            cases.push(case("udp", payload, 16, window, ("shared", 1)));
+        }
+    }
+    cases
+}
+
+/// Reliable UDP over a conditioned link (loss × delay × window × FEC), and plain UDP of the
+/// same shape.
+fn rudp() -> Vec<LoopbackCase> {
+    let mut cases = Vec::new();
+    // Reliable UDP over a conditioned link: ARQ only, fixed FEC and adaptive FEC
+    // (ark; KCP runs the `off` cases), per loss, link delay and window.
+    for (delay, jitter) in [(0.0, 0.0), (20.0, 5.0)] {
+        for window in [1, 16] {
+            for loss in RUDP_LOSS {
+                for fec in ["off", "fixed:8,2", "adaptive"] {
+                    let mut c = case("rudp", 1024, 16, window, ("shared", 1));
+                    c.link_loss = Real(loss);
+                    c.link_delay_ms = Real(delay);
+                    c.link_jitter_ms = Real(jitter);
+                    c.rudp_fec = fec.to_string();
                     cases.push(c);
                 }
             }
         }
-        "http" => {
-            // GET /static (64 B) by wrk, 16 keep-alive connections, one request in flight each.
-            for io in [("shared", 1), ("sharded", 2)] {
-                let mut c = case("http", 64, 16, 1, io);
-                c.load_generator = "wrk".to_string();
-                cases.push(c);
-            }
-            // POST /echo (ark-http / hyper), keep-alive; window = pipelined requests.
-            for protocol in ["http", "https"] {
-                for payload in [1024, 16384] {
-                    for (clients, window) in [(1, 1), (16, 1), (16, 16)] {
-                        for io in [("shared", 1), ("sharded", 2)] {
-                            cases.push(case(protocol, payload, clients, window, io));
-                        }
-                    }
-                }
-            }
-        }
-        "udp-limits" => {
-            for payload in [1472, 8192, 16356, 16384, 65507] {
-                for window in [1, 16, 64] {
-                    cases.push(case("udp", payload, 16, window, ("shared", 1)));
-                }
-            }
-        }
-        "rudp" => {
-            // Reliable UDP over a conditioned link: ARQ only, fixed FEC and adaptive FEC
-            // (ark; KCP runs the `off` cases), per loss, link delay and window.
-            for (delay, jitter) in [(0.0, 0.0), (20.0, 5.0)] {
-                for window in [1, 16] {
-                    for loss in RUDP_LOSS {
-                        for fec in ["off", "fixed:8,2", "adaptive"] {
-                            let mut c = case("rudp", 1024, 16, window, ("shared", 1));
-                            c.link_loss = Real(loss);
-                            c.link_delay_ms = Real(delay);
-                            c.link_jitter_ms = Real(jitter);
-                            c.rudp_fec = fec.to_string();
-                            cases.push(c);
-                        }
-                    }
-                }
-            }
-            // Plain UDP of the same shape, no link: what reliability costs on a clean link.
-            for window in [1, 16] {
-                cases.push(case("udp", 1024, 16, window, ("shared", 1)));
-            }
-        }
-        _ => return None,
     }
-    Some(cases)
+    // Plain UDP of the same shape, no link: what reliability costs on a clean link.
+    for window in [1, 16] {
+        cases.push(case("udp", 1024, 16, window, ("shared", 1)));
+    }
+    cases
 }
 
 /// A matrix file: `[[case]]` tables with the fields of [`LoopbackCase`].

@@ -328,74 +328,145 @@ HTTP's `GET by wrk` rows: 16 connections of wrk asking for the static page of th
     columns.push("Target".to_string());
     table_header(out, &columns.iter().map(String::as_str).collect::<Vec<_>>());
     for (protocol, payload, window) in &busy {
-        let shared1 = (
-            protocol.clone(),
-            *payload,
-            16,
-            *window,
-            "shared".to_string(),
-            1,
-            "ipv4".to_string(),
-        );
-        let best: Vec<Option<Key>> = names
-            .iter()
-            .map(|n| best_io(cases, (protocol, *payload), *window, n))
-            .collect();
-        let shared1_is_best = best.iter().all(|k| k.as_ref() == Some(&shared1));
-        let mut rows = vec![("shared 1".to_string(), vec![Some(shared1); names.len()])];
-        if !shared1_is_best {
-            let profiles = best
-                .iter()
-                .map(|k| {
-                    k.as_ref()
-                        .map_or("–".into(), |k| format!("{} {}", k.4, k.5))
-                })
-                .collect::<Vec<_>>();
-            rows.push((format!("best: {}", profiles.join(" / ")), best));
-        }
+        let rows = headline_profiles(cases, names, (protocol, *payload), *window);
         for (row, (io, keys)) in rows.iter().enumerate() {
-            let runs_of = |i: usize| runs(keys[i].as_ref().and_then(|k| cases.get(k)), &names[i]);
-            let medians = |name| {
-                (0..names.len())
-                    .map(|i| field(runs_of(i), name))
-                    .collect::<Vec<_>>()
+            let row = HeadlineRow {
+                protocol,
+                window: *window,
+                io,
+                keys,
+                shared1: row == 0,
             };
-            let speed = medians("roundtrips_per_second");
-            let strongest = (1..names.len())
-                .filter_map(|i| speed[i].map(|s| (i, s.median)))
-                .max_by(|a, b| a.1.total_cmp(&b.1))
-                .map(|(i, _)| i);
-            let ratio_to = |i: usize, name: &str| ratio(runs_of(0), runs_of(i), name);
-            let mut cells = vec![
-                protocol.clone(),
-                window.to_string(),
-                io.clone(),
-                joined(&speed, 0),
-                strongest.map_or("–".into(), |i| names[i].clone()),
-                ratio_cell(strongest.and_then(|i| ratio_to(i, "roundtrips_per_second"))),
-            ];
-            cells
-                .extend((1..names.len()).map(|i| ratio_cell(ratio_to(i, "roundtrips_per_second"))));
-            cells.push(joined(&medians("rtt_p99_us"), 0));
-            cells.push(ratio_cell(
-                strongest.and_then(|i| ratio_to(i, "rtt_p99_us")),
-            ));
-            let target = (row == 0)
-                .then(|| design_target(protocol, *window))
-                .flatten();
-            cells.push(target_cell(target, |peer, name| {
-                let i = names.iter().position(|n| n == peer)?;
-                ratio_to(i, name)
-            }));
+            let cells = headline_cells(cases, names, row);
             let _ = writeln!(out, "| {} |", cells.join(" | "));
         }
     }
     let _ = writeln!(out);
 }
 
+/// The IO profiles of the headline's rows for `protocol` with `payload` bytes and `window`:
+/// shared 1 for every implementation, then, unless shared 1 is the best of all, each
+/// implementation's best; each named, with every implementation's case key.
+fn headline_profiles(
+    cases: &BTreeMap<Key, Runs<'_>>,
+    names: &[String],
+    (protocol, payload): (&str, u64),
+    window: u64,
+) -> Vec<(String, Vec<Option<Key>>)> {
+    let shared1 = (
+        protocol.to_string(),
+        payload,
+        16,
+        window,
+        "shared".to_string(),
+        1,
+        "ipv4".to_string(),
+    );
+    let best: Vec<Option<Key>> = names
+        .iter()
+        .map(|n| best_io(cases, (protocol, payload), window, n))
+        .collect();
+    let shared1_is_best = best.iter().all(|k| k.as_ref() == Some(&shared1));
+    let mut rows = vec![("shared 1".to_string(), vec![Some(shared1); names.len()])];
+    if !shared1_is_best {
+        let profiles = best
+            .iter()
+            .map(|k| {
+                k.as_ref()
+                    .map_or("–".into(), |k| format!("{} {}", k.4, k.5))
+            })
+            .collect::<Vec<_>>();
+        rows.push((format!("best: {}", profiles.join(" / ")), best));
+    }
+    rows
+}
+
+/// One row of the headline: a protocol and window at one IO profile (`io`, with every
+/// implementation's case key), `shared1` for the row held to the design target.
+#[derive(Debug, Clone, Copy)]
+struct HeadlineRow<'a> {
+    protocol: &'a str,
+    window: u64,
+    io: &'a str,
+    keys: &'a [Option<Key>],
+    shared1: bool,
+}
+
+/// The cells of one headline row: medians of every implementation, the strongest peer, ark's
+/// ratios to it and to every peer, and the design target's verdict.
+fn headline_cells(
+    cases: &BTreeMap<Key, Runs<'_>>,
+    names: &[String],
+    row: HeadlineRow<'_>,
+) -> Vec<String> {
+    let runs_of = |i: usize| runs(row.keys[i].as_ref().and_then(|k| cases.get(k)), &names[i]);
+    let medians = |name| {
+        (0..names.len())
+            .map(|i| field(runs_of(i), name))
+            .collect::<Vec<_>>()
+    };
+    let speed = medians("roundtrips_per_second");
+    let strongest = (1..names.len())
+        .filter_map(|i| speed[i].map(|s| (i, s.median)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(i, _)| i);
+    let ratio_to = |i: usize, name: &str| ratio(runs_of(0), runs_of(i), name);
+    let mut cells = vec![
+        row.protocol.to_string(),
+        row.window.to_string(),
+        row.io.to_string(),
+        joined(&speed, 0),
+        strongest.map_or("–".into(), |i| names[i].clone()),
+        ratio_cell(strongest.and_then(|i| ratio_to(i, "roundtrips_per_second"))),
+    ];
+    cells.extend((1..names.len()).map(|i| ratio_cell(ratio_to(i, "roundtrips_per_second"))));
+    cells.push(joined(&medians("rtt_p99_us"), 0));
+    cells.push(ratio_cell(
+        strongest.and_then(|i| ratio_to(i, "rtt_p99_us")),
+    ));
+    let target = row
+        .shared1
+        .then(|| design_target(row.protocol, row.window))
+        .flatten();
+    cells.push(target_cell(target, |peer, name| {
+        let i = names.iter().position(|n| n == peer)?;
+        ratio_to(i, name)
+    }));
+    cells
+}
+
 /// Renders `DIR/report.md` with charts, and `docs/performance/README.md`.
 pub(crate) fn render(dir: &Path) -> Result<(), String> {
     let matrices = load(dir)?;
+    let metadata = read_metadata(dir, &matrices)?;
+    refuse_mixed(dir, &matrices, &metadata)?;
+    let mut out = String::new();
+    let name = dir.file_name().map_or_else(
+        || dir.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let _ = writeln!(out, "# Loopback benchmark: {name}\n");
+    if let Some(m) = metadata.values().next() {
+        let _ = writeln!(out, "{}", m.environment_rows());
+    }
+    let _ = writeln!(
+        out,
+        "Every case ran in a fresh process, repetition-major; cells are the median over repetitions with min–max; p99 is the median of per-run p99s. Server and clients run in one process and share its IO threads, as in arknet's benchmark, except in the owned model (a thread and a loop per endpoint: io_threads = clients + 1). CPU 100 % = one core.\n"
+    );
+    for (matrix, records) in &matrices {
+        matrix_section(dir, matrix, records, metadata.get(matrix), &mut out)?;
+    }
+    std::fs::write(dir.join("report.md"), out).map_err(|e| e.to_string())?;
+    docs_index(dir)?;
+    eprintln!("wrote {}/report.md", dir.display());
+    Ok(())
+}
+
+/// The metadata of each of `matrices` that has a `<matrix>.metadata.json` in `dir`.
+fn read_metadata(
+    dir: &Path,
+    matrices: &BTreeMap<String, Vec<Value>>,
+) -> Result<BTreeMap<String, Metadata>, String> {
     let mut metadata: BTreeMap<String, Metadata> = BTreeMap::new();
     for name in matrices.keys() {
         if let Ok(text) = std::fs::read_to_string(dir.join(format!("{name}.metadata.json"))) {
@@ -405,7 +476,15 @@ pub(crate) fn render(dir: &Path) -> Result<(), String> {
             );
         }
     }
-    // Refuse mixed inputs: one host, one commit, one binary.
+    Ok(metadata)
+}
+
+/// Refuses mixed inputs: one host, one commit, one binary.
+fn refuse_mixed(
+    dir: &Path,
+    matrices: &BTreeMap<String, Vec<Value>>,
+    metadata: &BTreeMap<String, Metadata>,
+) -> Result<(), String> {
     let hosts: BTreeSet<String> = metadata
         .values()
         .map(|m| format!("{} / {}", m.machine, m.cpu_model))
@@ -422,107 +501,107 @@ pub(crate) fn render(dir: &Path) -> Result<(), String> {
             dir.display()
         ));
     }
+    Ok(())
+}
 
-    let mut out = String::new();
-    let name = dir.file_name().map_or_else(
-        || dir.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    );
-    let _ = writeln!(out, "# Loopback benchmark: {name}\n");
-    if let Some(m) = metadata.values().next() {
-        let _ = writeln!(out, "{}", m.environment_rows());
-    }
+/// The report's section of one matrix: the headline when ark is compared, a table per
+/// protocol, the MTU table, reliable UDP's section, the failed runs and the charts.
+fn matrix_section(
+    dir: &Path,
+    matrix: &str,
+    records: &[Value],
+    metadata: Option<&Metadata>,
+    out: &mut String,
+) -> Result<(), String> {
+    let settings = metadata.map(|m| m.settings.to_string()).unwrap_or_default();
     let _ = writeln!(
         out,
-        "Every case ran in a fresh process, repetition-major; cells are the median over repetitions with min–max; p99 is the median of per-run p99s. Server and clients run in one process and share its IO threads, as in arknet's benchmark, except in the owned model (a thread and a loop per endpoint: io_threads = clients + 1). CPU 100 % = one core.\n"
+        "## Matrix `{matrix}`\n\n{} records. Settings: `{settings}`\n",
+        records.len()
     );
-    for (matrix, records) in &matrices {
-        let settings = metadata
-            .get(matrix)
-            .map(|m| m.settings.to_string())
-            .unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "## Matrix `{matrix}`\n\n{} records. Settings: `{settings}`\n",
-            records.len()
-        );
-        // Reliable UDP has a section of its own (per link, FEC and KCP mode); the other
-        // protocols the tables below.
-        let (rudp, records): (Vec<Value>, Vec<Value>) =
-            records.iter().cloned().partition(rudp::is_rudp);
-        let records = &records;
-        let cases = group(records);
-        let names = ordered(records);
-        let compared = names.len() > 1 && names[0] == "ark";
-        if compared {
-            headline(&cases, &names, &mut out);
-        }
-        // The known protocols first, then connection variants (`tcps reconnect 1`, ...).
-        let mut protocols: Vec<String> = PROTOCOLS.iter().map(|p| p.to_string()).collect();
-        for k in cases.keys() {
-            if !protocols.contains(&k.0) {
-                protocols.push(k.0.clone());
-            }
-        }
-        for protocol in &protocols {
-            let rows: Vec<(&Key, &Runs<'_>)> =
-                cases.iter().filter(|(k, _)| &k.0 == protocol).collect();
-            if rows.is_empty() {
-                continue;
-            }
-            let _ = writeln!(out, "### {protocol}\n");
-            if protocol.contains(" reconnect ") {
-                connections(&rows, &names, &mut out);
-            }
-            if compared {
-                comparison(&rows, &names, &mut out);
-            } else {
-                for implementation in &names {
-                    if names.len() > 1 {
-                        let _ = writeln!(out, "{implementation}:\n");
-                    }
-                    single(&rows, implementation, &mut out);
-                }
-            }
-        }
-        if matrix.starts_with("mtu") {
-            let mtu = metadata
-                .get(matrix)
-                .and_then(|m| m.settings["topology"]["mtu"].as_u64());
-            mtu_table(&cases, mtu, &names, &mut out);
-        }
-        if !rudp.is_empty() {
-            rudp::section(dir, matrix, (&rudp, records), &mut out)?;
-        }
-        let failed: Vec<&Value> = records
-            .iter()
-            .chain(&rudp)
-            .filter(|r| r["ok"] != true)
-            .collect();
-        if !failed.is_empty() {
-            let _ = writeln!(out, "### Failed runs\n");
-            for r in failed {
-                let k = key(r);
-                let _ = writeln!(
-                    out,
-                    "- rep {} {} {} ({}): {}",
-                    r["repetition"],
-                    implementation(r),
-                    k.0,
-                    label(&k),
-                    r["error"]
-                );
-            }
-            let _ = writeln!(out);
-        }
-        if !records.is_empty() {
-            charts(dir, matrix, &cases, &names, &mut out)?;
+    // Reliable UDP has a section of its own (per link, FEC and KCP mode); the other
+    // protocols the tables below.
+    let (rudp, records): (Vec<Value>, Vec<Value>) =
+        records.iter().cloned().partition(rudp::is_rudp);
+    let records = &records;
+    let cases = group(records);
+    let names = ordered(records);
+    let compared = names.len() > 1 && names[0] == "ark";
+    if compared {
+        headline(&cases, &names, out);
+    }
+    protocol_tables(&cases, &names, compared, out);
+    if matrix.starts_with("mtu") {
+        let mtu = metadata.and_then(|m| m.settings["topology"]["mtu"].as_u64());
+        mtu_table(&cases, mtu, &names, out);
+    }
+    if !rudp.is_empty() {
+        rudp::section(dir, matrix, (&rudp, records), out)?;
+    }
+    failed_runs(records.iter().chain(&rudp), out);
+    if !records.is_empty() {
+        charts(dir, matrix, &cases, &names, out)?;
+    }
+    Ok(())
+}
+
+/// A table per protocol: the known protocols first, then connection variants
+/// (`tcps reconnect 1`, ...); ark against the peers when `compared`, else each
+/// implementation's own.
+fn protocol_tables(
+    cases: &BTreeMap<Key, Runs<'_>>,
+    names: &[String],
+    compared: bool,
+    out: &mut String,
+) {
+    let mut protocols: Vec<String> = PROTOCOLS.iter().map(|p| p.to_string()).collect();
+    for k in cases.keys() {
+        if !protocols.contains(&k.0) {
+            protocols.push(k.0.clone());
         }
     }
-    std::fs::write(dir.join("report.md"), out).map_err(|e| e.to_string())?;
-    docs_index(dir)?;
-    eprintln!("wrote {}/report.md", dir.display());
-    Ok(())
+    for protocol in &protocols {
+        let rows: Vec<(&Key, &Runs<'_>)> = cases.iter().filter(|(k, _)| &k.0 == protocol).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "### {protocol}\n");
+        if protocol.contains(" reconnect ") {
+            connections(&rows, names, out);
+        }
+        if compared {
+            comparison(&rows, names, out);
+        } else {
+            for implementation in names {
+                if names.len() > 1 {
+                    let _ = writeln!(out, "{implementation}:\n");
+                }
+                single(&rows, implementation, out);
+            }
+        }
+    }
+}
+
+/// The runs among `records` that are not ok, one line each (nothing when all are).
+fn failed_runs<'a>(records: impl Iterator<Item = &'a Value>, out: &mut String) {
+    let failed: Vec<&Value> = records.filter(|r| r["ok"] != true).collect();
+    if failed.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "### Failed runs\n");
+    for r in failed {
+        let k = key(r);
+        let _ = writeln!(
+            out,
+            "- rep {} {} {} ({}): {}",
+            r["repetition"],
+            implementation(r),
+            k.0,
+            label(&k),
+            r["error"]
+        );
+    }
+    let _ = writeln!(out);
 }
 
 /// The median of `records`' `udp_kernel.<name>` (namespace-wide counter deltas of a run).

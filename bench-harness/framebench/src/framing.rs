@@ -627,37 +627,8 @@ pub fn idle_memory(
         mib: bytes as f64 / (1024.0 * 1024.0),
     };
 
-    fn states<D: BenchDecoder>(
-        count: usize,
-        make: impl Fn() -> Result<D, String>,
-        workload: &Workload,
-        whole: &[u8],
-        half: &[u8],
-        live_bytes: fn() -> i64,
-    ) -> Result<[i64; 3], String> {
-        let mut all: Vec<D> = Vec::with_capacity(count);
-        let base = live_bytes();
-        for _ in 0..count {
-            all.push(make()?);
-        }
-        let fresh = live_bytes() - base;
-        let mut validator = Validator::new(&workload.expected);
-        for d in &mut all {
-            d.feed(whole, &mut validator)?;
-        }
-        let after_whole = live_bytes() - base;
-        for d in &mut all {
-            d.feed(half, &mut validator)?;
-        }
-        let partial = live_bytes() - base;
-        if validator.messages != count as u64 || validator.mismatches != 0 {
-            return Err("idle-memory messages did not validate".to_string());
-        }
-        Ok([fresh, after_whole, partial])
-    }
-
     let [fresh, after_whole, partial] = match kind {
-        DecoderKind::Naive => states(
+        DecoderKind::Naive => held_bytes(
             count,
             || Ok(Naive::new(initial)),
             &workload,
@@ -665,7 +636,7 @@ pub fn idle_memory(
             half,
             live_bytes,
         )?,
-        DecoderKind::TokioUtil => states(
+        DecoderKind::TokioUtil => held_bytes(
             count,
             || Ok(TokioUtil::new(initial)),
             &workload,
@@ -673,7 +644,7 @@ pub fn idle_memory(
             half,
             live_bytes,
         )?,
-        DecoderKind::Ark => states(
+        DecoderKind::Ark => held_bytes(
             count,
             || Ark::new(initial),
             &workload,
@@ -687,6 +658,38 @@ pub fn idle_memory(
         record("after_whole_message", after_whole),
         record("partial_message", partial),
     ])
+}
+
+/// The heap bytes `count` states made by `make` hold (`live_bytes` over its value before
+/// them): fresh, after each received the `whole` message, and while each holds `half` a
+/// message more; every message validated against `workload`.
+fn held_bytes<D: BenchDecoder>(
+    count: usize,
+    make: impl Fn() -> Result<D, String>,
+    workload: &Workload,
+    whole: &[u8],
+    half: &[u8],
+    live_bytes: fn() -> i64,
+) -> Result<[i64; 3], String> {
+    let mut all: Vec<D> = Vec::with_capacity(count);
+    let base = live_bytes();
+    for _ in 0..count {
+        all.push(make()?);
+    }
+    let fresh = live_bytes() - base;
+    let mut validator = Validator::new(&workload.expected);
+    for d in &mut all {
+        d.feed(whole, &mut validator)?;
+    }
+    let after_whole = live_bytes() - base;
+    for d in &mut all {
+        d.feed(half, &mut validator)?;
+    }
+    let partial = live_bytes() - base;
+    if validator.messages != count as u64 || validator.mismatches != 0 {
+        return Err("idle-memory messages did not validate".to_string());
+    }
+    Ok([fresh, after_whole, partial])
 }
 
 #[cfg(test)]

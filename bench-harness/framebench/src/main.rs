@@ -9,13 +9,13 @@
 
 mod report;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use ark_bench::metadata::{Metadata, repo_root};
-use ark_bench::result_set::ResultSet;
-use ark_bench::runner::{Case, run_repetition_major};
+use ark_bench::result_set::{RecordWriter, ResultSet};
+use ark_bench::runner::{Case, Outcome, run_repetition_major};
 use ark_framebench::framing::{
     DEFAULT_WARMUP_BATCHES, DecoderKind, FramingRecord, Phase, SessionsRecord, StreamShape,
     Workload, idle_memory, measure_kind,
@@ -194,8 +194,11 @@ fn sessions(args: &SessionsArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// The case list of a run: (table, decoder, shape, initial capacity).
-fn cases(matrix: Matrix) -> Vec<(&'static str, DecoderKind, StreamShape, usize)> {
+/// One case of a run: (table, decoder, shape, initial capacity).
+type Spec = (&'static str, DecoderKind, StreamShape, usize);
+
+/// The case list of a run.
+fn cases(matrix: Matrix) -> Vec<Spec> {
     let mut cases = Vec::new();
     for shape in StreamShape::SEED_ROWS {
         for kind in DecoderKind::ALL {
@@ -248,46 +251,76 @@ fn run(args: &RunArgs) -> Result<(), String> {
     let list = cases(args.matrix);
     let runner_cases: Vec<Case> = list
         .iter()
-        .map(|&(table, kind, shape, capacity)| Case {
-            program: binary.clone(),
-            env: Vec::new(),
-            label: format!(
-                "{table} {} body={} block={} batch={} cap={capacity}",
-                kind.name(),
-                shape.body,
-                shape.block,
-                shape.batch
-            ),
-            args: [
-                "case",
-                "--table",
-                table,
-                "--decoder",
-                kind.name(),
-                "--body",
-                &shape.body.to_string(),
-                "--block",
-                &shape.block.to_string(),
-                "--batch",
-                &shape.batch.to_string(),
-                "--initial-capacity",
-                &capacity.to_string(),
-                "--seconds",
-                &args.seconds.to_string(),
-                "--warmup-batches",
-                &args.warmup_batches.to_string(),
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
-        })
+        .map(|spec| runner_case(&binary, args, spec))
         .collect();
+    let failures = run_cases(args, &list, &runner_cases, &mut metadata, &records)?;
+    // Idle memory, in a fresh process so that nothing else is on the heap.
+    idle_memory_records(&binary, args.sessions, &mut metadata, &set)?;
+    metadata.finished_utc = Some(ark_bench::metadata::utc_now());
+    set.write_metadata(&metadata).map_err(|e| e.to_string())?;
+    eprintln!(
+        "wrote {} ({} case runs, {failures} failed); render with: ark-framebench report {}",
+        set.dir().display(),
+        runner_cases.len() * args.repetitions as usize,
+        set.dir().display()
+    );
+    println!("{}", set.dir().display());
+    Ok(())
+}
+
+/// The runner's case for `spec`: `ark-framebench case` with its flags.
+fn runner_case(binary: &Path, args: &RunArgs, &(table, kind, shape, capacity): &Spec) -> Case {
+    Case {
+        program: binary.to_path_buf(),
+        env: Vec::new(),
+        label: format!(
+            "{table} {} body={} block={} batch={} cap={capacity}",
+            kind.name(),
+            shape.body,
+            shape.block,
+            shape.batch
+        ),
+        args: [
+            "case",
+            "--table",
+            table,
+            "--decoder",
+            kind.name(),
+            "--body",
+            &shape.body.to_string(),
+            "--block",
+            &shape.block.to_string(),
+            "--batch",
+            &shape.batch.to_string(),
+            "--initial-capacity",
+            &capacity.to_string(),
+            "--seconds",
+            &args.seconds.to_string(),
+            "--warmup-batches",
+            &args.warmup_batches.to_string(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+    }
+}
+
+/// Runs `runner_cases` (of `list`, in the same order) repetition-major, appending every
+/// record to `records` and every command line to `metadata`; returns how many runs gave no
+/// record.
+fn run_cases(
+    args: &RunArgs,
+    list: &[Spec],
+    runner_cases: &[Case],
+    metadata: &mut Metadata,
+    records: &RecordWriter,
+) -> Result<usize, String> {
     let total = runner_cases.len() * args.repetitions as usize;
     let mut done = 0;
     let mut failures = 0;
     let mut io_error = None;
     run_repetition_major(
-        &runner_cases,
+        runner_cases,
         args.repetitions,
         // Every case a group of its own: list order.
         &[],
@@ -299,38 +332,15 @@ fn run(args: &RunArgs) -> Result<(), String> {
                 .iter()
                 .position(|c| std::ptr::eq(c, case))
                 .expect("case from the list");
-            let (table, kind, shape, capacity) = list[index];
-            let record = outcome
-                .result
-                .clone()
-                .and_then(|line| {
-                    serde_json::from_str::<FramingRecord>(&line)
-                        .map_err(|e| format!("bad record {line:?}: {e}"))
-                })
-                .unwrap_or_else(|error| {
-                    failures += 1;
-                    FramingRecord::failed(
-                        table,
-                        kind,
-                        shape,
-                        capacity,
-                        outcome.repetition,
-                        args.warmup_batches,
-                        error,
-                    )
-                });
+            let (record, no_record) = record(outcome, &list[index], args.warmup_batches);
+            if no_record {
+                failures += 1;
+            }
             eprintln!(
                 "[{done}/{total}] rep {} {}: {}",
                 outcome.repetition,
                 case.label,
-                if record.ok {
-                    format!(
-                        "{:.0} msg/s, {:.3} allocs/msg",
-                        record.msg_per_s, record.allocations_per_message
-                    )
-                } else {
-                    format!("FAILED: {}", record.error.as_deref().unwrap_or(""))
-                }
+                progress(&record)
             );
             if let Err(e) = records.append(&record) {
                 io_error.get_or_insert(e);
@@ -338,20 +348,69 @@ fn run(args: &RunArgs) -> Result<(), String> {
             true
         },
     );
-    if let Some(e) = io_error {
-        return Err(format!("writing {}: {e}", records.path().display()));
+    match io_error {
+        Some(e) => Err(format!("writing {}: {e}", records.path().display())),
+        None => Ok(failures),
     }
+}
 
-    // Idle memory, in a fresh process so that nothing else is on the heap.
+/// The record of one run of `spec`, and whether the run gave none: then the record is a
+/// failed one, saying why the run failed or what it printed.
+fn record(
+    outcome: &Outcome,
+    &(table, kind, shape, capacity): &Spec,
+    warmup_batches: u64,
+) -> (FramingRecord, bool) {
+    let parsed = outcome.result.clone().and_then(|line| {
+        serde_json::from_str::<FramingRecord>(&line)
+            .map_err(|e| format!("bad record {line:?}: {e}"))
+    });
+    match parsed {
+        Ok(record) => (record, false),
+        Err(error) => {
+            let record = FramingRecord::failed(
+                table,
+                kind,
+                shape,
+                capacity,
+                outcome.repetition,
+                warmup_batches,
+                error,
+            );
+            (record, true)
+        }
+    }
+}
+
+/// A run's result on the progress line: its rate and allocations, or why it failed.
+fn progress(record: &FramingRecord) -> String {
+    if record.ok {
+        format!(
+            "{:.0} msg/s, {:.3} allocs/msg",
+            record.msg_per_s, record.allocations_per_message
+        )
+    } else {
+        format!("FAILED: {}", record.error.as_deref().unwrap_or(""))
+    }
+}
+
+/// Runs `ark-framebench sessions --count <sessions>` (a fresh process, so that nothing else is
+/// on the heap) and writes its records to the set's `sessions.jsonl`.
+fn idle_memory_records(
+    binary: &Path,
+    sessions: usize,
+    metadata: &mut Metadata,
+    set: &ResultSet,
+) -> Result<(), String> {
     let sessions_cmd = [
         "sessions".to_string(),
         "--count".to_string(),
-        args.sessions.to_string(),
+        sessions.to_string(),
     ];
     metadata
         .command_lines
         .push(format!("{} {}", binary.display(), sessions_cmd.join(" ")));
-    let out = std::process::Command::new(&binary)
+    let out = std::process::Command::new(binary)
         .args(&sessions_cmd)
         .output()
         .map_err(|e| e.to_string())?;
@@ -371,14 +430,5 @@ fn run(args: &RunArgs) -> Result<(), String> {
         let record: SessionsRecord = serde_json::from_str(line).map_err(|e| e.to_string())?;
         sessions_writer.append(&record).map_err(|e| e.to_string())?;
     }
-
-    metadata.finished_utc = Some(ark_bench::metadata::utc_now());
-    set.write_metadata(&metadata).map_err(|e| e.to_string())?;
-    eprintln!(
-        "wrote {} ({total} case runs, {failures} failed); render with: ark-framebench report {}",
-        set.dir().display(),
-        set.dir().display()
-    );
-    println!("{}", set.dir().display());
     Ok(())
 }

@@ -117,8 +117,8 @@ pub(crate) fn render(dir: &Path, docs_page: Option<&Path>) -> Result<(), String>
         let docs = format!(
             "# Framing performance\n\nThe latest framing result set is [`{name}`]({link}/framing.md) \
              (raw records and metadata beside it). Reproduce with:\n\n```sh\n\
-             cargo run --release -p bench-harness --bin ark-framebench -- run --repetitions 3 --seconds 1\n\
-             cargo run --release -p bench-harness --bin ark-framebench -- report results/<machine>-<date>\n```\n\n\
+             cargo run --release -p ark-framebench -- run --repetitions 3 --seconds 1\n\
+             cargo run --release -p ark-framebench -- report results/<machine>-<date>\n```\n\n\
              ![Framing throughput]({link}/framing.svg)\n\n{body}"
         );
         if let Some(parent) = docs_page.parent() {
@@ -143,8 +143,27 @@ fn relative_link(page: &Path, target: &Path) -> String {
 
 fn tables(metadata: &Metadata, records: &[FramingRecord], sessions: &[SessionsRecord]) -> String {
     let mut out = String::new();
-    let reps = records.iter().map(|r| r.repetition).max().unwrap_or(0);
     let failed: Vec<&FramingRecord> = records.iter().filter(|r| !r.ok).collect();
+    environment(&mut out, metadata, records, failed.len());
+    results(&mut out, records);
+    capacities(&mut out, records);
+    if records.iter().any(|r| r.table == "full") {
+        let _ = writeln!(out, "\n## Full matrix\n");
+        comparison_table(&mut out, records, "full", &StreamShape::full_matrix());
+    }
+
+    if !sessions.is_empty() {
+        idle_memory(&mut out, sessions);
+    }
+    if !failed.is_empty() {
+        failures(&mut out, &failed);
+    }
+    out
+}
+
+/// The environment section: machine, run, settings, how many records and how they were made.
+fn environment(out: &mut String, metadata: &Metadata, records: &[FramingRecord], failed: usize) {
+    let reps = records.iter().map(|r| r.repetition).max().unwrap_or(0);
     let _ = writeln!(out, "## Environment\n");
     out.push_str(&metadata.environment_rows());
     let _ = writeln!(
@@ -159,7 +178,7 @@ fn tables(metadata: &Metadata, records: &[FramingRecord], sessions: &[SessionsRe
         "| Cases | {} records, {} repetitions, {} failed |\n",
         records.len(),
         reps,
-        failed.len()
+        failed
     );
     let _ = writeln!(
         out,
@@ -169,9 +188,12 @@ fn tables(metadata: &Metadata, records: &[FramingRecord], sessions: &[SessionsRe
          phase, counted by a global allocator. Initial capacity: naive 4 KiB, tokio-util 8 KiB \
          (`FramedRead`'s default), ark 4 KiB.\n"
     );
+}
 
+/// The results section: the throughput of the seed's rows and the targets table.
+fn results(out: &mut String, records: &[FramingRecord]) {
     let _ = writeln!(out, "## Results\n");
-    let target_lines = comparison_table(&mut out, records, "main", &StreamShape::SEED_ROWS);
+    let target_lines = comparison_table(out, records, "main", &StreamShape::SEED_ROWS);
 
     let _ = writeln!(out, "\n### Targets\n");
     let _ = writeln!(
@@ -182,7 +204,10 @@ fn tables(metadata: &Metadata, records: &[FramingRecord], sessions: &[SessionsRe
     for line in target_lines {
         let _ = writeln!(out, "{line}");
     }
+}
 
+/// The initial-capacity table (ark alone).
+fn capacities(out: &mut String, records: &[FramingRecord]) {
     let _ = writeln!(out, "\n## Initial capacity (ark)\n");
     let _ = writeln!(
         out,
@@ -214,79 +239,75 @@ fn tables(metadata: &Metadata, records: &[FramingRecord], sessions: &[SessionsRe
             );
         }
     }
+}
 
-    if records.iter().any(|r| r.table == "full") {
-        let _ = writeln!(out, "\n## Full matrix\n");
-        comparison_table(&mut out, records, "full", &StreamShape::full_matrix());
-    }
-
-    if !sessions.is_empty() {
-        let count = sessions[0].sessions;
+/// The idle-memory section: the receive buffers of many decoder states, and its target.
+fn idle_memory(out: &mut String, sessions: &[SessionsRecord]) {
+    let count = sessions[0].sessions;
+    let _ = writeln!(
+        out,
+        "\n## Idle memory: receive buffers of {} sessions\n",
+        thousands(count as f64)
+    );
+    let _ = writeln!(
+        out,
+        "Heap bytes held by {} decoder states, measured by the counting allocator (the states' own \
+         structs excluded), with {}-byte messages. The seed's arknet figure: 5,000 MiB → 39.1 MiB.\n",
+        thousands(count as f64),
+        sessions[0].body_bytes
+    );
+    let _ = writeln!(
+        out,
+        "| Decoder | Initial capacity / B | Fresh / MiB | After one whole message / MiB | Holding a partial message / MiB |"
+    );
+    let _ = writeln!(out, "| --- | ---: | ---: | ---: | ---: |");
+    for kind in DecoderKind::ALL {
+        let get = |state: &str| {
+            sessions
+                .iter()
+                .find(|s| s.decoder == kind && s.state == state)
+        };
+        let cell = |state: &str| get(state).map_or("n/a".to_string(), |s| mib(s.bytes));
+        let capacity = get("fresh").map_or(0, |s| s.initial_capacity_bytes);
         let _ = writeln!(
             out,
-            "\n## Idle memory: receive buffers of {} sessions\n",
-            thousands(count as f64)
-        );
-        let _ = writeln!(
-            out,
-            "Heap bytes held by {} decoder states, measured by the counting allocator (the states' own \
-             structs excluded), with {}-byte messages. The seed's arknet figure: 5,000 MiB → 39.1 MiB.\n",
-            thousands(count as f64),
-            sessions[0].body_bytes
-        );
-        let _ = writeln!(
-            out,
-            "| Decoder | Initial capacity / B | Fresh / MiB | After one whole message / MiB | Holding a partial message / MiB |"
-        );
-        let _ = writeln!(out, "| --- | ---: | ---: | ---: | ---: |");
-        for kind in DecoderKind::ALL {
-            let get = |state: &str| {
-                sessions
-                    .iter()
-                    .find(|s| s.decoder == kind && s.state == state)
-            };
-            let cell = |state: &str| get(state).map_or("n/a".to_string(), |s| mib(s.bytes));
-            let capacity = get("fresh").map_or(0, |s| s.initial_capacity_bytes);
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} |",
-                kind.name(),
-                thousands(capacity as f64),
-                cell("fresh"),
-                cell("after_whole_message"),
-                cell("partial_message")
-            );
-        }
-        let ark_idle: i64 = sessions
-            .iter()
-            .filter(|s| s.decoder == DecoderKind::Ark && s.state != "partial_message")
-            .map(|s| s.bytes)
-            .sum();
-        let _ = writeln!(
-            out,
-            "\nTarget, 10,000 idle ark sessions hold 0 bytes fresh and after whole messages: **{}** ({ark_idle} bytes).",
-            if ark_idle == 0 { "met" } else { "missed" }
+            "| {} | {} | {} | {} | {} |",
+            kind.name(),
+            thousands(capacity as f64),
+            cell("fresh"),
+            cell("after_whole_message"),
+            cell("partial_message")
         );
     }
+    let ark_idle: i64 = sessions
+        .iter()
+        .filter(|s| s.decoder == DecoderKind::Ark && s.state != "partial_message")
+        .map(|s| s.bytes)
+        .sum();
+    let _ = writeln!(
+        out,
+        "\nTarget, 10,000 idle ark sessions hold 0 bytes fresh and after whole messages: **{}** ({ark_idle} bytes).",
+        if ark_idle == 0 { "met" } else { "missed" }
+    );
+}
 
-    if !failed.is_empty() {
-        let _ = writeln!(out, "\n## Failed cases\n");
-        for r in failed {
-            let _ = writeln!(
-                out,
-                "- {} {} {}/{}/{} cap {} rep {}: {}",
-                r.table,
-                r.decoder.name(),
-                r.body_bytes,
-                r.block_bytes,
-                r.batch,
-                r.initial_capacity_bytes,
-                r.repetition,
-                r.error.as_deref().unwrap_or("")
-            );
-        }
+/// The failed cases, one line each.
+fn failures(out: &mut String, failed: &[&FramingRecord]) {
+    let _ = writeln!(out, "\n## Failed cases\n");
+    for r in failed {
+        let _ = writeln!(
+            out,
+            "- {} {} {}/{}/{} cap {} rep {}: {}",
+            r.table,
+            r.decoder.name(),
+            r.body_bytes,
+            r.block_bytes,
+            r.batch,
+            r.initial_capacity_bytes,
+            r.repetition,
+            r.error.as_deref().unwrap_or("")
+        );
     }
-    out
 }
 
 /// The throughput comparison table for `shapes` of `table`, written to `out`; returns one

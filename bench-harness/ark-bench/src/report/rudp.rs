@@ -416,57 +416,69 @@ fn charts(
         } else {
             format!("-delay{}ms", decimal(panel.delay as f64 / 1000.0))
         };
-        let columns = columns(rows);
-        let names: Vec<&str> = columns.iter().map(String::as_str).collect();
-        let points = |of: &dyn Fn(&Value) -> Option<f64>| -> Vec<BarGroup> {
-            rows.keys()
-                .map(|&loss| BarGroup {
-                    label: loss_label(loss),
-                    values: columns
-                        .iter()
-                        .map(|c| field_by(runs_of(rows, loss, c), of))
-                        .collect(),
-                })
-                .collect()
-        };
-        let case = format!(
-            "{}, {}, window {}",
-            panel.shape(),
-            panel.delay(),
-            panel.window
-        );
-        for (kind, figure, of, log, y) in [
-            (
-                "latency",
-                "p99 round trip",
-                &p_ms("rtt_p99_us") as &dyn Fn(&Value) -> Option<f64>,
-                true,
-                "p99 / ms (log)",
-            ),
-            (
-                "overhead",
-                "wire bytes per payload byte",
-                &|r: &Value| value(r, WIRE),
-                false,
-                "wire B per delivered payload B",
-            ),
-        ] {
-            let file = format!("{prefix}-{kind}{suffix}.svg");
-            match lines_svg(
-                &dir.join(&file),
-                &format!("rudp {figure} by link loss: {case}"),
-                ("loss each way", y),
-                &names,
-                &points(of),
-                log,
-            ) {
-                Ok(()) => {
-                    let _ = writeln!(out, "![rudp {figure}, {case}]({file})\n");
-                }
-                // Every run failed, or none had a link: the tables say so.
-                Err(e) if e.starts_with("no positive values") => {}
-                Err(e) => return Err(e),
+        panel_charts(dir, (&prefix, &suffix), (panel, rows), out)?;
+    }
+    Ok(())
+}
+
+/// The latency and overhead charts of one panel (`rows`: its columns' runs by loss),
+/// `{prefix}-latency{suffix}.svg` and `{prefix}-overhead{suffix}.svg`, linked from `out`.
+fn panel_charts(
+    dir: &Path,
+    (prefix, suffix): (&str, &str),
+    (panel, rows): (&Panel, &Rows<'_>),
+    out: &mut String,
+) -> Result<(), String> {
+    let columns = columns(rows);
+    let names: Vec<&str> = columns.iter().map(String::as_str).collect();
+    let points = |of: &dyn Fn(&Value) -> Option<f64>| -> Vec<BarGroup> {
+        rows.keys()
+            .map(|&loss| BarGroup {
+                label: loss_label(loss),
+                values: columns
+                    .iter()
+                    .map(|c| field_by(runs_of(rows, loss, c), of))
+                    .collect(),
+            })
+            .collect()
+    };
+    let case = format!(
+        "{}, {}, window {}",
+        panel.shape(),
+        panel.delay(),
+        panel.window
+    );
+    for (kind, figure, of, log, y) in [
+        (
+            "latency",
+            "p99 round trip",
+            &p_ms("rtt_p99_us") as &dyn Fn(&Value) -> Option<f64>,
+            true,
+            "p99 / ms (log)",
+        ),
+        (
+            "overhead",
+            "wire bytes per payload byte",
+            &|r: &Value| value(r, WIRE),
+            false,
+            "wire B per delivered payload B",
+        ),
+    ] {
+        let file = format!("{prefix}-{kind}{suffix}.svg");
+        match lines_svg(
+            &dir.join(&file),
+            &format!("rudp {figure} by link loss: {case}"),
+            ("loss each way", y),
+            &names,
+            &points(of),
+            log,
+        ) {
+            Ok(()) => {
+                let _ = writeln!(out, "![rudp {figure}, {case}]({file})\n");
             }
+            // Every run failed, or none had a link: the tables say so.
+            Err(e) if e.starts_with("no positive values") => {}
+            Err(e) => return Err(e),
         }
     }
     Ok(())

@@ -15,6 +15,7 @@ use ark_loopback::tls::TlsMaterial;
 use ark_peers::peer_net::{buffers, udp_client_socket, udp_server_socket};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::runtime::{Builder, Handle, Runtime};
+use tokio_rustls::rustls::pki_types::ServerName;
 
 /// How long setup steps (bind, connect, handshake) may take.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -70,6 +71,45 @@ fn run_on<T: Send + 'static>(
             format!("setup did not finish within {SETUP_TIMEOUT:?}"),
         )
     })?
+}
+
+/// A TCP connection to `server`, Nagle off.
+async fn connect_tcp(server: SocketAddr) -> io::Result<TcpStream> {
+    let stream = TcpStream::connect(server).await?;
+    stream.set_nodelay(true)?;
+    Ok(stream)
+}
+
+/// A TLS client of `material`: its connector, the server name it checks, and that name as a
+/// string (HTTP's `Host`).
+fn tls_client(
+    material: Option<&TlsMaterial>,
+) -> io::Result<(tokio_rustls::TlsConnector, ServerName<'static>, String)> {
+    let material = material.ok_or_else(|| io::Error::other("no TLS material"))?;
+    let config = material.client_tls()?.rustls_config().clone();
+    let connector = tokio_rustls::TlsConnector::from(config);
+    let host = material.server_name.clone();
+    let name = ServerName::try_from(host.clone())
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    Ok((connector, name, host))
+}
+
+/// The UDP socket of client `index`, connected to `server` on `handle`, and its buffers'
+/// sizes.
+fn udp_client(
+    args: &Args,
+    handle: &Handle,
+    server: SocketAddr,
+    index: usize,
+) -> io::Result<(UdpSocket, (usize, usize))> {
+    let socket = udp_client_socket(args, server, index)?;
+    let sizes = buffers(&socket)?;
+    let socket = run_on(handle, async move {
+        let socket = UdpSocket::from_std(socket)?;
+        socket.connect(server).await?;
+        Ok(socket)
+    })?;
+    Ok((socket, sizes))
 }
 
 impl Stack for TokioStack {
@@ -188,58 +228,28 @@ impl Stack for TokioStack {
         match args.protocol {
             Protocol::Rudp => unreachable!("refused by start"),
             Protocol::Tcp => {
-                let stream = run_on(handle, async move {
-                    let stream = TcpStream::connect(server).await?;
-                    stream.set_nodelay(true)?;
-                    Ok(stream)
-                })?;
+                let stream = run_on(handle, connect_tcp(server))?;
                 handle.spawn(tcp::client(stream, core));
-                Ok(None)
             }
             Protocol::Websocket => {
                 let variant = ws::Variant::from_env();
                 let task = run_on(handle, ws::connect(server, core, payload, variant))?;
                 handle.spawn(task);
-                Ok(None)
             }
             Protocol::Http => {
-                let stream = run_on(handle, async move {
-                    let stream = TcpStream::connect(server).await?;
-                    stream.set_nodelay(true)?;
-                    Ok(stream)
-                })?;
+                let stream = run_on(handle, connect_tcp(server))?;
                 handle.spawn(http::client(stream, server.to_string(), core));
-                Ok(None)
             }
             Protocol::Https => {
-                let material = self
-                    .tls
-                    .as_ref()
-                    .ok_or_else(|| io::Error::other("no TLS material"))?;
-                let config = material.client_tls()?.rustls_config().clone();
-                let connector = tokio_rustls::TlsConnector::from(config);
-                let host = material.server_name.clone();
-                let name = tokio_rustls::rustls::pki_types::ServerName::try_from(host.clone())
-                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+                let (connector, name, host) = tls_client(self.tls.as_ref())?;
                 let tls = run_on(handle, async move {
-                    let stream = TcpStream::connect(server).await?;
-                    stream.set_nodelay(true)?;
+                    let stream = connect_tcp(server).await?;
                     connector.connect(name, stream).await
                 })?;
                 handle.spawn(http::client(tls, host, core));
-                Ok(None)
             }
             Protocol::Tcps | Protocol::Wss => {
-                let material = self
-                    .tls
-                    .as_ref()
-                    .ok_or_else(|| io::Error::other("no TLS material"))?;
-                let config = material.client_tls()?.rustls_config().clone();
-                let connector = tokio_rustls::TlsConnector::from(config);
-                let name = tokio_rustls::rustls::pki_types::ServerName::try_from(
-                    material.server_name.clone(),
-                )
-                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+                let (connector, name, _) = tls_client(self.tls.as_ref())?;
                 let inner = match args.protocol {
                     Protocol::Wss => tls::Inner::WebSocket,
                     _ => tls::Inner::Frames,
@@ -252,20 +262,14 @@ impl Stack for TokioStack {
                 };
                 let task = run_on(handle, tls::connect(target, core))?;
                 handle.spawn(task);
-                Ok(None)
             }
             Protocol::Udp => {
-                let socket = udp_client_socket(args, server, index)?;
-                let sizes = buffers(&socket)?;
-                let socket = run_on(handle, async move {
-                    let socket = UdpSocket::from_std(socket)?;
-                    socket.connect(server).await?;
-                    Ok(socket)
-                })?;
+                let (socket, sizes) = udp_client(args, handle, server, index)?;
                 handle.spawn(udp::client(socket, core, payload));
-                Ok(Some(sizes))
+                return Ok(Some(sizes));
             }
         }
+        Ok(None)
     }
 
     fn syscalls(&self) -> Option<u64> {
