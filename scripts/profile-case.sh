@@ -5,7 +5,7 @@
 # space, and user space by component). Prints one markdown table row per implementation.
 #   scripts/profile-case.sh "label" --protocol websocket --payload 64 --clients 16 --window 16
 # Needs perf (linux-perf) with access to the tracepoint raw_syscalls:sys_enter, and the release
-# binaries (cargo build --release -p bench-harness -p ark-loopback). SECONDS_PER_RUN (default 3)
+# binaries (cargo build --release -p ark-peers -p ark-loopback). SECONDS_PER_RUN (default 3)
 # sets each run's measured phase; IMPLEMENTATIONS (default "ark tokio raw") which programs run.
 set -euo pipefail
 cd "$(dirname "$0")/.."

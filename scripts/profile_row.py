@@ -15,7 +15,7 @@ COMPONENTS = [
     ("ark-frame", r"ark_frame::"),
     ("reactor", r"ark_reactor::|mio::"),
     ("tokio", r"tokio::|futures"),
-    ("peer code", r"bench_harness::|peer_\w+_loopback::"),
+    ("peer code", r"ark_peers::|peer_\w+_loopback::"),
     ("libc", r"__send|recv|epoll|pthread|syscall|__libc|mem(move|cpy|set)|sendmmsg|recvmmsg"),
 ]
 

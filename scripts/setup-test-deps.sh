@@ -8,7 +8,7 @@
 #     tcps interop tests. Python's `ssl` and `http.client` come with python3;
 #   - Debian's `curl`: the independent HTTP client of ark-http's interop tests;
 #   - Debian's `wrk`: the independent HTTP load generator of `ark-bench run` cases with
-#     `load_generator = "wrk"` (and of their test in bench-harness).
+#     `load_generator = "wrk"` (and of their test in bench-harness/ark-bench).
 set -euo pipefail
 if ! command -v openssl >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1 \
     || ! command -v wrk >/dev/null 2>&1 || [ ! -s /etc/ssl/certs/ca-certificates.crt ]; then

@@ -1,5 +1,6 @@
 #!/bin/bash
-# OLD: peer-tokio-loopback built from commit 0acc79d (git worktree add /tmp/old 0acc79d; cargo build --release -p bench-harness there).
+# OLD: peer-tokio-loopback built from commit 0acc79d (git worktree add /tmp/old 0acc79d; cargo build --release -p bench-harness there: the package of the peers then);
+# NEW: cargo build --release -p ark-peers (and -p ark-loopback) here.
 OLD=${OLD:-/work/notes/bin/peer-tokio-loopback-0acc79d}
 NEW=${NEW:-target/release/peer-tokio-loopback}
 for r in 1 2 3 4 5 6; do

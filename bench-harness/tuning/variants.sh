@@ -1,6 +1,7 @@
 #!/bin/bash
 # Tuning log runs: same flags, fresh processes, order rotated per repetition.
-# OLD: peer-tokio-loopback built from commit 0acc79d (git worktree add /tmp/old 0acc79d; cargo build --release -p bench-harness there).
+# OLD: peer-tokio-loopback built from commit 0acc79d (git worktree add /tmp/old 0acc79d; cargo build --release -p bench-harness there: the package of the peers then);
+# NEW: cargo build --release -p ark-peers (and -p ark-loopback) here.
 OLD=${OLD:-/work/notes/bin/peer-tokio-loopback-0acc79d}
 T=${T:-target/release}
 run() { # tag env binary flags...
