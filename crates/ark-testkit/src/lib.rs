@@ -146,14 +146,17 @@ pub fn last_record(stdout: &[u8]) -> serde_json::Value {
 /// another package (`env!("CARGO_BIN_EXE_..")` names only the test's own package's programs):
 /// `<target>/<profile>/<name>`, next to the `deps/` directory of the running test.
 ///
-/// The first call for a program in a test process runs `cargo build -p <package> --bin <name>`
-/// in the test's profile and target directory, so that the program is neither stale nor
-/// missing under `cargo test -p <this package>` (cargo builds only the tested package's
-/// programs for its tests). After `cargo test --workspace`, which builds every member's
-/// programs, that build has nothing to do. Panics with the program's path and the command that
-/// builds it when the build fails or the program is still missing.
+/// `cargo test --workspace` builds every member's programs before any test runs, so there the
+/// program is present and current. Under `cargo test -p <this package>` cargo builds only this
+/// package's programs: when the other one is missing, the first call builds it with
+/// `cargo build -p <package> --bin <name>` in the test's profile and target directory. A
+/// program already there is used as it is (building it again from a test would rebuild it
+/// with `-p`'s features, not the workspace's, on every run): after changing its package,
+/// test the workspace or build that package. Panics with the program's path and the command
+/// that builds it when that build fails or the program is still missing.
 pub fn workspace_binary(package: &str, name: &str) -> PathBuf {
-    static BUILT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+    // One build at a time: tests of one process may ask for the same program together.
+    static BUILDING: Mutex<()> = Mutex::new(());
     let exe = std::env::current_exe().expect("the running test's path");
     let dir = exe.parent().expect("the test's directory");
     let profile_dir = if dir.ends_with("deps") {
@@ -162,8 +165,8 @@ pub fn workspace_binary(package: &str, name: &str) -> PathBuf {
         dir
     };
     let program = profile_dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
-    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    if built.contains(&program) {
+    let _building = BUILDING.lock().unwrap_or_else(|e| e.into_inner());
+    if program.is_file() {
         return program;
     }
     let args = build_args(package, name, profile_dir);
@@ -180,7 +183,6 @@ pub fn workspace_binary(package: &str, name: &str) -> PathBuf {
         args.join(" "),
         failure.as_deref().unwrap_or("no such file after the build"),
     );
-    built.push(program.clone());
     program
 }
 
