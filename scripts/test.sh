@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command (README.md): every crate's tests in release mode; the transport
 # crates' tests again in a debug build (debug assertions on, so a `debug_assert` in a
-# dependency cannot hide); a short smoke run of every fuzz target.
+# dependency cannot hide); the criterion microbenchmarks run once each as tests (so they
+# cannot rot); a short smoke run of every fuzz target.
 # Extra arguments go to the release `cargo test` (e.g. `scripts/test.sh -p ark-frame`); with
 # arguments, only that run is made.
 set -euo pipefail
@@ -10,6 +11,8 @@ cd "$(dirname "$0")/.."
 bash scripts/setup-test-deps.sh
 cargo test --workspace --release "$@"
 if [ "$#" -eq 0 ]; then
+    echo "== microbenchmarks, each run once as a test [${SECONDS}s]"
+    cargo test --release -p ark-frame -p ark-tcp -p ark-ws --benches
     echo "== debug build: transport crates (debug assertions on) [${SECONDS}s]"
     cargo test -p ark-reactor -p ark-tcp -p ark-udp -p ark-ws -p ark-tls -p ark-http -p ark-link -p ark-rudp
     echo "== fuzz smoke [${SECONDS}s]"

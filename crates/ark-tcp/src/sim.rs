@@ -51,6 +51,8 @@ pub struct Simulator<C: Framing, H: TcpHandler> {
     /// Peer bytes the session has not taken yet (it stops reading under backpressure).
     inbound: Vec<u8>,
     inbound_pos: usize,
+    /// The buffer a read lands in, kept between reads.
+    read_buf: Vec<u8>,
     /// The peer ended its stream; the session sees it once `inbound` is taken.
     peer_ended: bool,
     eof_given: bool,
@@ -106,6 +108,7 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
             now,
             inbound: Vec::new(),
             inbound_pos: 0,
+            read_buf: Vec::new(),
             peer_ended: false,
             eof_given: false,
             peer_reset: false,
@@ -279,8 +282,16 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
         }
         if self.core.wants_read() && self.unconsumed() > 0 {
             let end = (self.inbound_pos + READ_CHUNK).min(self.inbound.len());
-            let mut chunk = self.inbound[self.inbound_pos..end].to_vec();
+            // The read lands in a buffer of its own (reused), as a driver reads into its
+            // scratch.
+            let mut chunk = std::mem::take(&mut self.read_buf);
+            chunk.clear();
+            chunk.extend_from_slice(&self.inbound[self.inbound_pos..end]);
             self.inbound_pos = end;
+            if self.inbound_pos == self.inbound.len() {
+                self.inbound.clear();
+                self.inbound_pos = 0;
+            }
             let room = self.window.saturating_sub(self.outbound.len());
             let outbound = &mut self.outbound;
             // Echoed frames are written from the read chunk, as the driver writes them.
@@ -290,6 +301,7 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
                 self.core.count_write();
                 self.core.handle_written_in_place(self.now, &chunk, written);
             }
+            self.read_buf = chunk;
             return true;
         }
         if self.core.wants_read() && self.peer_ended && !self.eof_given {
