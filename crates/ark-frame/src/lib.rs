@@ -59,3 +59,8 @@ pub use codecs::{
 pub use error::{BufferError, ConfigError, DecodeError, EncodeError};
 pub use reader::{Feed, Flow, FrameReader};
 pub use recv_buf::{DEFAULT_INITIAL_CAPACITY, DEFAULT_MAX_CAPACITY, RecvBuf};
+
+/// The README's examples, compiled as doctests so the README cannot drift from the code.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -1,7 +1,7 @@
 //! # ark-http
 //!
-//! HTTP/1.1 for ark: a sans-IO codec on [httparse] and a server with a router on ark-tcp
-//! (https with ark-tls).
+//! HTTP/1.1 for ark: a sans-IO codec on [httparse], a router, a server, a pipelining client
+//! and an agent for many origins, on ark-tcp (https with ark-tls).
 //!
 //! * **Codec** — [`RequestDecoder`]: bytes in, whole requests out in order (pipelining);
 //!   `Content-Length` and chunked bodies, `Expect: 100-continue`, keep-alive rules of 1.0 and
@@ -69,3 +69,8 @@ pub use head::{BodyKind, HeadFacts, Limits, MAX_HEADERS, Request, parse_head};
 pub use response::{Responder, Response, http_date, reason};
 pub use router::{MAX_PARAMS, Router};
 pub use server::{HttpConfig, HttpServer, HttpServerBuilder, HttpServerHandle};
+
+/// The README's examples, compiled as doctests so the README cannot drift from the code.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -47,3 +47,8 @@ mod tcp_relay;
 pub use conditioner::{Conditioner, GilbertElliott, LinkConfig, LinkCounters, RelayCounters};
 pub use relay::{MAX_CLIENTS, UdpRelay};
 pub use tcp_relay::{MAX_CONNECTIONS, StreamLinkError, TcpRelay};
+
+/// The README's examples, compiled as doctests so the README cannot drift from the code.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

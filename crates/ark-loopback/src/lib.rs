@@ -5,7 +5,9 @@
 //! message layout and the server's optional work), [`clients`] (closed-loop clients that check
 //! and time every echo), [`servers`] (the echo servers), [`record`] (the JSON record),
 //! [`stack`] (the implementation under test: ark's, or a peer's), [`tls`] (the certificates
-//! and configs of tcps and wss runs) and [`run`] (one run of any implementation).
+//! and configs of the TLS runs), [`link`] (the `--link-*` relay and its part of the record),
+//! [`signals`] (SIGINT and SIGTERM end a run gracefully) and [`run`] (one run of any
+//! implementation).
 //!
 //! ```
 //! use ark_loopback::message::{check, fill, MEASURED};

@@ -406,23 +406,21 @@ fn a_server_told_when_to_end_ends_then_and_counts_the_sessions_it_cut() {
             .port();
         let addr = format!("127.0.0.1:{port}");
         let started = std::time::Instant::now();
-        let server = binary()
+        let mut server = binary()
             .args(["--protocol", protocol, "--role", "server", "--bind", &addr])
             .args(["--warmup", "0", "--seconds", "0.5", "--drain", "1"])
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap();
+        // Connect once the server says it listens (an earlier connect could reach nobody, or
+        // whatever else holds the port then).
+        let mut stderr = std::io::BufReader::new(server.stderr.take().unwrap());
+        let mut said = String::new();
+        std::io::BufRead::read_line(&mut stderr, &mut said).unwrap();
+        assert!(said.contains("loopback server on"), "{protocol}: {said}");
         // A peer that connects (and for WebSocket upgrades) and then never reads or closes.
-        let mut silent = None;
-        for _ in 0..100 {
-            if let Ok(s) = std::net::TcpStream::connect(&addr) {
-                silent = Some(s);
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        let mut silent = silent.expect("the server listens");
+        let mut silent = std::net::TcpStream::connect(&addr).expect("the server listens");
         if protocol == "websocket" {
             use std::io::Write;
             let upgrade = format!(
@@ -433,6 +431,8 @@ fn a_server_told_when_to_end_ends_then_and_counts_the_sessions_it_cut() {
         let out = server.wait_with_output().unwrap();
         let took = started.elapsed();
         drop(silent);
+        let mut rest = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut rest);
         let record = ark_testkit::last_record(&out.stdout);
         assert!(out.status.success(), "{protocol}: {record}");
         // 0.5 s measured + 1 s drain + 5 s, then at most the 1 s drain and a second to close.
@@ -442,7 +442,7 @@ fn a_server_told_when_to_end_ends_then_and_counts_the_sessions_it_cut() {
         );
         assert!(
             record["server_sessions_cut"].as_u64().unwrap_or(0) >= 1,
-            "{protocol}: {record}"
+            "{protocol}: {record}; stderr: {said}{rest}"
         );
     }
 }

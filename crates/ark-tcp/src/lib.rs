@@ -91,3 +91,8 @@ pub use server::{TcpServer, TcpServerBuilder, TcpServerHandle};
 pub use session::{TcpHandler, TcpSession};
 pub use sim::Simulator;
 pub use stats::TcpStats;
+
+/// The README's examples, compiled as doctests so the README cannot drift from the code.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

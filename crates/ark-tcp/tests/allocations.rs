@@ -23,8 +23,7 @@ struct Measure {
     payload: Vec<u8>,
     /// Messages echoed before the count starts.
     warmup: u64,
-    sent: u64,
-    echoed: u64,
+    messages: ark_testkit::Window,
     start: Arc<AtomicU64>,
     end: Arc<AtomicU64>,
     done: Arc<AtomicBool>,
@@ -33,9 +32,8 @@ struct Measure {
 
 impl Measure {
     fn pump(&mut self, session: &mut TcpSession<'_>) {
-        while self.sent < self.warmup + MEASURED && self.sent - self.echoed < WINDOW {
+        while self.messages.next_to_send().is_some() {
             session.send(&self.payload).unwrap();
-            self.sent += 1;
         }
     }
 }
@@ -48,12 +46,12 @@ impl TcpHandler for Measure {
         if message != self.payload.as_slice() {
             self.bad.fetch_add(1, Ordering::Relaxed);
         }
-        self.echoed += 1;
-        if self.echoed == self.warmup {
+        let echoed = self.messages.answered() + 1;
+        if echoed == self.warmup {
             self.start
                 .store(ark_testkit::allocations(), Ordering::SeqCst);
         }
-        if self.echoed == self.warmup + MEASURED {
+        if echoed == self.warmup + MEASURED {
             self.end.store(ark_testkit::allocations(), Ordering::SeqCst);
             self.done.store(true, Ordering::SeqCst);
             return;
@@ -80,8 +78,7 @@ fn allocations_echoing(len: usize, warmup: u64, model: IoModel) -> u64 {
             Measure {
                 payload: (0..len).map(|i| i as u8).collect(),
                 warmup,
-                sent: 0,
-                echoed: 0,
+                messages: ark_testkit::Window::new(warmup + MEASURED, WINDOW),
                 start: start.clone(),
                 end: end.clone(),
                 done: done.clone(),

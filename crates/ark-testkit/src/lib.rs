@@ -9,12 +9,24 @@
 //! * [`process_cpu_seconds`]: exact process CPU time (`CLOCK_PROCESS_CPUTIME_ID`).
 //! * [`last_record`]: the JSON record a benchmark program printed last on its stdout.
 //! * [`workspace_binary`]: another workspace package's program, for a test that runs it.
+//! * [`Window`] and [`payload`]: the closed loop of an echo client (so many messages, so
+//!   many unanswered at most) and the numbered payloads it sends, which every transport's
+//!   test clients (`Pinger`s, allocation counters) share; each crate's tests keep only their
+//!   handler, which implements that crate's own trait.
 //!
 //! ```
 //! use std::time::Duration;
 //!
 //! assert!(ark_testkit::wait_until(Duration::from_millis(10), || true));
 //! assert!(ark_testkit::process_cpu_seconds().is_some_and(|s| s >= 0.0));
+//!
+//! let mut window = ark_testkit::Window::new(3, 2);
+//! assert_eq!((window.next_to_send(), window.next_to_send(), window.next_to_send()), (Some(0), Some(1), None));
+//! assert_eq!(window.answered(), 0); // the answer to message 0 arrived
+//! assert_eq!((window.next_to_send(), window.next_to_send()), (Some(2), None));
+//! assert_eq!((window.answered(), window.answered()), (1, 2));
+//! assert!(window.is_done());
+//! assert_eq!(ark_testkit::payload(1, 4), b"hijk");
 //! ```
 
 #![warn(missing_docs, missing_debug_implementations)]
@@ -210,4 +222,68 @@ fn build_args(package: &str, name: &str, profile_dir: &Path) -> Vec<String> {
         args.push(target.to_string_lossy().into_owned());
     }
     args
+}
+
+/// The closed loop of an echo client: `total` messages, at most `window` of them sent and not
+/// yet answered; answers arrive in order (a stream, or a test that checks the order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// Messages to send in all.
+    pub total: u64,
+    /// Most messages sent and not yet answered.
+    pub window: u64,
+    /// Messages sent so far.
+    pub sent: u64,
+    /// Answers received so far.
+    pub answers: u64,
+}
+
+impl Window {
+    /// A loop of `total` messages with `window` in flight at most (at least one).
+    pub fn new(total: u64, window: u64) -> Self {
+        Window {
+            total,
+            window: window.max(1),
+            sent: 0,
+            answers: 0,
+        }
+    }
+
+    /// The number of the next message if the loop may send one now (counted as sent), so
+    /// `while let Some(seq) = window.next_to_send() { send(seq) }` fills the window.
+    pub fn next_to_send(&mut self) -> Option<u64> {
+        let room = self.sent < self.total && self.sent - self.answers < self.window;
+        room.then(|| {
+            self.sent += 1;
+            self.sent - 1
+        })
+    }
+
+    /// Counts an answer and returns the number of the message it answers.
+    ///
+    /// # Panics
+    /// More answers than messages sent (a test's peer answered something never asked).
+    pub fn answered(&mut self) -> u64 {
+        assert!(
+            self.answers < self.sent,
+            "answer {} with only {} messages sent",
+            self.answers,
+            self.sent
+        );
+        self.answers += 1;
+        self.answers - 1
+    }
+
+    /// Every message has been answered.
+    pub fn is_done(&self) -> bool {
+        self.answers == self.total
+    }
+}
+
+/// The payload of message `seq`: `len` bytes, different per message, letters only (so
+/// delimiter and text framings carry it unchanged).
+pub fn payload(seq: u64, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| b'a' + ((seq as usize).wrapping_mul(7).wrapping_add(i) % 26) as u8)
+        .collect()
 }

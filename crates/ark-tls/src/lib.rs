@@ -3,7 +3,7 @@
 //! TLS for ark's transports, on [rustls] with its `ring` provider, as a sans-IO byte
 //! transform between a transport's driver and its session core: the driver feeds it what it
 //! read and writes what it produces; the session core sees plaintext. `ark-tcp` uses it for
-//! `tcps` sessions and `ark-ws` for `wss`.
+//! `tcps` sessions, `ark-ws` for `wss` and `ark-http` for https.
 //!
 //! * **Configs** — [`ServerTls`] and [`ClientTls`] from PEM files or buffers ([`Identity`],
 //!   [`TrustRoots`]); verification is always on (webpki chain and host name); SNI (a client

@@ -19,8 +19,7 @@ const WINDOW: u64 = 16;
 
 struct Measure {
     payload: [u8; 1024],
-    sent: u64,
-    echoed: u64,
+    messages: ark_testkit::Window,
     start: Arc<AtomicU64>,
     end: Arc<AtomicU64>,
     done: Arc<AtomicBool>,
@@ -28,9 +27,8 @@ struct Measure {
 
 impl Measure {
     fn pump(&mut self, session: &mut UdpSession<'_>) {
-        while self.sent < WARMUP + MEASURED && self.sent - self.echoed < WINDOW {
+        while self.messages.next_to_send().is_some() {
             session.send(&self.payload).unwrap();
-            self.sent += 1;
         }
     }
 }
@@ -41,12 +39,12 @@ impl UdpHandler for Measure {
     }
     fn on_message(&mut self, session: &mut UdpSession<'_>, datagram: &[u8]) {
         assert_eq!(datagram, &self.payload[..]);
-        self.echoed += 1;
-        if self.echoed == WARMUP {
+        let echoed = self.messages.answered() + 1;
+        if echoed == WARMUP {
             self.start
                 .store(ark_testkit::allocations(), Ordering::SeqCst);
         }
-        if self.echoed == WARMUP + MEASURED {
+        if echoed == WARMUP + MEASURED {
             self.end.store(ark_testkit::allocations(), Ordering::SeqCst);
             self.done.store(true, Ordering::SeqCst);
             return;
@@ -70,8 +68,7 @@ fn a_steady_state_udp_echo_allocates_nothing_per_message() {
             server.local_addr(),
             Measure {
                 payload: [7; 1024],
-                sent: 0,
-                echoed: 0,
+                messages: ark_testkit::Window::new(WARMUP + MEASURED, WINDOW),
                 start: start.clone(),
                 end: end.clone(),
                 done: done.clone(),

@@ -25,17 +25,7 @@ fn echo(addr: &str, batching: bool) {
     let (tx, rx) = mpsc::channel();
     let client = UdpClient::builder()
         .batching(batching, 8)
-        .connect(
-            server.local_addr(),
-            Pinger {
-                total: 2_000,
-                window: 8,
-                size: 512,
-                sent: 0,
-                echoed: 0,
-                done: tx,
-            },
-        )
+        .connect(server.local_addr(), Pinger::new(2_000, 8, 512, tx))
         .unwrap();
     assert_eq!(
         rx.recv_timeout(TIMEOUT).unwrap(),
@@ -148,17 +138,7 @@ fn one_hundred_peers_open_sessions_that_expire() {
         .map(|_| {
             UdpClient::builder()
                 .pool(pool.clone())
-                .connect(
-                    server.local_addr(),
-                    Pinger {
-                        total: 20,
-                        window: 2,
-                        size: 64,
-                        sent: 0,
-                        echoed: 0,
-                        done: tx.clone(),
-                    },
-                )
+                .connect(server.local_addr(), Pinger::new(20, 2, 64, tx.clone()))
                 .unwrap()
         })
         .collect();
@@ -202,17 +182,7 @@ fn sharded_server_spreads_peers_over_reuseport_sockets() {
     let clients: Vec<_> = (0..40)
         .map(|_| {
             UdpClient::builder()
-                .connect(
-                    server.local_addr(),
-                    Pinger {
-                        total: 10,
-                        window: 1,
-                        size: 32,
-                        sent: 0,
-                        echoed: 0,
-                        done: tx.clone(),
-                    },
-                )
+                .connect(server.local_addr(), Pinger::new(10, 1, 32, tx.clone()))
                 .unwrap()
         })
         .collect();
@@ -259,17 +229,7 @@ fn peer_port_steering_sends_each_peer_to_the_shard_its_port_names() {
         let (tx, rx) = mpsc::channel();
         let client = UdpClient::builder()
             .socket(bind_for_shard(local, 1, SHARDS).unwrap())
-            .connect(
-                server.local_addr(),
-                Pinger {
-                    total: 5,
-                    window: 1,
-                    size: 32,
-                    sent: 0,
-                    echoed: 0,
-                    done: tx,
-                },
-            )
+            .connect(server.local_addr(), Pinger::new(5, 1, 32, tx))
             .unwrap();
         assert_eq!(rx.recv_timeout(TIMEOUT).unwrap(), 5);
         let opened: Vec<u64> = server

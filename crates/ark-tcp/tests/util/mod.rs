@@ -6,6 +6,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
 use ark_tcp::{CloseReason, TcpHandler, TcpSession};
+use ark_testkit::Window;
 
 /// Echoes every message; records how each session closed.
 #[derive(Clone, Default)]
@@ -24,12 +25,7 @@ impl TcpHandler for Echo {
     }
 }
 
-/// The payload of message `seq` (`len` bytes, letters only so delimiter codecs can carry it).
-pub fn payload(seq: u64, len: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| b'a' + ((seq as usize * 7 + i) % 26) as u8)
-        .collect()
-}
+pub use ark_testkit::payload;
 
 /// What a [`Pinger`] reports when it is done or closed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,11 +37,8 @@ pub enum PingResult {
 
 /// Sends `total` messages keeping `window` in flight, checks each echo, reports the end.
 pub struct Pinger {
-    pub total: u64,
-    pub window: u64,
+    pub messages: Window,
     pub size: fn(u64) -> usize,
-    pub sent: u64,
-    pub echoed: u64,
     pub report: mpsc::Sender<PingResult>,
     pub close_when_done: bool,
     pub reported: bool,
@@ -59,11 +52,8 @@ impl Pinger {
         report: mpsc::Sender<PingResult>,
     ) -> Self {
         Pinger {
-            total,
-            window,
+            messages: Window::new(total, window),
             size,
-            sent: 0,
-            echoed: 0,
             report,
             close_when_done: true,
             reported: false,
@@ -71,10 +61,10 @@ impl Pinger {
     }
 
     fn send_next(&mut self, session: &mut TcpSession<'_>) {
-        while self.sent < self.total && self.sent - self.echoed < self.window {
-            let body = payload(self.sent, (self.size)(self.sent));
-            session.send(&body).expect("client queue has room");
-            self.sent += 1;
+        while let Some(seq) = self.messages.next_to_send() {
+            session
+                .send(&payload(seq, (self.size)(seq)))
+                .expect("client queue has room");
         }
     }
 }
@@ -84,17 +74,16 @@ impl TcpHandler for Pinger {
         self.send_next(session);
     }
     fn on_message(&mut self, session: &mut TcpSession<'_>, message: &[u8]) {
-        let seq = self.echoed;
+        let seq = self.messages.answered();
         if message != payload(seq, (self.size)(seq)).as_slice() {
             let _ = self.report.send(PingResult::Mismatch { seq });
             self.reported = true;
             session.abort();
             return;
         }
-        self.echoed += 1;
-        if self.echoed == self.total {
+        if self.messages.is_done() {
             let _ = self.report.send(PingResult::Done {
-                echoed: self.echoed,
+                echoed: self.messages.answers,
             });
             self.reported = true;
             if self.close_when_done {

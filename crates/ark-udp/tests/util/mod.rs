@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
+use ark_testkit::Window;
 use ark_udp::{CloseReason, DatagramError, UdpHandler, UdpSession};
 
 /// Echoes every datagram; counts opens, closes and datagram errors.
@@ -32,26 +33,30 @@ impl UdpHandler for Echo {
     }
 }
 
-/// Sends `total` numbered datagrams of `size` bytes keeping `window` in flight; reports the
-/// number echoed once all came back.
+/// Sends `messages.total` numbered datagrams of `size` bytes keeping `messages.window` in
+/// flight; reports the number echoed once all came back.
 pub struct Pinger {
-    pub total: u64,
-    pub window: u64,
+    pub messages: Window,
     pub size: usize,
-    pub sent: u64,
-    pub echoed: u64,
     pub done: mpsc::Sender<u64>,
 }
 
 impl Pinger {
+    pub fn new(total: u64, window: u64, size: usize, done: mpsc::Sender<u64>) -> Self {
+        Pinger {
+            messages: Window::new(total, window),
+            size,
+            done,
+        }
+    }
+
     fn pump(&mut self, session: &mut UdpSession<'_>) {
-        while self.sent < self.total && self.sent - self.echoed < self.window {
+        while let Some(seq) = self.messages.next_to_send() {
             let mut datagram = vec![0u8; self.size];
             if self.size >= 8 {
-                datagram[..8].copy_from_slice(&self.sent.to_be_bytes());
+                datagram[..8].copy_from_slice(&seq.to_be_bytes());
             }
             session.send(&datagram).unwrap();
-            self.sent += 1;
         }
     }
 }
@@ -62,9 +67,9 @@ impl UdpHandler for Pinger {
     }
     fn on_message(&mut self, session: &mut UdpSession<'_>, datagram: &[u8]) {
         assert_eq!(datagram.len(), self.size);
-        self.echoed += 1;
-        if self.echoed == self.total {
-            let _ = self.done.send(self.echoed);
+        self.messages.answered();
+        if self.messages.is_done() {
+            let _ = self.done.send(self.messages.answers);
         }
         self.pump(session);
     }
