@@ -3,20 +3,9 @@
 
 use ark_bench::result_set::ResultSet;
 use std::path::PathBuf;
-use std::process::Command;
 
-fn binary() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_ark-bench"))
-}
-
-/// [`binary`] with the peers that `--implementations tokio,raw` runs built next to it: they are
-/// programs of another package (`ark-peers`), which `cargo test -p ark-bench` does not build.
-fn binary_with_peers() -> Command {
-    for peer in ["peer-tokio-loopback", "peer-raw-loopback"] {
-        ark_testkit::workspace_binary("ark-peers", peer);
-    }
-    binary()
-}
+mod common;
+use common::{binary, binary_with_peers};
 
 const TINY: &str = r#"
 [[case]]
