@@ -4,7 +4,6 @@
 
 use std::collections::VecDeque;
 use std::io::{self, Write};
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -263,15 +262,17 @@ impl HttpClientBuilder {
         self
     }
 
-    /// Connects to `addr` and runs `handler` on the connection.
+    /// Connects to `addr` (an address, or a name and port such as `"localhost:8080"`; see
+    /// [`ark_reactor::resolve`]) and runs `handler` on the connection.
     ///
     /// # Errors
-    /// The pool could not start, or the TLS name is invalid.
+    /// The address does not resolve, the pool could not start, or the TLS name is invalid.
     pub fn connect<H: HttpClientHandler>(
         self,
-        addr: SocketAddr,
+        addr: impl std::net::ToSocketAddrs,
         handler: H,
     ) -> io::Result<HttpClientHandle> {
+        let addr = ark_reactor::resolve(addr)?;
         let host = self
             .host
             .or_else(|| self.tls.as_ref().map(|(_, name)| name.clone()))

@@ -140,7 +140,7 @@ fn the_client_reads_python_http_server_answers_on_one_connection() {
         &mut port,
     )
     .unwrap();
-    let addr = format!("127.0.0.1:{}", port.trim()).parse().unwrap();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{}", port.trim()).parse().unwrap();
     let (tx, rx) = mpsc::channel();
     let client = HttpClient::builder().connect(addr, Three(tx)).unwrap();
     let answers: Vec<(u16, String)> = (0..3).map(|_| rx.recv_timeout(TIMEOUT).unwrap()).collect();
