@@ -44,14 +44,7 @@ fn assert_clean(out: &Output, implementation: &str, what: &str) -> Value {
     assert_eq!(record["ok"], true, "{what}: {record}");
     assert_eq!(record["implementation"], implementation, "{what}");
     assert!(record["messages"].as_u64().unwrap() > 0, "{what}: {record}");
-    for field in [
-        "content_errors",
-        "order_errors",
-        "unexpected_messages",
-        "disconnect_errors",
-        "unfinished_messages",
-        "warmup_errors",
-    ] {
+    for field in ark_loopback::record::ERROR_COUNTERS {
         assert_eq!(record[field], 0, "{what}: {field} in {record}");
     }
     assert!(record["rtt_p99_us"].as_f64().unwrap() > 0.0, "{what}");

@@ -21,6 +21,17 @@ pub struct UdpKernel {
     pub frag_creates: u64,
 }
 
+/// The record's fields that count something gone wrong with the echoes (a clean run has 0 in
+/// each): what a test or a harness checks to call a run clean.
+pub const ERROR_COUNTERS: [&str; 6] = [
+    "content_errors",
+    "order_errors",
+    "unexpected_messages",
+    "disconnect_errors",
+    "unfinished_messages",
+    "warmup_errors",
+];
+
 /// One run. Field names and meanings follow arknet's loopback record (schema 1) where they
 /// exist; `docs/loopback.md` explains each.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -102,4 +113,15 @@ pub struct Record {
     pub interrupted: bool,
     pub ok: bool,
     pub error: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_error_counter_is_a_field_of_the_record() {
+        let record = serde_json::to_value(super::Record::default()).expect("serializes");
+        for field in super::ERROR_COUNTERS {
+            assert_eq!(record[field], 0, "{field} in {record}");
+        }
+    }
 }

@@ -12,14 +12,7 @@ use common::{binary, run};
 fn assert_clean(record: &Value, what: &str) {
     assert_eq!(record["ok"], true, "{what}: {record}");
     assert!(record["messages"].as_u64().unwrap() > 0, "{what}: {record}");
-    for field in [
-        "content_errors",
-        "order_errors",
-        "unexpected_messages",
-        "disconnect_errors",
-        "unfinished_messages",
-        "warmup_errors",
-    ] {
+    for field in ark_loopback::record::ERROR_COUNTERS {
         assert_eq!(record[field], 0, "{what}: {field} in {record}");
     }
     assert_eq!(record["schema_version"], 1);
