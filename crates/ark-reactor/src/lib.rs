@@ -40,6 +40,7 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 mod config;
+mod counters;
 mod deadlines;
 #[cfg(test)]
 mod delivery_tests;
@@ -71,5 +72,5 @@ pub use mailbox::{Mailbox, Wake};
 pub use pool::{IoModel, Placement, ReactorPool, Runtime, SourceRef, release_pool, resolve};
 pub use reactor::Reactor;
 pub use source::{CloseReason, Ready, Turn};
-pub use stats::{Counters, Stats};
+pub use stats::{CounterSet, Counters, Stats};
 pub use striped::Striped;

@@ -23,7 +23,7 @@ use crate::config::TcpConfig;
 use crate::error::CloseReason;
 use crate::handle::TcpShared;
 use crate::session::{SessionInfo, TcpHandler, TcpSession};
-use crate::stats::TurnTally;
+use crate::stats::TcpStats;
 
 pub(crate) mod link;
 use link::{Link, SendQueue, State};
@@ -115,7 +115,7 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
                 wants_writable: false,
                 last_tx: now,
                 timers: Deadlines::default(),
-                tally: TurnTally::default(),
+                tally: TcpStats::default(),
                 in_place: None,
             },
             info,
@@ -581,7 +581,7 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
             self.link.queue.append(&mut inbox.bytes);
             self.link.tally.frames_out += inbox.frames;
         } else {
-            self.link.tally.dropped_send_bytes += inbox.bytes.len() as u64;
+            self.link.tally.aborted_send_bytes += inbox.bytes.len() as u64;
         }
         if inbox.wake {
             self.with_session(|h, s| h.on_wake(s));
@@ -598,7 +598,7 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
         match self.link.state {
             State::Open | State::Connecting { .. } => self.handle.set_queued(self.link.queue.len()),
             State::Closed(_) => {
-                self.link.tally.dropped_send_bytes += self.handle.set_closed() as u64;
+                self.link.tally.aborted_send_bytes += self.handle.set_closed() as u64;
             }
             _ => self.handle.set_closing(),
         }
@@ -649,7 +649,7 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
     }
 
     /// Counters since the last call.
-    pub(crate) fn take_tally(&mut self) -> TurnTally {
+    pub(crate) fn take_tally(&mut self) -> TcpStats {
         std::mem::take(&mut self.link.tally)
     }
 

@@ -11,7 +11,7 @@ use ark_reactor::{Deadlines, TimerId};
 
 use crate::config::TcpConfig;
 use crate::error::{CloseReason, SendError};
-use crate::stats::TurnTally;
+use crate::stats::TcpStats;
 
 /// The phase of a session.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,7 +112,7 @@ pub(crate) struct Link {
     pub(super) last_tx: Instant,
     /// The handler's timers.
     pub(super) timers: Deadlines,
-    pub(super) tally: TurnTally,
+    pub(super) tally: TcpStats,
     /// Frames sent back unchanged from the input being delivered (echoes), queued by
     /// reference after `queue`: this range of the input. Only ever set while a driver's read
     /// is delivered ([`SessionCore::handle_read_lending`]); the driver writes it and
@@ -263,7 +263,7 @@ impl Link {
             return;
         }
         let in_place = self.in_place.take().map_or(0, |run| run.len());
-        self.tally.dropped_send_bytes += (self.queue.clear() + in_place) as u64;
+        self.tally.aborted_send_bytes += (self.queue.clear() + in_place) as u64;
         self.state = State::Closed(reason);
     }
 }

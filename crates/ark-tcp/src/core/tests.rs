@@ -486,7 +486,7 @@ mod in_place {
         let (wrote, calls) = read(&mut core, &mut input, usize::MAX);
         assert!(wrote.is_empty() && calls.is_empty());
         assert_eq!(core.close_reason(), Some(&CloseReason::Aborted));
-        assert_eq!(core.take_tally().dropped_send_bytes, 7);
+        assert_eq!(core.take_tally().aborted_send_bytes, 7);
     }
 
     #[test]
@@ -497,7 +497,7 @@ mod in_place {
         assert!(core.transmit_in_place(&input).is_some());
         core.handle_error(CloseReason::Reset);
         assert_eq!(core.close_reason(), Some(&CloseReason::Reset));
-        assert_eq!(core.take_tally().dropped_send_bytes, input.len() as u64);
+        assert_eq!(core.take_tally().aborted_send_bytes, input.len() as u64);
     }
 
     #[test]
