@@ -5,13 +5,13 @@
 //! forgery must be counted as unauthenticated.
 
 use std::io;
-use std::net::{SocketAddr, UdpSocket};
-use std::sync::Arc;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use ark_link::{Towards, UdpForwarder};
 use ark_rudp::{CloseReason, Delivery, RudpClient, RudpClientHandle, RudpHandler, RudpSession};
 
 use crate::link::{IO_TIMEOUT, Link, Msg, Plan, exchange};
@@ -158,7 +158,7 @@ fn forgery(rng: &mut Rng) -> Vec<u8> {
     packet
 }
 
-/// What the relay and the forger share.
+/// What the forging thread and the exchange share.
 #[derive(Debug, Default)]
 struct Forging {
     on: AtomicBool,
@@ -167,35 +167,20 @@ struct Forging {
     to_client: AtomicU64,
 }
 
-/// Forwards between the one client that writes to `socket` and `server`; while `forging.on`,
-/// sends a forgery to each end every [`FORGE_EVERY`]. Ends at `forging.stop` (or
-/// [`RELAY_LIMIT`]).
-fn relay(socket: UdpSocket, server: SocketAddr, forging: Arc<Forging>, mut rng: Rng) {
-    let _ = socket.set_read_timeout(Some(Duration::from_millis(2)));
+/// While `forging.on`, sends a forgery from the relay's socket to each end every
+/// [`FORGE_EVERY`] (once the client is known). Ends at `forging.stop` (or [`RELAY_LIMIT`]).
+fn forge(relay: &UdpForwarder, forging: &Forging, mut rng: Rng) {
     let deadline = Instant::now() + RELAY_LIMIT;
-    let (mut client, mut next_forgery) = (None, Instant::now());
-    let mut buf = vec![0u8; 65_536];
     while !forging.stop.load(Ordering::Relaxed) && Instant::now() < deadline {
-        if let Ok((n, from)) = socket.recv_from(&mut buf) {
-            let to = if from == server { client } else { Some(server) };
-            if from != server {
-                client = Some(from);
-            }
-            if let Some(to) = to {
-                let _ = socket.send_to(&buf[..n], to);
-            }
-        }
-        let (Some(to_client), true) = (client, forging.on.load(Ordering::Relaxed)) else {
+        thread::sleep(FORGE_EVERY);
+        if !forging.on.load(Ordering::Relaxed) || relay.client().is_none() {
             continue;
-        };
-        if Instant::now() >= next_forgery {
-            next_forgery = Instant::now() + FORGE_EVERY;
-            if socket.send_to(&forgery(&mut rng), server).is_ok() {
-                forging.to_server.fetch_add(1, Ordering::Relaxed);
-            }
-            if socket.send_to(&forgery(&mut rng), to_client).is_ok() {
-                forging.to_client.fetch_add(1, Ordering::Relaxed);
-            }
+        }
+        if let Ok(true) = relay.inject(Towards::Server, &forgery(&mut rng)) {
+            forging.to_server.fetch_add(1, Ordering::Relaxed);
+        }
+        if let Ok(true) = relay.inject(Towards::Client, &forgery(&mut rng)) {
+            forging.to_client.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
@@ -204,18 +189,19 @@ fn relay(socket: UdpSocket, server: SocketAddr, forging: Arc<Forging>, mut rng: 
 /// forges packets to both ends; then the client must have counted every forgery sent to it.
 pub fn forger(ctx: &Ctx, rng: &mut Rng) -> Ending {
     let started = Instant::now();
-    let socket = match UdpSocket::bind("127.0.0.1:0").and_then(|s| Ok((s.local_addr()?, s))) {
-        Ok(s) => s,
-        Err(e) => return Ending::failed("relay failed", started, format!("bind: {e}")),
+    let relay = match UdpForwarder::start(ctx.addrs.rudp, RELAY_LIMIT, |_, _| true) {
+        Ok(relay) => relay,
+        Err(e) => return Ending::failed("relay failed", started, format!("start: {e}")),
     };
-    let forging = Arc::new(Forging::default());
-    let relay_rng = Rng::new(rng.next_u64(), 0);
-    let (relay_addr, shared) = (socket.0, forging.clone());
-    let server = ctx.addrs.rudp;
-    let relaying = thread::spawn(move || relay(socket.1, server, shared, relay_rng));
-    let result = forged_exchange(ctx, rng, relay_addr, &forging);
-    forging.stop.store(true, Ordering::Relaxed);
-    let _ = relaying.join();
+    let forging = Forging::default();
+    let forger_rng = Rng::new(rng.next_u64(), 0);
+    let result = thread::scope(|s| {
+        s.spawn(|| forge(&relay, &forging, forger_rng));
+        let result = forged_exchange(ctx, rng, relay.local_addr(), &forging);
+        forging.stop.store(true, Ordering::Relaxed);
+        result
+    });
+    relay.stop();
     let (to_server, to_client) = (
         forging.to_server.load(Ordering::Relaxed),
         forging.to_client.load(Ordering::Relaxed),

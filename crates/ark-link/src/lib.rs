@@ -11,6 +11,10 @@
 //!   say what it did.
 //! * [`UdpRelay`] — a UDP relay on loopback between clients and a server, a conditioner in
 //!   each direction, on a thread of its own; [`RelayCounters`] at the end.
+//! * [`UdpForwarder`] — one socket between one client and a server, for attack tests: both
+//!   ends see its address as their peer's, so what it [injects](UdpForwarder::inject) carries
+//!   the peer's own address (an off-path attacker's spoofed packet); a filter may drop
+//!   datagrams either way.
 //! * [`TcpRelay`] — the same for TCP connections: delay, jitter and rate (a stream cannot
 //!   lose, reorder or duplicate bytes: TCP repairs that below the application).
 //!
@@ -41,10 +45,12 @@
 
 mod conditioner;
 mod driver;
+mod forwarder;
 mod relay;
 mod tcp_relay;
 
 pub use conditioner::{Conditioner, GilbertElliott, LinkConfig, LinkCounters, RelayCounters};
+pub use forwarder::{ForwarderCounters, Towards, UdpForwarder};
 pub use relay::{MAX_CLIENTS, UdpRelay};
 pub use tcp_relay::{MAX_CONNECTIONS, StreamLinkError, TcpRelay};
 

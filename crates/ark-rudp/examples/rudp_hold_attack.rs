@@ -10,12 +10,11 @@
 //! Usage: `cargo run --release -p ark-rudp --example rudp_hold_attack -- SERVER_ADDR`
 //! (a loopback address: the relays bind 127.0.0.1).
 
-use std::net::{SocketAddr, UdpSocket};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
+use std::net::SocketAddr;
+use std::thread;
+use std::time::Duration;
 
+use ark_link::{Towards, UdpForwarder};
 use ark_rudp::{Congestion, Delivery, RudpClient, RudpConfig, RudpHandler, RudpSession};
 
 const SESSIONS: usize = 50;
@@ -26,30 +25,12 @@ impl RudpHandler for Quiet {
     fn on_message(&mut self, _: &mut RudpSession<'_>, _: &[u8]) {}
 }
 
-/// Forwards between one client and `server`, dropping DATA datagrams that carry a first
-/// fragment (kind 0x1_, flag FIRST), until `stop` (or 120 s).
-fn relay(socket: UdpSocket, server: SocketAddr, stop: Arc<AtomicBool>) -> JoinHandle<()> {
-    thread::spawn(move || {
-        let _ = socket.set_read_timeout(Some(Duration::from_millis(5)));
-        let (mut client, mut buf) = (None, [0u8; 2048]);
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
-            let Ok((n, from)) = socket.recv_from(&mut buf) else {
-                continue;
-            };
-            if from == server {
-                if let Some(client) = client {
-                    let _ = socket.send_to(&buf[..n], client);
-                }
-                continue;
-            }
-            client = Some(from);
-            let first_fragment = buf[0] & 0xF0 == 0x10 && buf[0] & 0x1 != 0;
-            if !first_fragment {
-                let _ = socket.send_to(&buf[..n], server);
-            }
-        }
-    })
+/// Whether `datagram` is a DATA datagram that carries a message's first fragment (kind 0x1_,
+/// flag FIRST).
+fn first_fragment(datagram: &[u8]) -> bool {
+    datagram
+        .first()
+        .is_some_and(|b| b & 0xF0 == 0x10 && b & 0x1 != 0)
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -57,12 +38,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .nth(1)
         .ok_or("usage: rudp_hold_attack SERVER_ADDR")?
         .parse()?;
-    let stop = Arc::new(AtomicBool::new(false));
     let (mut clients, mut relays) = (Vec::new(), Vec::new());
     for _ in 0..SESSIONS {
-        let socket = UdpSocket::bind("127.0.0.1:0")?;
-        let addr = socket.local_addr()?;
-        relays.push(relay(socket, server, stop.clone()));
+        let keep =
+            |towards, datagram: &[u8]| towards == Towards::Client || !first_fragment(datagram);
+        let relay = UdpForwarder::start(server, Duration::from_secs(120), keep)?;
+        let addr = relay.local_addr();
+        relays.push(relay);
         let mut config = RudpConfig::default();
         config.congestion = Congestion::Off; // only the server's receive window limits it
         config.send_buffer = 4 * MESSAGE;
@@ -78,9 +60,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     thread::sleep(Duration::from_secs(3));
     let sent = clients[0].stats().map_or(0, |s| s.data_sent);
     println!("client 0 sent {sent} DATA datagrams; the relays go silent");
-    stop.store(true, Ordering::Relaxed);
     for relay in relays {
-        let _ = relay.join();
+        relay.stop();
     }
     // Vanish: the clients' CLOSE must not reach the server (the relays are gone anyway).
     std::mem::forget(clients);

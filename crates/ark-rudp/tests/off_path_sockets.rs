@@ -6,48 +6,14 @@
 
 mod util;
 
-use std::net::{SocketAddr, UdpSocket};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use ark_link::{Towards, UdpForwarder};
 use ark_rudp::{Delivery, RudpClient, RudpServer};
 use util::{Note, Reporter, forgeries, next_note};
 
 const WAIT: Duration = Duration::from_secs(10);
-
-/// Forwards between the one client that writes to `socket` and `server`, until `stop` (or
-/// 60 s). Returns the client's address once known through `client`.
-fn forward(
-    socket: Arc<UdpSocket>,
-    server: SocketAddr,
-    client: Arc<std::sync::Mutex<Option<SocketAddr>>>,
-    stop: Arc<AtomicBool>,
-) -> thread::JoinHandle<()> {
-    thread::spawn(move || {
-        socket
-            .set_read_timeout(Some(Duration::from_millis(10)))
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let mut buf = [0u8; 2048];
-        while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
-            let Ok((n, from)) = socket.recv_from(&mut buf) else {
-                continue;
-            };
-            let to = if from == server {
-                match *client.lock().unwrap() {
-                    Some(c) => c,
-                    None => continue,
-                }
-            } else {
-                *client.lock().unwrap() = Some(from);
-                server
-            };
-            let _ = socket.send_to(&buf[..n], to);
-        }
-    })
-}
 
 /// Every forgery of `util::forgeries`, bare and ending in a guessed token.
 fn forged() -> Vec<Vec<u8>> {
@@ -68,23 +34,16 @@ fn forged_packets_from_the_peers_address_are_dropped_over_sockets() {
         .bind("127.0.0.1:0")
         .start(move |_| echo.clone())
         .unwrap();
-    let relay = Arc::new(UdpSocket::bind("127.0.0.1:0").unwrap());
-    let client_addr = Arc::new(std::sync::Mutex::new(None));
-    let stop = Arc::new(AtomicBool::new(false));
-    let forwarder = forward(
-        relay.clone(),
-        server.local_addr(),
-        client_addr.clone(),
-        stop.clone(),
-    );
+    let relay =
+        UdpForwarder::start(server.local_addr(), Duration::from_secs(60), |_, _| true).unwrap();
     let (handler, notes) = Reporter::new(false);
     let client = RudpClient::builder()
-        .connect(relay.local_addr().unwrap(), handler)
+        .connect(relay.local_addr(), handler)
         .unwrap();
     assert_eq!(next_note(&notes, WAIT), Note::Open);
     client.send(b"before", Delivery::Ordered);
     assert_eq!(next_note(&notes, WAIT), Note::Message(b"before".to_vec()));
-    let victim = client_addr.lock().unwrap().expect("the client wrote");
+    assert!(relay.client().is_some(), "the client wrote");
     // Paced, a round at a time, so that loopback drops none of them even on a loaded
     // machine: then every forgery must be counted, exactly.
     let rounds = 50;
@@ -96,8 +55,8 @@ fn forged_packets_from_the_peers_address_are_dropped_over_sockets() {
     };
     for round in 1..=rounds {
         for f in forged() {
-            relay.send_to(&f, server.local_addr()).unwrap();
-            relay.send_to(&f, victim).unwrap();
+            assert!(relay.inject(Towards::Server, &f).unwrap());
+            assert!(relay.inject(Towards::Client, &f).unwrap());
         }
         let want = (round * forged().len()) as u64;
         let deadline = Instant::now() + WAIT;
@@ -125,6 +84,5 @@ fn forged_packets_from_the_peers_address_are_dropped_over_sockets() {
     assert!(notes.recv_timeout(Duration::from_millis(100)).is_err());
     client.stop().wait().unwrap();
     server.stop().wait().unwrap();
-    stop.store(true, Ordering::Relaxed);
-    forwarder.join().unwrap();
+    relay.stop();
 }
