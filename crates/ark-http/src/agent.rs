@@ -17,9 +17,9 @@ use ark_tcp::{
     TcpHandler, TcpSession, TcpSessionHandle, TimerId,
 };
 
-use crate::answers::{AnswerReader, AnswerSink, ClientResponse};
 use crate::client::RequestHead;
-use crate::head::Limits;
+use crate::proto::answers::{AnswerReader, AnswerSink, ClientResponse};
+use crate::proto::head::Limits;
 
 /// Where requests go: an address, the `Host` it is known by, and TLS or not.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

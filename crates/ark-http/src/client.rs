@@ -13,8 +13,8 @@ use ark_tcp::{
     TcpSession, TcpStats,
 };
 
-use crate::answers::{AnswerReader, AnswerSink, ClientResponse};
-use crate::head::Limits;
+use crate::proto::answers::{AnswerReader, AnswerSink, ClientResponse};
+use crate::proto::head::Limits;
 
 /// A client connection's view for its handler: send requests.
 pub struct ClientSession<'s, 'a> {

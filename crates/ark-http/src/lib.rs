@@ -46,28 +46,25 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 mod agent;
-mod answers;
 mod client;
-mod decoder;
 mod error;
-mod head;
+mod proto;
 mod response;
-mod router;
 mod server;
 
 pub use agent::{
     Canceller, HttpAgent, HttpAgentBuilder, HttpRequest, HttpResponse, Origin, Pending,
     RequestError,
 };
-pub use answers::ClientResponse;
 pub use client::{
     ClientSession, HttpClient, HttpClientBuilder, HttpClientHandle, HttpClientHandler,
 };
-pub use decoder::{Decoded, RequestDecoder};
 pub use error::HttpError;
-pub use head::{BodyKind, HeadFacts, Limits, MAX_HEADERS, Request, parse_head};
+pub use proto::answers::ClientResponse;
+pub use proto::decoder::{Decoded, RequestDecoder};
+pub use proto::head::{BodyKind, HeadFacts, Limits, MAX_HEADERS, Request, parse_head};
+pub use proto::router::{MAX_PARAMS, Router};
 pub use response::{Responder, Response, http_date, reason};
-pub use router::{MAX_PARAMS, Router};
 pub use server::{HttpConfig, HttpServer, HttpServerBuilder, HttpServerHandle};
 
 /// The README's examples, compiled as doctests so the README cannot drift from the code.

@@ -14,11 +14,11 @@ use ark_tcp::{
     TcpSession, TcpStats, TimerId,
 };
 
-use crate::decoder::{Decoded, RequestDecoder};
 use crate::error::HttpError;
-use crate::head::{BodyKind, HeadFacts, Limits, Request};
+use crate::proto::decoder::{Decoded, RequestDecoder};
+use crate::proto::head::{BodyKind, HeadFacts, Limits, Request};
+use crate::proto::router::Router;
 use crate::response::{Response, Slot, http_date};
-use crate::router::Router;
 
 /// Server settings.
 #[derive(Debug, Clone)]

@@ -43,16 +43,15 @@
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
-mod conditioner;
 mod driver;
-mod forwarder;
-mod relay;
-mod tcp_relay;
+mod proto;
 
-pub use conditioner::{Conditioner, GilbertElliott, LinkConfig, LinkCounters, RelayCounters};
-pub use forwarder::{ForwarderCounters, Towards, UdpForwarder};
-pub use relay::{MAX_CLIENTS, UdpRelay};
-pub use tcp_relay::{MAX_CONNECTIONS, StreamLinkError, TcpRelay};
+pub use driver::forwarder::{ForwarderCounters, Towards, UdpForwarder};
+pub use driver::relay::{MAX_CLIENTS, UdpRelay};
+pub use driver::tcp_relay::{MAX_CONNECTIONS, StreamLinkError, TcpRelay};
+pub use proto::conditioner::{
+    Conditioner, GilbertElliott, LinkConfig, LinkCounters, RelayCounters,
+};
 
 /// The README's examples, compiled as doctests so the README cannot drift from the code.
 #[doc = include_str!("../README.md")]

@@ -11,10 +11,10 @@ use ark_udp::{
 };
 
 use crate::config::RudpConfig;
-use crate::connection::{Connection, Delivery, RudpStats};
-use crate::cookie::random_u64;
-use crate::driver::{Driver, Role};
-use crate::listener::Listener;
+use crate::driver::socket::{Driver, Role};
+use crate::proto::connection::{Connection, Delivery, RudpStats};
+use crate::proto::cookie::random_u64;
+use crate::proto::listener::Listener;
 use crate::session::{RudpHandler, RudpSessionHandle, RudpShared};
 
 /// Socket settings both builders share.

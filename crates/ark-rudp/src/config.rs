@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use crate::congestion::Congestion;
-use crate::fec::Fec;
+use crate::proto::congestion::Congestion;
+use crate::proto::fec::Fec;
 
 /// The settings of reliable-UDP connections (both ends read their own).
 #[derive(Debug, Clone)]

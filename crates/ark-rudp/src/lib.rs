@@ -58,16 +58,8 @@
 
 mod api;
 mod config;
-mod congestion;
-mod connection;
-mod cookie;
 mod driver;
-mod fec;
-mod listener;
-mod packet;
-mod recv;
-mod rtt;
-mod send;
+mod proto;
 mod session;
 
 pub use api::{
@@ -76,9 +68,9 @@ pub use api::{
 };
 pub use ark_reactor::{IoModel, ReactorConfig, ReactorPool, Runtime, Stopping, TimerId};
 pub use config::RudpConfig;
-pub use congestion::Congestion;
-pub use connection::{CloseReason, Connection, Delivery, Event, RudpStats, SendError};
-pub use fec::Fec;
-pub use listener::{Incoming, Listener};
-pub use packet::PacketError;
+pub use proto::congestion::Congestion;
+pub use proto::connection::{CloseReason, Connection, Delivery, Event, RudpStats, SendError};
+pub use proto::fec::Fec;
+pub use proto::listener::{Incoming, Listener};
+pub use proto::packet::PacketError;
 pub use session::{RudpHandler, RudpSession, RudpSessionHandle};

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use ark_reactor::{Deadlines, Mailbox, TimerId};
 use ark_udp::UdpWaker;
 
-use crate::connection::{CloseReason, Connection, Delivery, RudpStats, SendError};
+use crate::proto::connection::{CloseReason, Connection, Delivery, RudpStats, SendError};
 
 /// The callbacks of one reliable-UDP session. One handler value per session; callbacks run on
 /// the thread serving the socket, never two at once.

@@ -13,15 +13,15 @@ use ark_reactor::{
 use mio::net::TcpStream;
 
 use crate::config::{Keepalive, TcpConfig, apply_socket_options};
-use crate::core::{Framing, SessionCore};
 use crate::driver;
+use crate::driver::tls::TlsLayer;
 use crate::error::{CloseReason, SendError};
 use crate::handle::TcpSessionHandle;
 use crate::owner::Owner;
+use crate::proto::core::{Framing, SessionCore};
 use crate::server::tcp_options;
 use crate::session::{SessionInfo, TcpHandler};
 use crate::stats::{TcpCounters, TcpStats};
-use crate::tls::TlsLayer;
 
 /// Reconnection with exponential backoff.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -316,7 +316,7 @@ fn connect_on<C: Framing, H: TcpHandler>(
     *shared.session() = Some(core.session_handle());
     let owner: Arc<dyn Owner<H>> = shared.clone();
     let member = shared.life.join(Some(source));
-    let conn = driver::conn(stream, core, (owner, reactor.handle(), member), true, tls);
+    let conn = driver::conn::conn(stream, core, (owner, reactor.handle(), member), true, tls);
     let interest = mio::Interest::READABLE | mio::Interest::WRITABLE;
     if reactor.install(id, conn, interest).is_ok() {
         // A first turn arms the connect timeout even if the socket never becomes ready.

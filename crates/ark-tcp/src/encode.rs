@@ -6,8 +6,8 @@ use std::ops::Range;
 
 use ark_frame::{EncodeError, Encoder, Header};
 
-use crate::core::link::Link;
 use crate::error::SendError;
+use crate::proto::core::link::Link;
 
 /// Object-safe framing of outgoing messages.
 pub(crate) trait EncodeInto {

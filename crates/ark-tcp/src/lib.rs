@@ -68,28 +68,25 @@
 
 mod client;
 mod config;
-mod core;
 mod driver;
 mod encode;
 mod error;
 mod handle;
 mod owner;
+mod proto;
 mod server;
 mod session;
-mod sim;
 mod stats;
-mod tls;
-mod transport;
 
 pub use ark_reactor::{IoModel, ReactorConfig, ReactorPool, Runtime, Stopping, TimerId};
 pub use client::{Reconnect, TcpClient, TcpClientBuilder, TcpClientHandle};
 pub use config::{Keepalive, TcpConfig};
-pub use core::Framing;
 pub use error::{CloseReason, SendError};
 pub use handle::TcpSessionHandle;
+pub use proto::core::Framing;
+pub use proto::sim::Simulator;
 pub use server::{TcpServer, TcpServerBuilder, TcpServerHandle};
 pub use session::{TcpHandler, TcpSession};
-pub use sim::Simulator;
 pub use stats::TcpStats;
 
 /// The README's examples, compiled as doctests so the README cannot drift from the code.

@@ -15,14 +15,14 @@ use ark_reactor::{
 use mio::net::TcpListener;
 
 use crate::config::{Keepalive, TcpConfig, apply_socket_options};
-use crate::core::{Framing, SessionCore};
 use crate::driver;
+use crate::driver::tls::TlsLayer;
 use crate::error::CloseReason;
 use crate::handle::TcpSessionHandle;
 use crate::owner::Owner;
+use crate::proto::core::{Framing, SessionCore};
 use crate::session::{SessionInfo, TcpHandler};
 use crate::stats::{TcpCounters, TcpStats};
-use crate::tls::TlsLayer;
 
 /// Entry point: [`TcpServer::builder`].
 #[derive(Debug)]
@@ -339,7 +339,7 @@ where
             sessions.insert(session_id, core.session_handle());
             let owner: Arc<dyn Owner<H>> = shared.clone();
             let member = shared.life.join(Some(source));
-            driver::conn(stream, core, (owner, target.clone(), member), false, tls)
+            driver::conn::conn(stream, core, (owner, target.clone(), member), false, tls)
         };
         let interest = mio::Interest::READABLE | mio::Interest::WRITABLE;
         if target.insert_with(make, interest).is_none() {

@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use ark_reactor::TimerId;
 
-use crate::core::link::Link;
 use crate::encode::{EncodeInto, queue_parts};
 use crate::error::{CloseReason, SendError};
 use crate::handle::{TcpSessionHandle, TcpShared};
+use crate::proto::core::link::Link;
 
 /// What a session is, apart from its state: fixed when it opens.
 #[derive(Debug, Clone)]

@@ -55,19 +55,17 @@ mod driver;
 mod error;
 mod handle;
 mod limits;
-mod peers;
+mod proto;
 mod server;
 mod session;
-mod sessions;
 mod snmp;
 mod stats;
-mod steering;
-mod sys;
 
 pub use ark_reactor::{IoModel, ReactorConfig, ReactorPool, Runtime, Stopping, TimerId};
 pub use cast::{UdpCast, UdpCastBuilder, UdpCastHandle};
 pub use client::{UdpClient, UdpClientBuilder, UdpClientHandle, UdpSocketHandle, UdpWaker};
 pub use config::UdpConfig;
+pub use driver::steering::{Steering, bind_for_shard, steer_by_peer_port};
 pub use error::{CloseReason, DatagramError, SendError};
 pub use handle::UdpSessionHandle;
 pub use limits::{
@@ -77,4 +75,3 @@ pub use server::{UdpServer, UdpServerBuilder, UdpServerHandle};
 pub use session::{UdpHandler, UdpSession};
 pub use snmp::NetCounters;
 pub use stats::UdpStats;
-pub use steering::{Steering, bind_for_shard, steer_by_peer_port};

@@ -11,12 +11,12 @@ use ark_reactor::{
 use mio::net::UdpSocket;
 
 use crate::config::UdpConfig;
-use crate::driver::UdpDriver;
+use crate::driver::socket::UdpDriver;
+use crate::driver::steering::{Steering, steer_by_peer_port};
 use crate::handle::UdpShared;
+use crate::proto::sessions::{Factory, Mode};
 use crate::session::UdpHandler;
-use crate::sessions::{Factory, Mode};
 use crate::stats::{UdpCounters, UdpStats};
-use crate::steering::{Steering, steer_by_peer_port};
 
 /// How long a UDP stop waits for its sockets by default: each closes at its next turn.
 pub(crate) const STOP_TIMEOUT: Duration = Duration::from_secs(5);

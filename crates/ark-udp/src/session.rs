@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 
 use ark_reactor::{Deadlines, TimerId, TimerSlot};
 
+use crate::driver::sys::SendBatch;
 use crate::error::{CloseReason, DatagramError, SendError};
 use crate::handle::{UdpSessionHandle, UdpShared};
 use crate::limits::max_payload;
-use crate::sys::SendBatch;
 
 /// The timers of a socket's sessions: their deadlines, whose each is, and the socket's one
 /// reactor timer at the earliest.

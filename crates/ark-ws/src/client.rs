@@ -10,7 +10,7 @@ use ark_tcp::{TcpClient, TcpClientHandle, TcpStats};
 use tungstenite::client::IntoClientRequest;
 
 use crate::config::WsConfig;
-use crate::conn::WsConn;
+use crate::driver::conn::WsConn;
 use crate::error::SendError;
 use crate::handle::{WsSessionHandle, WsShared};
 use crate::server::ws_options;

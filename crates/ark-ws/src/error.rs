@@ -1,7 +1,7 @@
 //! What ark-ws's session API names besides the session itself: the upgrade request type and
 //! why a send was refused.
 
-use crate::close::InvalidCloseCode;
+use crate::proto::close::InvalidCloseCode;
 
 /// The HTTP upgrade request of a session (the server's received request, or the client's sent
 /// one).

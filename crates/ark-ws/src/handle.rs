@@ -9,8 +9,8 @@ use ark_reactor::Mailbox;
 use ark_tcp::TcpSessionHandle;
 use tungstenite::Message;
 
-use crate::close::CloseCode;
 use crate::error::SendError;
+use crate::proto::close::CloseCode;
 
 /// Not open yet.
 const PENDING: u8 = 0;

@@ -58,16 +58,13 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 mod client;
-mod close;
 mod config;
-mod conn;
-mod data;
+mod driver;
 mod error;
 mod handle;
-mod inbound;
+mod proto;
 mod server;
 mod session;
-mod stream;
 
 /// Entry points for the fuzz targets (`crates/ark-ws/fuzz`); not a stable API.
 #[doc(hidden)]
@@ -84,7 +81,7 @@ pub mod fuzzing {
     ) -> (impl ark_tcp::TcpHandler, ark_tcp::TcpConfig) {
         let session = config.session_config();
         (
-            crate::conn::WsConn::server(Arc::new(config), handler, None),
+            crate::driver::conn::WsConn::server(Arc::new(config), handler, None),
             session,
         )
     }
@@ -103,18 +100,18 @@ pub mod fuzzing {
         let request = url.into_client_request()?;
         let session = config.session_config();
         let shared = crate::handle::WsShared::new(config.write_buffer_limit);
-        let conn = crate::conn::WsConn::client(request, Arc::new(config), handler, shared);
+        let conn = crate::driver::conn::WsConn::client(request, Arc::new(config), handler, shared);
         Ok((conn, session))
     }
 }
 
 pub use ark_reactor::{IoModel, ReactorConfig, ReactorPool, Runtime, Stopping, TimerId};
 pub use client::{WsClient, WsClientBuilder, WsClientHandle};
-pub use close::{CloseCode, Initiator, InvalidCloseCode, OpenError, WsClose};
 pub use config::{UpgradeHook, WsConfig};
-pub use data::ReceivedData;
 pub use error::{Request, SendError};
 pub use handle::WsSessionHandle;
+pub use proto::close::{CloseCode, Initiator, InvalidCloseCode, OpenError, WsClose};
+pub use proto::data::ReceivedData;
 pub use server::{WsServer, WsServerBuilder, WsServerHandle};
 pub use session::{WsHandler, WsSession};
 pub use tungstenite::Message;

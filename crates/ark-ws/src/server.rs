@@ -10,7 +10,7 @@ use ark_reactor::{ReactorConfig, Runtime};
 use ark_tcp::{TcpServer, TcpServerHandle, TcpStats};
 
 use crate::config::{UpgradeHook, WsConfig};
-use crate::conn::{Registry, WsConn};
+use crate::driver::conn::{Registry, WsConn};
 use crate::error::Request;
 use crate::handle::WsSessionHandle;
 use crate::session::WsHandler;

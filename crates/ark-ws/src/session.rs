@@ -9,13 +9,13 @@ use ark_reactor::TimerId;
 use tungstenite::protocol::CloseFrame;
 use tungstenite::{Bytes, Message, WebSocket};
 
-use crate::close::{CloseCode, WsClose};
 use crate::config::WsConfig;
-use crate::data::ReceivedData;
 use crate::error::{Request, SendError};
 use crate::handle::{WsSessionHandle, WsShared};
-use crate::inbound::{Head, OPCODE_BINARY, OPCODE_TEXT, apply_mask};
-use crate::stream::MemStream;
+use crate::proto::close::{CloseCode, WsClose};
+use crate::proto::data::ReceivedData;
+use crate::proto::inbound::{Head, OPCODE_BINARY, OPCODE_TEXT, apply_mask};
+use crate::proto::stream::MemStream;
 
 /// A handler's view of its WebSocket session during a callback.
 pub struct WsSession<'a> {

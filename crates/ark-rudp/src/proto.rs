@@ -1,0 +1,15 @@
+//! The sans-IO part: a connection ([`connection`]) with its sending and receiving sides
+//! ([`send`], [`recv`]), FEC ([`fec`]), congestion control ([`congestion`]), RTT estimation
+//! ([`rtt`]), the wire format ([`packet`]), the handshake cookies ([`cookie`]) and the
+//! server's stateless side of the handshake ([`listener`]). Datagrams and time in;
+//! datagrams, messages, events and deadlines out. No sockets.
+
+pub(crate) mod congestion;
+pub(crate) mod connection;
+pub(crate) mod cookie;
+pub(crate) mod fec;
+pub(crate) mod listener;
+pub(crate) mod packet;
+pub(crate) mod recv;
+pub(crate) mod rtt;
+pub(crate) mod send;

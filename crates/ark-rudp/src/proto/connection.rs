@@ -1,0 +1,847 @@
+//! The sans-IO connection: datagrams and time in, datagrams, messages and events out.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::config::RudpConfig;
+use crate::proto::congestion::Controller;
+use crate::proto::cookie::SessionTokens;
+use crate::proto::fec::{FecReceiver, FecSender};
+use crate::proto::packet::{
+    self, AckBlock, COOKIE_LEN, FecTag, HELLO_SIZE, Packet, PacketError, TOKEN_LEN,
+};
+use crate::proto::recv::{Arrival, Receiver};
+use crate::proto::send::Sender;
+
+/// Why a connection ended.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CloseReason {
+    /// Closed by this end.
+    #[error("closed locally")]
+    Local,
+    /// The peer sent CLOSE.
+    #[error("closed by the peer")]
+    PeerClosed,
+    /// Nothing arrived from the peer for the idle timeout.
+    #[error("nothing received for {0:?} (idle timeout)")]
+    IdleTimeout(Duration),
+    /// Data stayed unacknowledged, with no progress, for the timeout: the peer stopped
+    /// acknowledging.
+    #[error("data unacknowledged for {0:?}: the peer stopped acknowledging")]
+    Unacknowledged(Duration),
+    /// The handshake did not finish in time.
+    #[error("no handshake within {0:?}")]
+    HandshakeTimeout(Duration),
+    /// The peer's address began a new connection (it restarted).
+    #[error("replaced by a new handshake from the same address")]
+    Replaced,
+    /// The server or client stopped.
+    #[error("stopped")]
+    Stopped,
+    /// The peer sent a message longer than this end's `RudpConfig::max_message`: it was dropped
+    /// unread, and the connection closed (a CLOSE goes to the peer).
+    #[error("the peer sent a message of {len} bytes, over the limit of {max} bytes")]
+    MessageTooLarge {
+        /// The message's length.
+        len: usize,
+        /// `RudpConfig::max_message`.
+        max: usize,
+    },
+}
+
+/// Why a send was refused. Nothing was queued.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SendError {
+    /// Longer than a message can be (`RudpConfig::max_message`, or the MTU for unreliable ones).
+    #[error("message of {len} bytes exceeds the limit of {max} bytes")]
+    TooLarge {
+        /// The message's length.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The send buffer is full: the peer is slow or gone.
+    #[error("send buffer full: {buffered} bytes buffered, limit {limit}")]
+    Full {
+        /// Bytes buffered.
+        buffered: usize,
+        /// `RudpConfig::send_buffer`.
+        limit: usize,
+    },
+    /// The connection is closed.
+    #[error("the connection is closed")]
+    Closed,
+}
+
+/// How a message travels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// Reliable, delivered in the order sent (the default).
+    Ordered,
+    /// Reliable, delivered as soon as it is whole.
+    Unordered,
+    /// One datagram, not repeated if lost (at most `RudpConfig::mtu` bytes).
+    Unreliable,
+}
+
+/// Counters of one connection.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[non_exhaustive]
+pub struct RudpStats {
+    /// DATA datagrams sent (first transmissions and retransmissions).
+    pub data_sent: u64,
+    /// DATA datagrams sent again.
+    pub retransmissions: u64,
+    /// PARITY datagrams sent.
+    pub parity_sent: u64,
+    /// ACK datagrams sent (keep-alives included).
+    pub acks_sent: u64,
+    /// Data datagrams rebuilt from parity.
+    pub fec_recovered: u64,
+    /// Fragments that arrived more than once.
+    pub duplicates: u64,
+    /// Datagrams not understood.
+    pub malformed: u64,
+    /// Acknowledgements that named data never sent (ignored).
+    pub forged_acks: u64,
+    /// Datagrams without the session's token, or handshake datagrams with another nonce:
+    /// dropped unread (they close, feed and refresh nothing).
+    pub unauthenticated: u64,
+    /// Valid handshakes a server refused because it held `RudpConfig::max_sessions` already.
+    pub refused_sessions: u64,
+    /// Messages delivered.
+    pub messages_delivered: u64,
+    /// The loss rate measured from the peer's receive count, 0..1.
+    pub loss_estimate: f64,
+    /// Smoothed RTT.
+    pub srtt: Duration,
+}
+
+impl RudpStats {
+    /// Adds `other`'s counters (not the estimates).
+    pub fn add(&mut self, other: &RudpStats) {
+        self.data_sent += other.data_sent;
+        self.retransmissions += other.retransmissions;
+        self.parity_sent += other.parity_sent;
+        self.acks_sent += other.acks_sent;
+        self.fec_recovered += other.fec_recovered;
+        self.duplicates += other.duplicates;
+        self.malformed += other.malformed;
+        self.forged_acks += other.forged_acks;
+        self.unauthenticated += other.unauthenticated;
+        self.refused_sessions += other.refused_sessions;
+        self.messages_delivered += other.messages_delivered;
+    }
+}
+
+/// Something the application should hear of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Event {
+    /// The handshake finished.
+    Connected,
+    /// The connection ended.
+    Closed(CloseReason),
+}
+
+#[derive(Debug)]
+enum State {
+    /// A client waiting for the server: the cookie (zeros before one came), the next HELLO.
+    Handshaking {
+        cookie: [u8; COOKIE_LEN],
+        next_hello: Instant,
+        attempts: u32,
+        /// When the first HELLO with this cookie left, and how many did: one, and its ACCEPT
+        /// gives the first RTT sample (Karn's rule).
+        cookie_hellos: Option<(Instant, u32)>,
+    },
+    Established,
+    /// Closed; whether our CLOSE still has to leave.
+    Closed {
+        send_close: bool,
+    },
+}
+
+/// The tokens one end sends and expects.
+#[derive(Debug, Clone, Copy)]
+struct Keys {
+    tx: [u8; TOKEN_LEN],
+    rx: [u8; TOKEN_LEN],
+}
+
+impl Keys {
+    fn client(t: SessionTokens) -> Keys {
+        Keys {
+            tx: t.client,
+            rx: t.server,
+        }
+    }
+
+    fn server(t: SessionTokens) -> Keys {
+        Keys {
+            tx: t.server,
+            rx: t.client,
+        }
+    }
+}
+
+/// CLOSE code: an orderly close.
+const CLOSE_NORMAL: u8 = 0;
+/// The first data sequence of both directions: the low 32 bits of the handshake's nonce,
+/// so sequences start anywhere in the 32-bit space (and wrap), and a blind injector must
+/// guess them.
+fn first_seq(nonce: u64) -> u64 {
+    u64::from(nonce as u32)
+}
+
+/// The loss measure: DATA+PARITY sent against what the peer says it received.
+#[derive(Debug, Default)]
+struct LossMeter {
+    peer_received: u64,
+    peer_received_wire: u16,
+    mark: Option<(u64, u64)>,
+    estimate: f64,
+}
+
+impl LossMeter {
+    /// The peer's (wrapping) receive count arrived, after our `tx_mark`-th datagram was acked.
+    fn update(&mut self, wire: u16, tx_mark: u64) {
+        let step = wire.wrapping_sub(self.peer_received_wire) as i16;
+        if step > 0 {
+            self.peer_received += step as u64;
+            self.peer_received_wire = wire;
+        }
+        let (t0, r0) = *self.mark.get_or_insert((tx_mark, self.peer_received));
+        let sent = tx_mark.saturating_sub(t0);
+        if sent >= 32 {
+            let got = self.peer_received.saturating_sub(r0) as f64;
+            let sample = (1.0 - got / sent as f64).clamp(0.0, 1.0);
+            self.estimate = self.estimate * 0.75 + sample * 0.25;
+            self.mark = Some((tx_mark, self.peer_received));
+        }
+    }
+}
+
+/// One reliable-UDP connection as a state machine: no sockets, no clocks of its own.
+///
+/// Feed it datagrams ([`handle_datagram`](Self::handle_datagram)) and time
+/// ([`handle_timeout`](Self::handle_timeout) at [`poll_timeout`](Self::poll_timeout)); take
+/// what it sends ([`poll_transmit`](Self::poll_transmit), until `None`), the messages it
+/// delivers ([`recv`](Self::recv)) and its events ([`poll_event`](Self::poll_event)).
+#[derive(Debug)]
+pub struct Connection {
+    config: Arc<RudpConfig>,
+    state: State,
+    nonce: u64,
+    /// The tokens this end sends and expects, once it knows the cookie.
+    keys: Option<Keys>,
+    accept_pending: bool,
+    /// A server's ACCEPT, sent once at this instant and not yet answered: the client's first
+    /// datagram after it gives the server's first RTT sample.
+    accepted_at: Option<Instant>,
+    started: Instant,
+    send: Sender,
+    recv: Receiver,
+    rtt: crate::proto::rtt::RttEstimator,
+    cc: Controller,
+    fec_tx: FecSender,
+    fec_rx: FecReceiver,
+    loss: LossMeter,
+    unreliable: VecDeque<Vec<u8>>,
+    ack_pending: bool,
+    /// DATA and PARITY datagrams sent / received.
+    tx_count: u64,
+    rx_count: u64,
+    rto_deadline: Option<Instant>,
+    last_sent: Instant,
+    last_received: Instant,
+    last_progress: Instant,
+    events: VecDeque<Event>,
+    stats: RudpStats,
+}
+
+impl Connection {
+    fn new(config: Arc<RudpConfig>, now: Instant, nonce: u64, state: State) -> Connection {
+        let window = u64::from(config.receive_window);
+        Connection {
+            send: Sender::new(first_seq(nonce), window),
+            recv: Receiver::new(first_seq(nonce), usize::from(config.receive_window))
+                .with_limit(config.max_message),
+            rtt: crate::proto::rtt::RttEstimator::new(
+                config.initial_rto,
+                config.min_rto,
+                config.max_rto,
+            ),
+            cc: Controller::new(config.congestion, config.initial_window, config.min_window),
+            fec_tx: FecSender::new(config.fec, config.fec_residual),
+            fec_rx: FecReceiver::new(),
+            loss: LossMeter::default(),
+            unreliable: VecDeque::new(),
+            state,
+            nonce,
+            keys: None,
+            accept_pending: false,
+            accepted_at: None,
+            started: now,
+            ack_pending: false,
+            tx_count: 0,
+            rx_count: 0,
+            rto_deadline: None,
+            last_sent: now,
+            last_received: now,
+            last_progress: now,
+            events: VecDeque::new(),
+            stats: RudpStats::default(),
+            config,
+        }
+    }
+
+    /// A client connection; its first [`poll_transmit`](Self::poll_transmit) sends the HELLO.
+    /// `nonce` names this connection attempt (random).
+    pub fn client(config: Arc<RudpConfig>, now: Instant, nonce: u64) -> Connection {
+        let state = State::Handshaking {
+            cookie: [0; COOKIE_LEN],
+            next_hello: now,
+            attempts: 0,
+            cookie_hellos: None,
+        };
+        Connection::new(config, now, nonce, state)
+    }
+
+    /// A server connection for a HELLO whose cookie checked out (see [`crate::Listener`]).
+    pub(crate) fn accepted(
+        config: Arc<RudpConfig>,
+        now: Instant,
+        nonce: u64,
+        cookie: &[u8; COOKIE_LEN],
+    ) -> Connection {
+        let mut conn = Connection::new(config, now, nonce, State::Established);
+        conn.keys = Some(Keys::server(SessionTokens::derive(nonce, cookie)));
+        conn.accept_pending = true;
+        conn.accepted_at = Some(now);
+        conn.events.push_back(Event::Connected);
+        conn
+    }
+
+    /// A server's first datagram from its client: the round trip since the ACCEPT is the
+    /// first RTT sample — if the ACCEPT went once and the client answered within the initial
+    /// RTO (a client that waits before sending would inflate it).
+    fn first_answer(&mut self, now: Instant) {
+        if let Some(sent) = self.accepted_at.take() {
+            let rtt = now.saturating_duration_since(sent);
+            if rtt <= self.config.initial_rto {
+                self.rtt.sample(rtt);
+            }
+        }
+    }
+
+    /// The nonce of the handshake that made this connection.
+    pub fn nonce(&self) -> u64 {
+        self.nonce
+    }
+
+    /// The token a datagram from the peer must end in, once the handshake has given one.
+    /// For tests that play a peer who knows it (a hostile peer, or an on-path attacker).
+    #[doc(hidden)]
+    pub fn peer_token(&self) -> Option<[u8; TOKEN_LEN]> {
+        self.keys.map(|k| k.rx)
+    }
+
+    /// Whether the handshake finished and the connection is not closed.
+    pub fn is_established(&self) -> bool {
+        matches!(self.state, State::Established)
+    }
+
+    /// Whether the connection is closed.
+    pub fn is_closed(&self) -> bool {
+        matches!(self.state, State::Closed { .. })
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> RudpStats {
+        RudpStats {
+            parity_sent: self.fec_tx.parity_sent,
+            fec_recovered: self.fec_rx.recovered,
+            duplicates: self.recv.duplicates,
+            loss_estimate: self.loss.estimate,
+            srtt: self.rtt.srtt(),
+            ..self.stats
+        }
+    }
+
+    /// Queues a message (copied).
+    ///
+    /// # Errors
+    /// [`SendError::TooLarge`], [`SendError::Full`] or [`SendError::Closed`]; nothing is queued.
+    pub fn send(&mut self, message: &[u8], delivery: Delivery) -> Result<(), SendError> {
+        if self.is_closed() {
+            return Err(SendError::Closed);
+        }
+        let max = match delivery {
+            Delivery::Unreliable => self.config.mtu,
+            _ => self.config.message_limit(),
+        };
+        if message.len() > max {
+            return Err(SendError::TooLarge {
+                len: message.len(),
+                max,
+            });
+        }
+        let buffered = self.send.buffered + self.unreliable.iter().map(Vec::len).sum::<usize>();
+        if buffered > 0 && buffered + message.len() > self.config.send_buffer {
+            return Err(SendError::Full {
+                buffered,
+                limit: self.config.send_buffer,
+            });
+        }
+        match delivery {
+            Delivery::Unreliable => {
+                let mut buf = self.recv.spare.pop().unwrap_or_default();
+                buf.clear();
+                buf.extend_from_slice(message);
+                self.unreliable.push_back(buf);
+            }
+            _ => self
+                .send
+                .push(message, self.config.mtu, delivery == Delivery::Unordered),
+        }
+        Ok(())
+    }
+
+    /// The next delivered message, if any. Give its buffer back with
+    /// [`recycle`](Self::recycle) to keep the connection allocation-free.
+    pub fn recv(&mut self) -> Option<Vec<u8>> {
+        let message = self.recv.inbox.pop_front()?;
+        self.stats.messages_delivered += 1;
+        Some(message)
+    }
+
+    /// Returns a buffer from [`recv`](Self::recv) for reuse.
+    pub fn recycle(&mut self, buffer: Vec<u8>) {
+        if self.recv.spare.len() < 256 {
+            self.recv.spare.push(buffer);
+        }
+    }
+
+    /// The next event, if any.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// Closes the connection: messages queued and not yet sent leave once, then a CLOSE goes
+    /// to the peer, then nothing more (what is lost on the way is not repeated).
+    pub fn close(&mut self) {
+        self.close_with(CloseReason::Local, true);
+    }
+
+    fn close_with(&mut self, reason: CloseReason, send_close: bool) {
+        if self.is_closed() {
+            return;
+        }
+        let send_close = send_close && !matches!(self.state, State::Handshaking { .. });
+        self.state = State::Closed { send_close };
+        self.events.push_back(Event::Closed(reason));
+    }
+}
+
+/// Receiving.
+impl Connection {
+    /// A datagram from the peer arrived at `now`.
+    ///
+    /// After the handshake a datagram must end in the session's token; one that does not
+    /// (forged by an off-path attacker spoofing the peer's address, or from an earlier
+    /// session), and a handshake datagram with another nonce, is counted
+    /// ([`RudpStats::unauthenticated`]) and dropped unread: it closes, feeds and
+    /// refreshes nothing.
+    ///
+    /// # Errors
+    /// The datagram was not understood or not authenticated; it is ignored, the connection
+    /// goes on.
+    pub fn handle_datagram(&mut self, now: Instant, datagram: &[u8]) -> Result<(), PacketError> {
+        if self.is_closed() {
+            return Ok(());
+        }
+        let first = datagram.first().copied().unwrap_or(0);
+        if packet::is_handshake(first) {
+            return self.handle_handshake(now, datagram);
+        }
+        let Some(datagram) = self.keys.and_then(|k| packet::open(datagram, &k.rx)) else {
+            self.stats.unauthenticated += 1;
+            return Err(PacketError::Unauthenticated(first));
+        };
+        let packet = packet::parse(datagram).inspect_err(|_| self.stats.malformed += 1)?;
+        self.last_received = now;
+        match packet {
+            Packet::Data {
+                flags,
+                seq,
+                ack,
+                fec,
+                fragment,
+            } => {
+                self.implicit_accept();
+                self.first_answer(now);
+                self.rx_count += 1;
+                self.on_ack(&ack, now);
+                if let Some(tag) = fec {
+                    self.fec_rx.on_data(tag, datagram);
+                }
+                self.on_fragment(seq, flags, fragment);
+            }
+            Packet::Parity {
+                ack,
+                group,
+                k,
+                m,
+                index,
+                shard,
+            } => {
+                self.implicit_accept();
+                self.rx_count += 1;
+                self.on_ack(&ack, now);
+                self.on_parity((group, k, m, index), shard);
+            }
+            Packet::Ack { ping, ack } => {
+                self.implicit_accept();
+                self.on_ack(&ack, now);
+                self.ack_pending |= ping;
+            }
+            Packet::Unreliable(message) => {
+                self.implicit_accept();
+                let mut buf = self.recv.spare.pop().unwrap_or_default();
+                buf.clear();
+                buf.extend_from_slice(message);
+                self.recv.inbox.push_back(buf);
+            }
+            Packet::Close(_) => self.close_with(CloseReason::PeerClosed, false),
+            Packet::Cookie { .. } | Packet::Accept { .. } | Packet::Hello { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// A HELLO, COOKIE or ACCEPT: believed only with this connection's nonce.
+    fn handle_handshake(&mut self, now: Instant, datagram: &[u8]) -> Result<(), PacketError> {
+        let packet = packet::parse(datagram).inspect_err(|_| self.stats.malformed += 1)?;
+        let nonce = match packet {
+            Packet::Cookie { nonce, .. }
+            | Packet::Accept { nonce }
+            | Packet::Hello { nonce, .. } => nonce,
+            _ => return Ok(()),
+        };
+        if nonce != self.nonce {
+            self.stats.unauthenticated += 1;
+            return Err(PacketError::Unauthenticated(datagram[0]));
+        }
+        self.last_received = now;
+        match packet {
+            Packet::Cookie { cookie, .. } => self.on_cookie(cookie, now),
+            Packet::Accept { .. } => self.on_accept(now),
+            Packet::Hello { .. } => {
+                // The ACCEPT is sent again: its round trip no longer tells the RTT.
+                self.accepted_at = None;
+                self.accept_pending = true;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The server answered (ACCEPT, or anything only an accepted connection gets).
+    fn implicit_accept(&mut self) {
+        if let State::Handshaking { cookie, .. } = &self.state
+            && *cookie != [0; COOKIE_LEN]
+        {
+            self.state = State::Established;
+            self.events.push_back(Event::Connected);
+        }
+    }
+
+    /// The server's ACCEPT arrived at `now`: established, with the handshake's round trip
+    /// as the first RTT sample when one HELLO carried the cookie.
+    fn on_accept(&mut self, now: Instant) {
+        if let State::Handshaking {
+            cookie_hellos: Some((sent, 1)),
+            ..
+        } = self.state
+        {
+            self.rtt.sample(now.saturating_duration_since(sent));
+        }
+        self.implicit_accept();
+    }
+
+    fn on_cookie(&mut self, cookie: &[u8], now: Instant) {
+        if let State::Handshaking {
+            cookie: ours,
+            next_hello,
+            cookie_hellos,
+            ..
+        } = &mut self.state
+            && let Ok(c) = <[u8; COOKIE_LEN]>::try_from(cookie)
+        {
+            if *ours != c {
+                *ours = c;
+                *cookie_hellos = None;
+                self.keys = Some(Keys::client(SessionTokens::derive(self.nonce, &c)));
+            }
+            *next_hello = now; // answer with the cookie at once
+        }
+    }
+
+    fn on_fragment(&mut self, seq: u32, flags: u8, fragment: &[u8]) {
+        self.ack_pending = true;
+        // A fragment past the window is dropped: the sender repeats it once the window opens.
+        let _: Arrival = self.recv.on_fragment(seq, flags, fragment);
+        if let Some(len) = self.recv.oversized.take() {
+            let max = self.config.max_message;
+            self.close_with(CloseReason::MessageTooLarge { len, max }, true);
+        }
+    }
+
+    fn on_parity(&mut self, (group, k, m, index): (u32, u8, u8, u8), shard: &[u8]) {
+        let mut fec_rx = std::mem::replace(&mut self.fec_rx, FecReceiver::new());
+        fec_rx.on_parity((group, k, m, index), shard, &mut |datagram| {
+            if let Ok(Packet::Data {
+                flags,
+                seq,
+                fragment,
+                ..
+            }) = packet::parse(datagram)
+            {
+                self.on_fragment(seq, flags, fragment);
+            }
+        });
+        self.fec_rx = fec_rx;
+    }
+
+    fn on_ack(&mut self, ack: &AckBlock, now: Instant) {
+        let out = self.send.on_ack(ack, now, self.loss_times());
+        if out.forged {
+            self.stats.forged_acks += 1;
+            return;
+        }
+        if let Some((sent_at, once, tx_mark)) = out.newest {
+            if once {
+                self.rtt.sample(now.saturating_duration_since(sent_at));
+            }
+            self.loss.update(ack.received, tx_mark);
+            self.fec_tx.loss = self.loss.estimate;
+            self.cc.on_ack(out.newly_acked, sent_at);
+        }
+        for sent_at in &out.lost {
+            self.cc.on_loss(*sent_at, now);
+        }
+        if out.newly_acked > 0 {
+            self.rtt.reset_backoff();
+            self.last_progress = now;
+            self.rto_deadline = self.send.has_unacked().then(|| now + self.rtt.rto());
+        }
+    }
+}
+
+/// Sending and time.
+impl Connection {
+    /// Writes the next datagram to send into `out` (at least `RudpConfig::mtu` + 64 bytes, and
+    /// 1200 for a client's HELLO); returns its length, or `None` when nothing is due.
+    pub fn poll_transmit(&mut self, now: Instant, out: &mut [u8]) -> Option<usize> {
+        // Closing: what was queued leaves once, before the CLOSE (nothing is repeated).
+        if matches!(self.state, State::Closed { send_close: true })
+            && let Some(keys) = self.keys
+            && let Some(seq) = self.send.next_to_send(usize::MAX)
+        {
+            let n = self.transmit_data(seq, now, out);
+            return Some(packet::seal(out, n, &keys.tx));
+        }
+        match &mut self.state {
+            State::Closed { send_close } => {
+                let keys = self.keys?;
+                return std::mem::take(send_close).then(|| {
+                    let n = packet::write_close(out, CLOSE_NORMAL);
+                    packet::seal(out, n, &keys.tx)
+                });
+            }
+            State::Handshaking {
+                cookie,
+                next_hello,
+                attempts,
+                cookie_hellos,
+            } => {
+                if now < *next_hello || out.len() < HELLO_SIZE {
+                    return None;
+                }
+                // Again after 250 ms, 500 ms, then every second, until the handshake timeout.
+                let wait = Duration::from_millis(250) * (1 << (*attempts).min(2));
+                *attempts += 1;
+                *next_hello = now + wait;
+                if *cookie != [0; COOKIE_LEN] {
+                    let (first, count) = cookie_hellos.get_or_insert((now, 0));
+                    *cookie_hellos = Some((*first, *count + 1));
+                }
+                return Some(packet::write_hello(out, self.nonce, cookie));
+            }
+            State::Established => {}
+        }
+        if std::mem::take(&mut self.accept_pending) {
+            return Some(packet::write_accept(out, self.nonce));
+        }
+        let keys = self.keys?;
+        let n = self.next_datagram(now, out)?;
+        self.last_sent = now;
+        Some(packet::seal(out, n, &keys.tx))
+    }
+
+    fn next_datagram(&mut self, now: Instant, out: &mut [u8]) -> Option<usize> {
+        if let Some(n) = self.transmit_parity(out) {
+            return Some(n);
+        }
+        if let Some(seq) = self.send.next_to_send(self.cc.window()) {
+            return Some(self.transmit_data(seq, now, out));
+        }
+        if let Some(message) = self.unreliable.pop_front() {
+            out[0] = packet::KIND_UNRELIABLE;
+            let n = 1 + message.len();
+            out[1..n].copy_from_slice(&message);
+            self.recv.spare.push(message);
+            return Some(n);
+        }
+        let keep_alive = now.saturating_duration_since(self.last_sent) >= self.config.keep_alive;
+        if self.ack_pending || keep_alive {
+            self.ack_pending = false;
+            self.stats.acks_sent += 1;
+            return Some(packet::write_ack(out, &self.ack_block(), keep_alive));
+        }
+        None
+    }
+
+    fn ack_block(&self) -> AckBlock {
+        self.recv.ack(self.rx_count)
+    }
+
+    fn transmit_parity(&mut self, out: &mut [u8]) -> Option<usize> {
+        let (group, k, m, index, shard) = self.fec_tx.parity.pop_front()?;
+        let ack = self.ack_block();
+        self.ack_pending = false;
+        let n = packet::write_parity_header(out, &ack, group, (k, m, index));
+        let len = n + shard.len();
+        out[n..len].copy_from_slice(&shard);
+        self.fec_tx.recycle(shard);
+        self.tx_count += 1;
+        Some(len)
+    }
+
+    fn transmit_data(&mut self, seq: u64, now: Instant, out: &mut [u8]) -> usize {
+        let ack = self.ack_block();
+        self.ack_pending = false;
+        let tag: Option<FecTag> = self.fec_tx.next_tag(now);
+        let Some(o) = self.send.get(seq) else {
+            return 0;
+        };
+        let retransmission = o.transmissions > 0;
+        let n = packet::write_data_header(out, o.flags, seq as u32, &ack, tag);
+        out[n..n + o.data.len()].copy_from_slice(&o.data);
+        let len = n + o.data.len();
+        if tag.is_some() {
+            self.fec_tx.add(&out[..len]);
+        }
+        self.tx_count += 1;
+        if !self.send.has_unacked() {
+            // The no-progress clock of `unacked_timeout` starts when data goes in flight, not
+            // at the last progress before a quiet spell.
+            self.last_progress = now;
+        }
+        self.send.sent(seq, now, self.tx_count, tag.is_some());
+        self.stats.data_sent += 1;
+        self.stats.retransmissions += u64::from(retransmission);
+        if self.rto_deadline.is_none() {
+            self.rto_deadline = Some(now + self.rtt.rto());
+        }
+        len
+    }
+
+    /// Loss detection's times: the RTT it judges by, and the extra wait of FEC-protected
+    /// fragments.
+    fn loss_times(&self) -> (Duration, Duration) {
+        (self.rtt.srtt().max(self.rtt.latest()), self.fec_delay())
+    }
+
+    /// The group's closing time: half the smoothed RTT, within `fec_min_delay` and
+    /// `fec_max_delay`.
+    fn fec_delay(&self) -> Duration {
+        (self.rtt.srtt() / 2)
+            .max(self.config.fec_min_delay)
+            .min(self.config.fec_max_delay)
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) must run next.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        match &self.state {
+            State::Closed { .. } => None,
+            State::Handshaking { next_hello, .. } => {
+                Some((*next_hello).min(self.started + self.config.handshake_timeout))
+            }
+            State::Established => [
+                self.rto_deadline,
+                self.send.loss_deadline(),
+                self.fec_tx.deadline(self.fec_delay()),
+                Some(self.last_sent + self.config.keep_alive),
+                Some(self.last_received + self.config.idle_timeout),
+                self.send
+                    .has_unacked()
+                    .then(|| self.last_progress + self.config.unacked_timeout),
+            ]
+            .into_iter()
+            .flatten()
+            .min(),
+        }
+    }
+
+    /// Time passed: retransmission timer, FEC group closing, keep-alive and dead-peer checks.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let config = self.config.clone();
+        match self.state {
+            State::Closed { .. } => {}
+            State::Handshaking { .. } => {
+                if now >= self.started + config.handshake_timeout {
+                    self.close_with(
+                        CloseReason::HandshakeTimeout(config.handshake_timeout),
+                        false,
+                    );
+                }
+            }
+            State::Established => {
+                if now >= self.last_received + config.idle_timeout {
+                    return self.close_with(CloseReason::IdleTimeout(config.idle_timeout), true);
+                }
+                if self.send.has_unacked() && now >= self.last_progress + config.unacked_timeout {
+                    let reason = CloseReason::Unacknowledged(config.unacked_timeout);
+                    return self.close_with(reason, true);
+                }
+                self.fec_tx.close_if_due(now, self.fec_delay());
+                if self.send.loss_deadline().is_some_and(|d| d <= now) {
+                    for sent_at in self.send.on_loss_timer(now, self.loss_times()) {
+                        self.cc.on_loss(sent_at, now);
+                    }
+                }
+                if self.rto_deadline.is_some_and(|d| d <= now) {
+                    self.on_rto(now);
+                }
+            }
+        }
+    }
+
+    fn on_rto(&mut self, now: Instant) {
+        let rto = self.rtt.rto();
+        let resent = self.send.on_timeout(now, rto);
+        if resent > 0 {
+            self.cc.on_timeout(now);
+            self.rtt.back_off();
+        }
+        self.rto_deadline = self
+            .send
+            .oldest_in_flight()
+            .map(|t| t + self.rtt.rto())
+            .or_else(|| self.send.has_unacked().then(|| now + self.rtt.rto()));
+    }
+}

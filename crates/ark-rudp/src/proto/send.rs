@@ -1,0 +1,401 @@
+//! The sending side of a connection: fragments waiting, in flight and acknowledged; loss
+//! detection (packet and time thresholds, as RFC 9002 section 6.1, and the retransmission
+//! timer); the peer's flow-control window.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use crate::proto::packet::{AckBlock, FIRST, LAST, UNORDERED, widen};
+
+/// A fragment acknowledged once a fragment sent this many transmissions later is.
+const PACKET_THRESHOLD: u64 = 3;
+
+/// One fragment of a reliable message.
+#[derive(Debug)]
+pub(crate) struct Outgoing {
+    pub(crate) flags: u8,
+    pub(crate) data: Vec<u8>,
+    /// When last sent (`None`: never).
+    pub(crate) sent_at: Option<Instant>,
+    /// The transmission serial of its last sending (orders every DATA datagram sent).
+    serial: u64,
+    /// The connection's DATA+PARITY count just after its last sending.
+    pub(crate) tx_mark: u64,
+    pub(crate) transmissions: u32,
+    /// Its last sending was in a FEC group: parity may still repair it.
+    protected: bool,
+    acked: bool,
+    /// Counted in `in_flight`.
+    flying: bool,
+}
+
+/// What an acknowledgement did.
+#[derive(Debug, Default)]
+pub(crate) struct AckOutcome {
+    /// Fragments newly acknowledged.
+    pub(crate) newly_acked: usize,
+    /// The newest of them: (sent at, sent once, tx mark).
+    pub(crate) newest: Option<(Instant, bool, u64)>,
+    /// Send times of fragments now declared lost.
+    pub(crate) lost: Vec<Instant>,
+    /// The acknowledgement named data never sent.
+    pub(crate) forged: bool,
+}
+
+/// The send buffer, oldest first: sequences `base..base + queue.len()`.
+#[derive(Debug)]
+pub(crate) struct Sender {
+    base: u64,
+    queue: VecDeque<Outgoing>,
+    /// The first fragment never sent, as an index into `queue`.
+    unsent: usize,
+    /// Sequences to send again.
+    pub(crate) retransmit: VecDeque<u64>,
+    /// Payload bytes buffered (waiting or unacknowledged).
+    pub(crate) buffered: usize,
+    pub(crate) in_flight: usize,
+    serial: u64,
+    largest_acked_serial: u64,
+    /// When a fragment overtaken by an acknowledged one becomes late enough to be declared
+    /// lost even if no further acknowledgement comes (RFC 9002's loss timer).
+    loss_deadline: Option<Instant>,
+    /// The peer's next expected sequence and window.
+    peer_next: u64,
+    peer_window: u64,
+    pub(crate) spare: Vec<Vec<u8>>,
+}
+
+impl Sender {
+    pub(crate) fn new(first: u64, initial_window: u64) -> Self {
+        Sender {
+            base: first,
+            queue: VecDeque::new(),
+            unsent: 0,
+            retransmit: VecDeque::new(),
+            buffered: 0,
+            in_flight: 0,
+            serial: 0,
+            largest_acked_serial: 0,
+            loss_deadline: None,
+            peer_next: first,
+            peer_window: initial_window,
+            spare: Vec::new(),
+        }
+    }
+
+    /// Queues `message` as fragments of at most `mtu` bytes.
+    pub(crate) fn push(&mut self, message: &[u8], mtu: usize, unordered: bool) {
+        let count = message.len().div_ceil(mtu).max(1);
+        let mode = if unordered { UNORDERED } else { 0 };
+        for i in 0..count {
+            let part = &message[(i * mtu).min(message.len())..((i + 1) * mtu).min(message.len())];
+            let mut data = self.spare.pop().unwrap_or_default();
+            data.clear();
+            data.extend_from_slice(part);
+            let flags =
+                mode | if i == 0 { FIRST } else { 0 } | if i + 1 == count { LAST } else { 0 };
+            self.queue.push_back(Outgoing {
+                flags,
+                data,
+                sent_at: None,
+                serial: 0,
+                tx_mark: 0,
+                transmissions: 0,
+                protected: false,
+                acked: false,
+                flying: false,
+            });
+        }
+        self.buffered += message.len();
+    }
+
+    /// Whether anything sent is unacknowledged.
+    pub(crate) fn has_unacked(&self) -> bool {
+        self.unsent > 0
+    }
+
+    /// The next fragment to send: a retransmission first, then new data within `window`
+    /// fragments in flight and the peer's window. Returns its sequence.
+    pub(crate) fn next_to_send(&mut self, window: usize) -> Option<u64> {
+        while let Some(&seq) = self.retransmit.front() {
+            self.retransmit.pop_front();
+            if seq >= self.base && !self.get(seq).is_some_and(|o| o.acked) {
+                return Some(seq);
+            }
+        }
+        let seq = self.base + self.unsent as u64;
+        let open = self.unsent < self.queue.len()
+            && self.in_flight < window
+            && seq < self.peer_next + self.peer_window;
+        open.then_some(seq)
+    }
+
+    pub(crate) fn get(&self, seq: u64) -> Option<&Outgoing> {
+        self.queue.get(seq.checked_sub(self.base)? as usize)
+    }
+
+    /// Records that `seq` was sent at `now`, `tx_mark` being the count after it; `protected`:
+    /// in a FEC group.
+    pub(crate) fn sent(&mut self, seq: u64, now: Instant, tx_mark: u64, protected: bool) {
+        let index = (seq - self.base) as usize;
+        if index == self.unsent {
+            self.unsent += 1;
+        }
+        self.serial += 1;
+        let o = &mut self.queue[index];
+        o.sent_at = Some(now);
+        o.serial = self.serial;
+        o.tx_mark = tx_mark;
+        o.transmissions += 1;
+        o.protected = protected;
+        if !o.flying {
+            o.flying = true;
+            self.in_flight += 1;
+        }
+    }
+
+    /// Applies an acknowledgement received at `now`; `rtt` is the loss detection's time, and
+    /// `fec_wait` how much longer a FEC-protected fragment gets (its parity may be on the way).
+    pub(crate) fn on_ack(
+        &mut self,
+        ack: &AckBlock,
+        now: Instant,
+        (rtt, fec_wait): (Duration, Duration),
+    ) -> AckOutcome {
+        let mut out = AckOutcome::default();
+        let next = widen(ack.next, self.base);
+        let sent_end = self.base + self.unsent as u64;
+        if next > sent_end {
+            out.forged = true;
+            return out;
+        }
+        self.peer_next = self.peer_next.max(next);
+        self.peer_window = u64::from(ack.window);
+        for seq in self.base..next {
+            self.acknowledge(seq, &mut out);
+        }
+        for bit in 0..64 {
+            let seq = next + 1 + bit;
+            if seq >= sent_end {
+                break;
+            }
+            if ack.bitmap & (1 << bit) != 0 {
+                self.acknowledge(seq, &mut out);
+            }
+        }
+        self.release_acked();
+        if out.newly_acked > 0 {
+            self.detect_losses(now, (rtt, fec_wait), &mut out);
+        }
+        out
+    }
+
+    fn acknowledge(&mut self, seq: u64, out: &mut AckOutcome) {
+        let Some(index) = seq.checked_sub(self.base) else {
+            return;
+        };
+        let Some(o) = self.queue.get_mut(index as usize) else {
+            return;
+        };
+        if o.acked || o.sent_at.is_none() {
+            return;
+        }
+        o.acked = true;
+        if o.flying {
+            o.flying = false;
+            self.in_flight -= 1;
+        }
+        out.newly_acked += 1;
+        if o.serial > self.largest_acked_serial {
+            out.newest = o.sent_at.map(|t| (t, o.transmissions == 1, o.tx_mark));
+            // Only a fragment sent once tells what it overtook: which copy of a resent one
+            // arrived is unknown, and a late first copy acknowledged after the resend would
+            // declare lost everything sent before the resend (a storm of spurious resends
+            // under mere reordering).
+            if o.transmissions == 1 {
+                self.largest_acked_serial = o.serial;
+            }
+        }
+    }
+
+    fn release_acked(&mut self) {
+        while self.queue.front().is_some_and(|o| o.acked) {
+            if let Some(o) = self.queue.pop_front() {
+                self.buffered -= o.data.len();
+                self.spare.push(o.data);
+            }
+            self.base += 1;
+            self.unsent -= 1;
+        }
+    }
+
+    /// Declares lost what a later acknowledged fragment overtook by the packet threshold or by
+    /// 9/8 of the RTT. A FEC-protected fragment is judged by time only, with `fec_wait` more:
+    /// declaring it lost before its group's parity could arrive would repair it twice.
+    fn detect_losses(
+        &mut self,
+        now: Instant,
+        (rtt, fec_wait): (Duration, Duration),
+        out: &mut AckOutcome,
+    ) {
+        // RFC 9002 section 6.1.2: 9/8 of the RTT, never under the timer granularity.
+        let late = (rtt * 9 / 8).max(Duration::from_millis(1));
+        self.loss_deadline = None;
+        for (i, o) in self.queue.iter_mut().enumerate().take(self.unsent) {
+            if o.acked || !o.flying || o.serial >= self.largest_acked_serial {
+                continue;
+            }
+            let overtaken =
+                !o.protected && o.serial + PACKET_THRESHOLD <= self.largest_acked_serial;
+            let wait = if o.protected { late + fec_wait } else { late };
+            let Some(sent_at) = o.sent_at else {
+                continue;
+            };
+            if overtaken || now.saturating_duration_since(sent_at) >= wait {
+                o.flying = false;
+                self.in_flight -= 1;
+                out.lost.push(sent_at);
+                self.retransmit.push_back(self.base + i as u64);
+            } else {
+                let due = sent_at + wait;
+                self.loss_deadline = Some(self.loss_deadline.map_or(due, |d| d.min(due)));
+            }
+        }
+    }
+
+    /// When the loss timer runs next, if a fragment waits for it.
+    pub(crate) fn loss_deadline(&self) -> Option<Instant> {
+        self.loss_deadline
+    }
+
+    /// The loss timer expired: the send times of the fragments now declared lost.
+    pub(crate) fn on_loss_timer(
+        &mut self,
+        now: Instant,
+        times: (Duration, Duration),
+    ) -> Vec<Instant> {
+        let mut out = AckOutcome::default();
+        self.detect_losses(now, times, &mut out);
+        out.lost
+    }
+
+    /// The retransmission timer expired at `now`: everything in flight for at least `rto` is
+    /// sent again. Returns how many.
+    pub(crate) fn on_timeout(&mut self, now: Instant, rto: Duration) -> usize {
+        let mut count = 0;
+        for (i, o) in self.queue.iter_mut().enumerate().take(self.unsent) {
+            let due = o
+                .sent_at
+                .is_some_and(|t| now.saturating_duration_since(t) >= rto);
+            if o.flying && due {
+                o.flying = false;
+                self.in_flight -= 1;
+                self.retransmit.push_back(self.base + i as u64);
+                count += 1;
+            }
+        }
+        count
+    }
+
+    /// The earliest send time of a fragment in flight.
+    pub(crate) fn oldest_in_flight(&self) -> Option<Instant> {
+        self.queue
+            .iter()
+            .take(self.unsent)
+            .filter(|o| o.flying)
+            .filter_map(|o| o.sent_at)
+            .min()
+    }
+
+    /// The sequence number of the next new fragment (for tests).
+    #[cfg(test)]
+    pub(crate) fn end(&self) -> u64 {
+        self.base + self.queue.len() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ack(next: u64, bitmap: u64) -> AckBlock {
+        AckBlock {
+            next: next as u32,
+            bitmap,
+            window: 1024,
+            received: 0,
+        }
+    }
+
+    fn send_all(s: &mut Sender, now: Instant) -> Vec<u64> {
+        let mut sent = Vec::new();
+        while let Some(seq) = s.next_to_send(usize::MAX) {
+            s.sent(seq, now, 0, false);
+            sent.push(seq);
+        }
+        sent
+    }
+
+    #[test]
+    fn fragments_acks_and_release() {
+        let t = Instant::now();
+        let mut s = Sender::new(0, 1024);
+        s.push(&[7u8; 2500], 1000, false);
+        assert_eq!(s.end(), 3);
+        assert_eq!(send_all(&mut s, t), vec![0, 1, 2]);
+        assert_eq!(s.get(2).unwrap().flags, LAST);
+        let out = s.on_ack(&ack(2, 0), t, (Duration::from_millis(10), Duration::ZERO));
+        assert_eq!(out.newly_acked, 2);
+        assert_eq!(s.buffered, 500, "acknowledged fragments are released");
+        s.on_ack(&ack(3, 0), t, (Duration::from_millis(10), Duration::ZERO));
+        assert_eq!((s.buffered, s.in_flight, s.has_unacked()), (0, 0, false));
+    }
+
+    #[test]
+    fn forged_acks_for_unsent_data_are_refused() {
+        let t = Instant::now();
+        let mut s = Sender::new(0, 1024);
+        s.push(b"a", 1000, false);
+        s.push(b"b", 1000, false);
+        s.sent(0, t, 0, false);
+        let out = s.on_ack(&ack(2, 0), t, (Duration::from_millis(10), Duration::ZERO));
+        assert!(out.forged);
+        assert_eq!(out.newly_acked, 0);
+        // A SACK bit past what was sent is ignored.
+        let out = s.on_ack(
+            &ack(0, 0b1111),
+            t,
+            (Duration::from_millis(10), Duration::ZERO),
+        );
+        assert_eq!(out.newly_acked, 0);
+    }
+
+    #[test]
+    fn three_later_acks_declare_a_loss_and_the_timer_resends() {
+        let t = Instant::now();
+        let mut s = Sender::new(0, 1024);
+        for _ in 0..5 {
+            s.push(b"m", 1000, false);
+        }
+        send_all(&mut s, t);
+        // 0 lost, 1..=3 acknowledged: 0 is overtaken by 3.
+        let out = s.on_ack(&ack(0, 0b111), t, (Duration::from_secs(1), Duration::ZERO));
+        assert_eq!(out.lost.len(), 1);
+        assert_eq!(s.next_to_send(usize::MAX), Some(0));
+        s.sent(0, t, 0, false);
+        let later = t + Duration::from_millis(50);
+        assert_eq!(s.on_timeout(later, Duration::from_millis(40)), 2, "0 and 4");
+    }
+
+    #[test]
+    fn the_peer_window_and_congestion_window_limit_new_data() {
+        let t = Instant::now();
+        let mut s = Sender::new(0, 2);
+        for _ in 0..4 {
+            s.push(b"m", 1000, false);
+        }
+        assert_eq!(send_all(&mut s, t), vec![0, 1], "peer window of 2");
+        s.on_ack(&ack(2, 0), t, (Duration::from_secs(1), Duration::ZERO));
+        assert_eq!(s.next_to_send(0), None, "congestion window of 0");
+    }
+}

@@ -1,0 +1,288 @@
+//! The thin driver: one TCP socket on the reactor, moving bytes between it and a
+//! [`SessionCore`] through a [`Transport`] (plain TCP, or TLS in `tls.rs`). Read → feed →
+//! deliver → write; the core decides everything else.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+
+use ark_reactor::{Context, Handler, Member, ReactorHandle, Ready, TimerId, TimerSlot, Turn};
+use mio::net::TcpStream;
+
+use crate::driver::tls::TlsLayer;
+use crate::driver::transport::{Plain, Transport};
+use crate::error::CloseReason;
+use crate::owner::Owner;
+use crate::proto::core::link::State;
+use crate::proto::core::{Framing, SessionCore};
+use crate::session::{SessionInfo, TcpHandler};
+
+/// A session's socket on the reactor, its bytes crossing through `T`.
+pub(crate) struct Conn<C: Framing, H: TcpHandler, T> {
+    stream: TcpStream,
+    /// `None` once closed (the handler went back to the owner).
+    core: Option<SessionCore<C, H>>,
+    owner: Arc<dyn Owner<H>>,
+    reactor: ReactorHandle,
+    transport: T,
+    /// An outgoing connect (check it completes) rather than an accepted connection.
+    outgoing: bool,
+    /// The reactor timer kept at the core's next deadline.
+    timer: TimerSlot,
+    /// The last read filled its buffer or reading resumed: read without a new edge.
+    read_more: bool,
+    /// Buffer bytes last published to the owner's counters: (receive, send).
+    published: (usize, usize),
+    /// Keeps the owner's stop waiting until the session is gone.
+    _member: Member,
+}
+
+/// A session over `stream` as a reactor handler: accepted, or `outgoing` with its connect
+/// under way; with `tls`, it opens once the handshake completes.
+pub(crate) fn conn<C: Framing, H: TcpHandler>(
+    stream: TcpStream,
+    core: SessionCore<C, H>,
+    (owner, reactor, member): (Arc<dyn Owner<H>>, ReactorHandle, Member),
+    outgoing: bool,
+    tls: Option<TlsLayer>,
+) -> Box<dyn Handler> {
+    let parts = (stream, core, owner, reactor, member);
+    match tls {
+        Some(tls) => Box::new(Conn::new(parts, outgoing, tls)),
+        None => Box::new(Conn::new(parts, outgoing, Plain::default())),
+    }
+}
+
+/// What every [`Conn`] is made of.
+type Parts<C, H> = (
+    TcpStream,
+    SessionCore<C, H>,
+    Arc<dyn Owner<H>>,
+    ReactorHandle,
+    Member,
+);
+
+impl<C: Framing, H: TcpHandler, T: Transport<C, H>> Conn<C, H, T> {
+    fn new(
+        (stream, core, owner, reactor, member): Parts<C, H>,
+        outgoing: bool,
+        transport: T,
+    ) -> Self {
+        Conn {
+            stream,
+            core: Some(core),
+            owner,
+            reactor,
+            transport,
+            outgoing,
+            timer: TimerSlot::default(),
+            read_more: true,
+            published: (0, 0),
+            _member: member,
+        }
+    }
+
+    /// Completes the connect (or reports its failure) on the first turns.
+    fn connect(&mut self, now: Instant) {
+        let Some(core) = self.core.as_mut() else {
+            return;
+        };
+        let peer = core.info().peer;
+        let connected = if self.outgoing {
+            check_connected(&self.stream, peer)
+        } else {
+            Ok(true)
+        };
+        match connected {
+            Ok(true) => {
+                let socket = socket2::SockRef::from(&self.stream);
+                let info = SessionInfo {
+                    local: self.stream.local_addr().unwrap_or(core.info().local),
+                    socket_buffers: (
+                        socket.send_buffer_size().unwrap_or(0),
+                        socket.recv_buffer_size().unwrap_or(0),
+                    ),
+                    ..core.info().clone()
+                };
+                if self.transport.connected(core, now, info) {
+                    self.count_open();
+                }
+            }
+            Ok(false) => {}
+            Err(reason) => core.handle_error(reason),
+        }
+    }
+
+    /// The session opened: the owner's counters and its `opened` hook.
+    fn count_open(&mut self) {
+        let Some(core) = self.core.as_ref() else {
+            return;
+        };
+        let counters = self.owner.counters().local();
+        counters.sessions_open.fetch_add(1, Relaxed);
+        counters.sessions_total.fetch_add(1, Relaxed);
+        self.owner.opened(core.info().id);
+    }
+
+    /// Everything a turn does after its input: write, shut down, close, arm the timer.
+    fn finish_turn(&mut self, cx: &mut Context<'_>, mut turn: Turn) -> Turn {
+        let Some(core) = self.core.as_mut() else {
+            return Turn::Done;
+        };
+        let now = cx.now();
+        let (blocked, resumed) = self.transport.write(&mut self.stream, core, cx, now);
+        if resumed {
+            self.read_more = true;
+            turn = Turn::Again;
+        }
+        self.transport.shutdown_when_done(&mut self.stream, core);
+        self.publish();
+        let Some(core) = self.core.as_mut() else {
+            return Turn::Done;
+        };
+        if let Some(reason) = core.close_reason() {
+            if reason.resets() {
+                // Reset rather than FIN: the peer must not take a truncated stream as complete.
+                let _ = socket2::SockRef::from(&self.stream).set_linger(Some(Duration::ZERO));
+            }
+            cx.close();
+            return Turn::Done;
+        }
+        let deadline = match (core.poll_timeout(), self.transport.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.timer.arm(deadline, cx);
+        if !blocked && (!core.transmit().is_empty() || self.transport.wants_write()) {
+            // Queued by callbacks after this turn's write, with room in the socket.
+            turn = Turn::Again;
+        }
+        turn
+    }
+
+    /// Publishes the turn's counters and buffer sizes to the owner.
+    fn publish(&mut self) {
+        let Some(core) = self.core.as_mut() else {
+            return;
+        };
+        core.publish_to_handles();
+        let counters = self.owner.counters();
+        counters.add(&core.take_tally());
+        let held = (core.held_recv(), core.queued());
+        if held != self.published {
+            let delta = |now: usize, before: usize| now as i64 - before as i64;
+            let counters = counters.local();
+            let recv = delta(held.0, self.published.0);
+            counters.recv_buffer_bytes.fetch_add(recv, Relaxed);
+            let send = delta(held.1, self.published.1);
+            counters.send_queue_bytes.fetch_add(send, Relaxed);
+            self.published = held;
+        }
+    }
+}
+
+/// Whether a non-blocking connect has completed (`Ok(false)`: still under way).
+fn check_connected(stream: &TcpStream, addr: SocketAddr) -> Result<bool, CloseReason> {
+    let failed = |e: io::Error| match e.kind() {
+        io::ErrorKind::ConnectionRefused => CloseReason::Refused(addr),
+        kind => CloseReason::ConnectFailed {
+            addr,
+            kind,
+            message: e.to_string(),
+        },
+    };
+    if let Ok(Some(e)) | Err(e) = stream.take_error() {
+        return Err(failed(e));
+    }
+    match stream.peer_addr() {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(false),
+        Err(e) => Err(failed(e)),
+    }
+}
+
+impl<C: Framing, H: TcpHandler, T: Transport<C, H>> Handler for Conn<C, H, T> {
+    fn source(&mut self) -> &mut dyn mio::event::Source {
+        &mut self.stream
+    }
+
+    fn on_ready(&mut self, cx: &mut Context<'_>, ready: Ready) -> Turn {
+        let now = cx.now();
+        let connecting = self
+            .core
+            .as_ref()
+            .is_some_and(|c| matches!(c.state(), State::Connecting { .. }));
+        if connecting && !self.transport.handshaking() {
+            self.connect(now);
+        }
+        let Some(core) = self.core.as_mut() else {
+            return Turn::Done;
+        };
+        core.handle_requests(now);
+        if self.owner.stopping() {
+            core.stop(now);
+        }
+        let mut turn = Turn::Done;
+        if self.transport.wants_read(core) && (ready.is_readable() || self.read_more) {
+            self.read_more = self.transport.read(&mut self.stream, core, cx, ready);
+            if self.read_more {
+                turn = Turn::Again;
+            }
+        }
+        if self.transport.take_opened() {
+            self.count_open();
+        }
+        self.finish_turn(cx, turn)
+    }
+
+    fn on_timer(&mut self, cx: &mut Context<'_>, timer: TimerId) -> Turn {
+        if self.timer.fired(timer)
+            && let Some(core) = self.core.as_mut()
+        {
+            core.handle_timeout(cx.now());
+            self.transport.handle_timeout(core, cx.now());
+        }
+        self.finish_turn(cx, Turn::Done)
+    }
+
+    fn on_close(&mut self, reason: ark_reactor::CloseReason) {
+        let Some(mut core) = self.core.take() else {
+            return;
+        };
+        let removed = if self.owner.stopping() {
+            // Removed by a stop past its deadline.
+            CloseReason::Stopped
+        } else {
+            CloseReason::Local
+        };
+        let reason = match reason {
+            ark_reactor::CloseReason::Stopped => CloseReason::Stopped,
+            ark_reactor::CloseReason::Closed => removed,
+            ark_reactor::CloseReason::RegistrationFailed(kind) => CloseReason::Io {
+                kind,
+                message: "registering the socket with the reactor failed".to_string(),
+            },
+            ark_reactor::CloseReason::Panicked => CloseReason::Panicked,
+        };
+        // The handler's `on_close` may panic too (it panicked before, say): the bookkeeping
+        // below still runs.
+        let report = std::panic::AssertUnwindSafe(|| core.report_close(reason));
+        let reason = std::panic::catch_unwind(report).unwrap_or(CloseReason::Panicked);
+        core.publish_to_handles();
+        let counters = self.owner.counters();
+        counters.add(&core.take_tally());
+        let counters = counters.local();
+        let published = (self.published.0 as i64, self.published.1 as i64);
+        counters.recv_buffer_bytes.fetch_sub(published.0, Relaxed);
+        counters.send_queue_bytes.fetch_sub(published.1, Relaxed);
+        if core.was_opened() {
+            counters.sessions_open.fetch_sub(1, Relaxed);
+        }
+        let id = core.info().id;
+        self.owner
+            .clone()
+            .closed(id, &reason, core.into_handler(), &self.reactor);
+    }
+}

@@ -1,0 +1,697 @@
+//! One WebSocket connection as an ark-tcp handler: tungstenite over an in-memory stream.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use ark_reactor::TimerId;
+use ark_tcp::{CloseReason, TcpHandler, TcpSession};
+use tungstenite::handshake::client::ClientHandshake;
+use tungstenite::handshake::server::{Callback, ErrorResponse, Response, ServerHandshake};
+use tungstenite::handshake::{HandshakeError, MidHandshake};
+use tungstenite::{Error, Message, WebSocket};
+
+use crate::config::WsConfig;
+use crate::error::Request;
+use crate::handle::{Request as HandleRequest, WsInbox, WsSessionHandle, WsShared};
+use crate::proto::close::{CloseCode, Initiator, OpenError, WsClose};
+use crate::proto::data::ReceivedData;
+use crate::proto::inbound::{self, Frames, Inbound, Rules};
+use crate::proto::stream::MemStream;
+use crate::session::{WsHandler, WsSession};
+
+/// The open sessions of a server, by id.
+pub(crate) type Registry = Arc<Mutex<HashMap<u64, WsSessionHandle>>>;
+
+/// A close frame's code and reason, as sent or received.
+type CloseInfo = (Option<CloseCode>, String);
+
+/// The server's upgrade decision: path, hook, subprotocol; keeps a copy of the request.
+pub(crate) struct Accept {
+    config: Arc<WsConfig>,
+    slot: Arc<Mutex<Option<Request>>>,
+}
+
+fn copy_request(request: &Request) -> Request {
+    let mut copy = Request::new(());
+    *copy.method_mut() = request.method().clone();
+    *copy.uri_mut() = request.uri().clone();
+    *copy.version_mut() = request.version();
+    *copy.headers_mut() = request.headers().clone();
+    copy
+}
+
+fn error_response(status: u16, reason: &str) -> ErrorResponse {
+    let mut response = ErrorResponse::new(Some(reason.to_string()));
+    *response.status_mut() = tungstenite::http::StatusCode::from_u16(status)
+        .unwrap_or(tungstenite::http::StatusCode::BAD_REQUEST);
+    response
+}
+
+impl Callback for Accept {
+    fn on_request(
+        self,
+        request: &Request,
+        mut response: Response,
+    ) -> Result<Response, ErrorResponse> {
+        if request.uri().path() != self.config.path {
+            return Err(error_response(404, "no WebSocket endpoint at this path"));
+        }
+        if let Some(hook) = &self.config.upgrade_hook {
+            hook(request).map_err(|(status, reason)| error_response(status, &reason))?;
+        }
+        if let Some(offered) = request
+            .headers()
+            .get("sec-websocket-protocol")
+            .and_then(|v| v.to_str().ok())
+        {
+            let offered: Vec<&str> = offered.split(',').map(str::trim).collect();
+            if let Some(chosen) = self
+                .config
+                .subprotocols
+                .iter()
+                .find(|p| offered.contains(&p.as_str()))
+                && let Ok(value) = chosen.parse()
+            {
+                response
+                    .headers_mut()
+                    .insert("sec-websocket-protocol", value);
+            }
+        }
+        *self.slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(copy_request(request));
+        Ok(response)
+    }
+}
+
+/// Where a connection is. Every variant holds a pointer at most, so the state is small
+/// (16 bytes): [`WsConn::drive`] moves it out and back on every read, and with the handshakes
+/// inline it was 352 bytes.
+enum State {
+    Server(Option<Box<MidHandshake<ServerHandshake<MemStream, Accept>>>>),
+    Client(Option<Box<MidHandshake<ClientHandshake<MemStream>>>>),
+    /// Client: the request is built, not yet sent (sent on TCP open).
+    ClientPending(Option<Box<Request>>),
+    Open(Box<WebSocket<MemStream>>),
+    /// Over: the handshake failed, or the connection was failed or closed; input is ignored.
+    Done,
+}
+
+pub(crate) struct WsConn<H> {
+    state: State,
+    handler: H,
+    config: Arc<WsConfig>,
+    shared: Arc<WsShared>,
+    /// The server's open sessions (servers only), and this one's key there once open.
+    registry: Option<Registry>,
+    id: Option<u64>,
+    slot: Arc<Mutex<Option<Request>>>,
+    request: Option<Request>,
+    opened: bool,
+    close_sent: Option<CloseInfo>,
+    close_received: Option<CloseInfo>,
+    /// Why the session could not open, once known.
+    failure: Option<OpenError>,
+    /// `on_close` was called.
+    reported: bool,
+    /// This side is the client (masks its frames).
+    client: bool,
+    /// The opening handshake's deadline.
+    handshake_timer: Option<TimerId>,
+    /// Received bytes of the open session (before it opens they go to tungstenite's stream).
+    frames: Frames,
+}
+
+impl<H: WsHandler> WsConn<H> {
+    fn new(state: State, handler: H, config: Arc<WsConfig>, shared: Arc<WsShared>) -> Self {
+        WsConn {
+            state,
+            handler,
+            config,
+            shared,
+            registry: None,
+            id: None,
+            slot: Arc::new(Mutex::new(None)),
+            request: None,
+            opened: false,
+            close_sent: None,
+            close_received: None,
+            failure: None,
+            reported: false,
+            client: false,
+            handshake_timer: None,
+            frames: Frames::default(),
+        }
+    }
+
+    pub(crate) fn server(config: Arc<WsConfig>, handler: H, registry: Option<Registry>) -> Self {
+        let slot = Arc::new(Mutex::new(None));
+        let accept = Accept {
+            config: config.clone(),
+            slot: slot.clone(),
+        };
+        let state = match tungstenite::accept_hdr_with_config(
+            MemStream::default(),
+            accept,
+            Some(config.tungstenite()),
+        ) {
+            Err(HandshakeError::Interrupted(mid)) => State::Server(Some(Box::new(mid))),
+            // Nothing was read yet, so the handshake can only be waiting for bytes.
+            _ => State::Done,
+        };
+        let shared = WsShared::new(config.write_buffer_limit);
+        let mut conn = Self::new(state, handler, config, shared);
+        conn.slot = slot;
+        conn.registry = registry;
+        conn
+    }
+
+    pub(crate) fn client(
+        request: Request,
+        config: Arc<WsConfig>,
+        handler: H,
+        shared: Arc<WsShared>,
+    ) -> Self {
+        let mut conn = Self::new(
+            State::ClientPending(Some(Box::new(request))),
+            handler,
+            config,
+            shared,
+        );
+        conn.client = true;
+        conn
+    }
+
+    fn stream(&mut self) -> Option<&mut MemStream> {
+        match &mut self.state {
+            State::Server(Some(mid)) => Some(mid.get_mut().get_mut()),
+            State::Client(Some(mid)) => Some(mid.get_mut().get_mut()),
+            State::Open(ws) => Some(ws.get_mut()),
+            _ => None,
+        }
+    }
+
+    /// Moves encoded bytes to the TCP session's queue (one write per turn happens there).
+    /// While the queue is at the write-buffer limit, tungstenite's own writes (pongs) wait in
+    /// it (the latest pong owed replaces older ones); a close frame never waits.
+    fn flush(&mut self, tcp: &mut TcpSession<'_>) {
+        let closing = self.close_sent.is_some() || self.close_received.is_some();
+        let blocked = !closing && tcp.queued_bytes() >= self.config.write_buffer_limit;
+        let keep = self.config.read_buffer;
+        if let State::Open(ws) = &mut self.state {
+            ws.get_mut().blocked = blocked;
+            let _ = ws.flush(); // into the in-memory stream; WouldBlock while blocked
+        }
+        let Some(stream) = self.stream() else { return };
+        if !stream.outbox.is_empty() {
+            // Handed over without a copy when the TCP queue is empty. The queue's hard limit
+            // leaves room for the write-buffer limit, a frame and control frames, so it
+            // refuses only when the session is closing.
+            let _ = tcp.append_raw(&mut stream.outbox);
+        }
+        stream.shrink_if_idle(keep);
+        self.frames.shrink_if_idle(keep);
+    }
+
+    /// Ends a session that could not open: the reason is kept for `on_close`. A server
+    /// closes gracefully (its HTTP answer goes out first); a client has nothing to say and
+    /// drops the connection at once.
+    fn abandon(&mut self, tcp: &mut TcpSession<'_>, failure: OpenError) {
+        self.failure.get_or_insert(failure);
+        self.state = State::Done;
+        if self.client {
+            tcp.abort();
+        } else {
+            tcp.close();
+        }
+    }
+
+    /// Answers a failed upgrade with an HTTP error and closes.
+    fn reject(&mut self, tcp: &mut TcpSession<'_>, error: Error) {
+        let (status, reason, body) = match &error {
+            Error::Http(response) => (
+                response.status().as_u16(),
+                response
+                    .status()
+                    .canonical_reason()
+                    .unwrap_or("Error")
+                    .to_string(),
+                String::from_utf8_lossy(response.body().as_deref().unwrap_or_default())
+                    .into_owned(),
+            ),
+            other => (400, "Bad Request".to_string(), other.to_string()),
+        };
+        let response = format!(
+            "HTTP/1.1 {status} {reason}\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let _ = tcp.send_raw(response.as_bytes());
+        let detail = if body.is_empty() { reason } else { body };
+        self.abandon(tcp, OpenError::BadUpgrade { status, detail });
+    }
+
+    /// Runs `f` with the handler and a view of the open session (nothing if not open).
+    fn with_session(
+        &mut self,
+        tcp: &mut TcpSession<'_>,
+        f: impl FnOnce(&mut H, &mut WsSession<'_>),
+    ) {
+        let State::Open(ws) = &mut self.state else {
+            return;
+        };
+        let (handler, mut session) = Self::view(
+            &mut self.handler,
+            ws,
+            tcp,
+            &self.config,
+            &self.shared,
+            &mut self.close_sent,
+            self.client,
+        );
+        f(handler, &mut session);
+    }
+
+    /// The handler and a view of the session over `ws` (which may be out of `self.state`, as
+    /// while messages are read).
+    fn view<'a>(
+        handler: &'a mut H,
+        ws: &'a mut WebSocket<MemStream>,
+        tcp: &'a mut TcpSession<'_>,
+        config: &'a WsConfig,
+        shared: &'a Arc<WsShared>,
+        close_sent: &'a mut Option<CloseInfo>,
+        client: bool,
+    ) -> (&'a mut H, WsSession<'a>) {
+        let session = WsSession {
+            ws,
+            tcp: tcp.reborrow(),
+            config,
+            shared,
+            close_sent,
+            client,
+        };
+        (handler, session)
+    }
+
+    /// Fails the connection for a bad message (RFC 6455 7.1.7): a close frame with `code`,
+    /// then the TCP connection closes; nothing more is read from the peer (tungstenite's
+    /// reading state is not to be trusted after such an error).
+    fn fail(&mut self, tcp: &mut TcpSession<'_>, code: CloseCode, reason: &str) {
+        self.with_session(tcp, |_, s| s.close(code, reason));
+        self.flush(tcp);
+        self.report_close(None);
+        tcp.close();
+        self.state = State::Done;
+    }
+
+    /// Advances the handshake and reads every complete message: those of `input` (bytes
+    /// just read, for an open session) after those held.
+    fn drive(&mut self, tcp: &mut TcpSession<'_>, input: &mut [u8]) {
+        loop {
+            match std::mem::replace(&mut self.state, State::Done) {
+                State::Server(Some(mid)) => match (*mid).handshake() {
+                    Ok(ws) => {
+                        self.state = State::Open(Box::new(ws));
+                        self.request = self
+                            .slot
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .take();
+                        self.open(tcp);
+                    }
+                    Err(HandshakeError::Interrupted(mid)) => {
+                        self.state = State::Server(Some(Box::new(mid)));
+                        break;
+                    }
+                    Err(HandshakeError::Failure(e)) => return self.reject(tcp, e),
+                },
+                State::Client(Some(mid)) => match (*mid).handshake() {
+                    Ok((ws, _response)) => {
+                        self.state = State::Open(Box::new(ws));
+                        self.open(tcp);
+                    }
+                    Err(HandshakeError::Interrupted(mid)) => {
+                        self.state = State::Client(Some(Box::new(mid)));
+                        break;
+                    }
+                    Err(HandshakeError::Failure(e)) => {
+                        let failure = match e {
+                            Error::Http(response) => OpenError::Rejected {
+                                status: response.status().as_u16(),
+                            },
+                            other => OpenError::Handshake(other.to_string()),
+                        };
+                        return self.abandon(tcp, failure);
+                    }
+                },
+                State::Open(mut ws) => {
+                    let outcome = self.read_frames(&mut ws, tcp, input);
+                    self.state = State::Open(ws);
+                    self.after_read(tcp, outcome);
+                    break;
+                }
+                other => {
+                    self.state = other;
+                    break;
+                }
+            }
+        }
+        self.flush(tcp);
+        if self.close_sent.is_some() {
+            // Our close frame is queued: close the TCP side gracefully after it (bounded by
+            // the close timeout).
+            tcp.close();
+        }
+    }
+
+    fn after_read(&mut self, tcp: &mut TcpSession<'_>, outcome: Read) {
+        match outcome {
+            Read::Blocked if self.close_received.is_none() => {}
+            // The peer's close frame arrived (tungstenite queued the reply, or it answered
+            // ours), or the connection closed: the close is complete.
+            Read::Blocked | Read::Closed => {
+                self.report_close(None);
+                self.flush(tcp);
+                tcp.close();
+                self.state = State::Done;
+            }
+            Read::Bad(code, reason) => self.fail(tcp, code, reason),
+        }
+    }
+
+    /// Calls `on_close` once: the close frames exchanged if any, else `lost`, else the
+    /// reason the session could not open.
+    fn report_close(&mut self, lost: Option<&CloseReason>) {
+        if std::mem::replace(&mut self.reported, true) {
+            return;
+        }
+        self.shared.set_ended();
+        if let (Some(registry), Some(id)) = (&self.registry, self.id) {
+            registry
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&id);
+        }
+        let close = match (&self.close_sent, &self.close_received) {
+            _ if !self.opened => WsClose::Failed(self.failure.clone().unwrap_or_else(|| {
+                OpenError::Connection(lost.cloned().unwrap_or(CloseReason::Local))
+            })),
+            (Some((code, reason)), _) => WsClose::Closed {
+                by: Initiator::Local,
+                code: *code,
+                reason: reason.clone(),
+            },
+            (None, Some((code, reason))) => WsClose::Closed {
+                by: Initiator::Peer,
+                code: *code,
+                reason: reason.clone(),
+            },
+            (None, None) => WsClose::Abnormal(lost.cloned().unwrap_or(CloseReason::Local)),
+        };
+        self.handler.on_close(&close);
+    }
+
+    fn open(&mut self, tcp: &mut TcpSession<'_>) {
+        self.opened = true;
+        if let Some(stream) = self.stream() {
+            let rest = stream.end_handshake();
+            self.frames.push(&rest);
+        }
+        if let Some(timer) = self.handshake_timer.take() {
+            tcp.cancel_timer(timer);
+        }
+        self.shared.set_open();
+        if let Some(registry) = &self.registry {
+            let handle = WsSessionHandle::new(self.shared.clone());
+            self.id = Some(tcp.id());
+            registry
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(tcp.id(), handle);
+        }
+        let request = self.request.take().unwrap_or_else(|| Request::new(()));
+        self.with_session(tcp, |h, s| h.on_open(s, &request));
+        self.request = Some(request);
+        // Messages handles queued while the session was opening go now.
+        self.take_requests(tcp);
+    }
+
+    /// Delivers every whole message received, `input` after what is held: whole data
+    /// messages straight from `input` while nothing is held; a frame that spans reads, and
+    /// every frame only tungstenite reads, through [`Frames`], which gets exactly that
+    /// frame's bytes of `input` (see [`crate::proto::inbound`]).
+    fn read_frames(
+        &mut self,
+        ws: &mut WebSocket<MemStream>,
+        tcp: &mut TcpSession<'_>,
+        mut input: &mut [u8],
+    ) -> Read {
+        loop {
+            while self.frames.is_clear() {
+                match inbound::lendable(input, self.rules()) {
+                    None => break,
+                    Some(Ok(frame)) => {
+                        let (this, rest) =
+                            std::mem::take(&mut input).split_at_mut(frame.head_len + frame.len);
+                        let bytes = &this[frame.head_len..];
+                        self.with_view(ws, tcp, |handler, session, frames| {
+                            handler.on_data(session, frames.lend_read(bytes, frame.text));
+                        });
+                        input = rest;
+                    }
+                    Some(Err((code, reason))) => return Read::Bad(code, reason),
+                }
+            }
+            let take = self.frames.wanted(input).min(input.len());
+            let (front, rest) = std::mem::take(&mut input).split_at_mut(take);
+            self.frames.push(front);
+            input = rest;
+            match self.read_held(ws, tcp) {
+                Read::Blocked if !input.is_empty() => {}
+                other => return other,
+            }
+        }
+    }
+
+    /// Delivers the whole messages [`Frames`] holds.
+    fn read_held(&mut self, ws: &mut WebSocket<MemStream>, tcp: &mut TcpSession<'_>) -> Read {
+        loop {
+            match self.frames.next(self.rules()) {
+                None => return Read::Blocked,
+                Some(Inbound::Data { len, text }) => self.deliver_data(ws, tcp, len, text),
+                Some(Inbound::Tungstenite(bytes)) => {
+                    ws.get_mut().push(&bytes);
+                    match self.read_messages(ws, tcp) {
+                        Read::Blocked => {}
+                        other => return other,
+                    }
+                }
+                Some(Inbound::Bad(code, reason)) => return Read::Bad(code, reason),
+            }
+        }
+    }
+
+    /// What the received frames must obey now.
+    fn rules(&self) -> Rules {
+        Rules {
+            server: !self.client,
+            max_frame: self.config.max_frame,
+            max_message: self.config.max_message,
+            closing: self.close_sent.is_some() || self.close_received.is_some(),
+        }
+    }
+
+    /// Hands a message tungstenite read to the handler: text and binary to `on_data`, the
+    /// rest (pongs) to `on_message`.
+    fn deliver(
+        &mut self,
+        ws: &mut WebSocket<MemStream>,
+        tcp: &mut TcpSession<'_>,
+        message: Message,
+    ) {
+        self.with_view(ws, tcp, |handler, session, _| match message {
+            Message::Text(_) | Message::Binary(_) => {
+                handler.on_data(session, ReceivedData::owned(message));
+            }
+            message => handler.on_message(session, message),
+        });
+    }
+
+    /// Lends the handler the message of `len` bytes at the front of the receive buffer.
+    fn deliver_data(
+        &mut self,
+        ws: &mut WebSocket<MemStream>,
+        tcp: &mut TcpSession<'_>,
+        len: usize,
+        text: bool,
+    ) {
+        self.with_view(ws, tcp, |handler, session, frames| {
+            handler.on_data(session, frames.lend(len, text));
+        });
+    }
+
+    /// Runs `f` with the handler, a view of the session over `ws` (taken out of
+    /// `self.state` while messages are read) and the received frames.
+    fn with_view(
+        &mut self,
+        ws: &mut WebSocket<MemStream>,
+        tcp: &mut TcpSession<'_>,
+        f: impl FnOnce(&mut H, &mut WsSession<'_>, &mut Frames),
+    ) {
+        let (handler, mut session) = Self::view(
+            &mut self.handler,
+            ws,
+            tcp,
+            &self.config,
+            &self.shared,
+            &mut self.close_sent,
+            self.client,
+        );
+        f(handler, &mut session, &mut self.frames);
+    }
+
+    fn read_messages(&mut self, ws: &mut WebSocket<MemStream>, tcp: &mut TcpSession<'_>) -> Read {
+        loop {
+            match ws.read() {
+                Ok(Message::Close(frame)) => {
+                    self.close_received = Some(frame.map_or((None, String::new()), |f| {
+                        (CloseCode::new(u16::from(f.code)).ok(), f.reason.to_string())
+                    }));
+                    self.shared.set_ended();
+                }
+                Ok(Message::Ping(_)) | Ok(Message::Frame(_)) => {} // pongs are automatic
+                Ok(message) => self.deliver(ws, tcp, message),
+                Err(error) => return Read::from(error),
+            }
+        }
+    }
+
+    /// Applies what handles asked: queued messages and closes, in order, then `on_wake`.
+    fn take_requests(&mut self, tcp: &mut TcpSession<'_>) {
+        let Some(WsInbox { requests, wake }) = self.shared.take() else {
+            return;
+        };
+        self.with_session(tcp, |handler, session| {
+            for request in requests {
+                match request {
+                    // A send the session refuses now (full, closing) is dropped, as a send
+                    // through a handle may be once queued.
+                    HandleRequest::Send(message) => {
+                        let _ = session.send(message);
+                    }
+                    HandleRequest::Close(code, reason) => session.close(code, &reason),
+                }
+            }
+            if wake {
+                handler.on_wake(session);
+            }
+        });
+    }
+}
+
+/// How a round of reading ended.
+enum Read {
+    Blocked,
+    Closed,
+    Bad(CloseCode, &'static str),
+}
+
+impl From<Error> for Read {
+    fn from(error: Error) -> Read {
+        match error {
+            Error::Io(e) if e.kind() == std::io::ErrorKind::WouldBlock => Read::Blocked,
+            Error::ConnectionClosed | Error::AlreadyClosed => Read::Closed,
+            Error::Utf8(_) => Read::Bad(CloseCode::INVALID_DATA, "invalid UTF-8 in a text message"),
+            Error::Capacity(_) => Read::Bad(CloseCode::TOO_BIG, "message too big"),
+            Error::Protocol(_) => Read::Bad(CloseCode::PROTOCOL_ERROR, "protocol error"),
+            _ => Read::Bad(CloseCode::INTERNAL_ERROR, "internal error"),
+        }
+    }
+}
+
+impl<H: WsHandler> TcpHandler for WsConn<H> {
+    fn on_open(&mut self, tcp: &mut TcpSession<'_>) {
+        self.shared.attach(tcp.handle());
+        self.handshake_timer = Some(tcp.set_timer(self.config.handshake_timeout));
+        let State::ClientPending(request) = &mut self.state else {
+            return;
+        };
+        let request = request
+            .take()
+            .map_or_else(|| Request::new(()), |request| *request);
+        self.request = Some(copy_request(&request));
+        match tungstenite::client::client_with_config(
+            request,
+            MemStream::default(),
+            Some(self.config.tungstenite()),
+        ) {
+            Ok((ws, _)) => self.state = State::Open(Box::new(ws)),
+            Err(HandshakeError::Interrupted(mid)) => {
+                self.state = State::Client(Some(Box::new(mid)));
+            }
+            Err(HandshakeError::Failure(e)) => {
+                return self.abandon(tcp, OpenError::Handshake(e.to_string()));
+            }
+        }
+        self.flush(tcp);
+    }
+
+    fn on_message(&mut self, tcp: &mut TcpSession<'_>, bytes: &[u8]) {
+        match &mut self.state {
+            State::Open(_) => self.frames.push(bytes),
+            _ => match self.stream() {
+                Some(stream) => stream.push(bytes),
+                None => return, // over: late bytes are dropped
+            },
+        }
+        self.drive(tcp, &mut []);
+    }
+
+    /// Whole data messages are unmasked and lent where they were read; only what is left
+    /// (a partial frame, frames for tungstenite) is copied.
+    fn on_message_mut(&mut self, tcp: &mut TcpSession<'_>, bytes: &mut [u8]) {
+        match self.state {
+            State::Open(_) => self.drive(tcp, bytes),
+            _ => self.on_message(tcp, bytes),
+        }
+    }
+
+    fn decodes_in_place(&self) -> bool {
+        true
+    }
+
+    fn on_writable(&mut self, tcp: &mut TcpSession<'_>) {
+        self.flush(tcp);
+    }
+
+    fn on_timer(&mut self, tcp: &mut TcpSession<'_>, timer: TimerId) {
+        if self.handshake_timer != Some(timer) {
+            self.with_session(tcp, |h, s| h.on_timer(s, timer));
+            return self.flush(tcp);
+        }
+        self.handshake_timer = None;
+        if let State::Server(_) = self.state {
+            let response =
+                "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+            let _ = tcp.send_raw(response.as_bytes());
+        }
+        if !self.opened {
+            self.abandon(tcp, OpenError::Timeout(self.config.handshake_timeout));
+        }
+    }
+
+    fn on_wake(&mut self, tcp: &mut TcpSession<'_>) {
+        self.take_requests(tcp);
+        self.drive(tcp, &mut []);
+    }
+
+    fn on_stopping(&mut self, tcp: &mut TcpSession<'_>) {
+        self.with_session(tcp, |h, s| {
+            h.on_stopping(s);
+            s.close(CloseCode::GOING_AWAY, "going away");
+        });
+        self.flush(tcp);
+    }
+
+    fn on_close(&mut self, reason: &CloseReason) {
+        self.report_close(Some(reason));
+    }
+}

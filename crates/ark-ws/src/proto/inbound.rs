@@ -1,0 +1,480 @@
+//! The receive side of an open session. Whole, unfragmented data frames are taken apart here,
+//! straight from the received bytes — where ark-tcp read them ([`lendable`]), or in [`Frames`]
+//! when they span reads: unmasked in place and lent to the handler ([`ReceivedData`]). Every
+//! other frame (control frames, fragments, anything unusual or over a limit) goes to
+//! tungstenite whole and in order, so it keeps judging what the protocol allows.
+//!
+//! Before this, every received byte was copied into tungstenite's input stream, then
+//! zero-filled and copied again into its read buffer: two copies and a fill per message that
+//! the hand-written tokio peer does not pay.
+
+use bytes::{Buf, BytesMut};
+
+use crate::proto::close::CloseCode;
+use crate::proto::data::ReceivedData;
+
+/// Opcodes of data frames (RFC 6455 section 5.2).
+const OPCODE_CONTINUE: u8 = 0;
+pub(crate) const OPCODE_TEXT: u8 = 1;
+pub(crate) const OPCODE_BINARY: u8 = 2;
+
+/// A frame header as RFC 6455 section 5.2 lays it out; which combinations are allowed is
+/// tungstenite's to judge for every frame this crate does not take apart itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Head {
+    pub(crate) fin: bool,
+    /// RSV1-3, as the high bits of the first byte leave them.
+    pub(crate) rsv: u8,
+    pub(crate) opcode: u8,
+    pub(crate) mask: Option<[u8; 4]>,
+    /// Payload length (as sent, not checked against any limit).
+    pub(crate) len: u64,
+    /// Bytes of the header itself.
+    pub(crate) head_len: usize,
+}
+
+impl Head {
+    /// The header at the front of `buf`; `None` until all of it is there.
+    pub(crate) fn parse(buf: &[u8]) -> Option<Head> {
+        let (&first, rest) = buf.split_first()?;
+        let (&second, rest) = rest.split_first()?;
+        let (len, rest) = match second & 0x7f {
+            126 => {
+                let (bytes, rest) = rest.split_first_chunk::<2>()?;
+                (u64::from(u16::from_be_bytes(*bytes)), rest)
+            }
+            127 => {
+                let (bytes, rest) = rest.split_first_chunk::<8>()?;
+                (u64::from_be_bytes(*bytes), rest)
+            }
+            short => (u64::from(short), rest),
+        };
+        let (mask, rest) = if second & 0x80 != 0 {
+            let (mask, rest) = rest.split_first_chunk::<4>()?;
+            (Some(*mask), rest)
+        } else {
+            (None, rest)
+        };
+        Some(Head {
+            fin: first & 0x80 != 0,
+            rsv: first & 0x70,
+            opcode: first & 0x0f,
+            mask,
+            len,
+            head_len: buf.len() - rest.len(),
+        })
+    }
+
+    /// Writes a final frame's header for `len` payload bytes into `out`; the bytes written.
+    pub(crate) fn write_final(
+        opcode: u8,
+        len: usize,
+        mask: Option<[u8; 4]>,
+        out: &mut [u8; 14],
+    ) -> usize {
+        out[0] = 0x80 | opcode;
+        let mask_bit = if mask.is_some() { 0x80 } else { 0 };
+        let mut n = match len {
+            0..=125 => {
+                out[1] = mask_bit | len as u8;
+                2
+            }
+            126..=65_535 => {
+                out[1] = mask_bit | 126;
+                out[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+                4
+            }
+            _ => {
+                out[1] = mask_bit | 127;
+                out[2..10].copy_from_slice(&(len as u64).to_be_bytes());
+                10
+            }
+        };
+        if let Some(mask) = mask {
+            out[n..n + 4].copy_from_slice(&mask);
+            n += 4;
+        }
+        n
+    }
+}
+
+/// What the next received bytes are.
+pub(crate) enum Inbound {
+    /// A whole text or binary message of `len` bytes at the front of the buffer, unmasked
+    /// (text: valid UTF-8); [`Frames::lend`] lends it.
+    Data { len: usize, text: bool },
+    /// Bytes of a frame only tungstenite may read (it gets every such frame whole, in order).
+    Tungstenite(BytesMut),
+    /// A frame that fails the connection with this close code.
+    Bad(CloseCode, &'static str),
+}
+
+/// Limits and role for [`Frames::next`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Rules {
+    /// This side is the server: frames it receives must be masked (and a client's must not).
+    pub(crate) server: bool,
+    /// Largest frame and largest message (`WsConfig::max_frame`, `max_message`).
+    pub(crate) max_frame: usize,
+    pub(crate) max_message: usize,
+    /// Only tungstenite reads now (a close frame was sent or received).
+    pub(crate) closing: bool,
+}
+
+/// Received bytes of an open session not yet taken apart.
+#[derive(Debug, Default)]
+pub(crate) struct Frames {
+    buf: BytesMut,
+    /// Bytes of the frame tungstenite is reading that it has not been given yet.
+    to_tungstenite: u64,
+    /// A fragmented data message is under way in tungstenite: its continuations go there too.
+    fragmented: bool,
+    /// The most bytes held since the buffer was last empty.
+    peak: usize,
+}
+
+impl Frames {
+    /// Appends received bytes.
+    pub(crate) fn push(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+        self.peak = self.peak.max(self.buf.len());
+    }
+
+    /// The next whole message or piece for tungstenite; `None` until more bytes arrive.
+    pub(crate) fn next(&mut self, rules: Rules) -> Option<Inbound> {
+        if self.to_tungstenite > 0 {
+            return self.for_tungstenite();
+        }
+        let head = Head::parse(&self.buf)?;
+        match plain_data(&head, rules, self.fragmented) {
+            Some(text) => self.message(&head, text),
+            None => self.route(&head),
+        }
+    }
+
+    /// Nothing is held and no fragmented message is under way: the next received bytes may be
+    /// taken apart where they were read ([`lendable`]). While tungstenite reassembles a
+    /// fragmented message, every frame goes to it, so that a data frame inside the message is
+    /// its protocol error (1002), not a message of its own.
+    pub(crate) fn is_clear(&self) -> bool {
+        self.buf.is_empty() && self.to_tungstenite == 0 && !self.fragmented
+    }
+
+    /// How many of `input`'s bytes to [`push`](Self::push) next: what the frame held lacks
+    /// (up to a header's longest form while the header is incomplete), or with nothing held
+    /// the whole frame `input` starts with. At least 1; the caller takes at most all of
+    /// `input`. The frames after it are then lent where they were read.
+    pub(crate) fn wanted(&self, input: &[u8]) -> usize {
+        const LONGEST_HEAD: usize = 14;
+        let held = self.buf.len();
+        let need = if self.to_tungstenite > 0 {
+            usize::try_from(self.to_tungstenite).unwrap_or(usize::MAX)
+        } else {
+            let front = if held == 0 { input } else { &self.buf[..] };
+            match Head::parse(front) {
+                Some(head) => usize::try_from(head.len)
+                    .unwrap_or(usize::MAX)
+                    .saturating_add(head.head_len)
+                    .saturating_sub(held),
+                None if held == 0 => input.len(),
+                None => LONGEST_HEAD.saturating_sub(held),
+            }
+        };
+        need.max(1)
+    }
+
+    /// Sends the frame `head` starts to tungstenite.
+    fn route(&mut self, head: &Head) -> Option<Inbound> {
+        if matches!(head.opcode, OPCODE_CONTINUE | OPCODE_TEXT | OPCODE_BINARY) {
+            // Binary or text without FIN starts a fragmented message; a continuation with FIN
+            // ends it (tungstenite refuses every other order).
+            self.fragmented = !head.fin;
+        }
+        self.to_tungstenite = (head.head_len as u64).saturating_add(head.len);
+        self.for_tungstenite()
+    }
+
+    /// The whole data frame at the front, once all of it is here.
+    fn message(&mut self, head: &Head, text: bool) -> Option<Inbound> {
+        let len = head.len as usize;
+        if self.buf.len() - head.head_len < len {
+            return None; // the buffer grows as the bytes come, not on the header's word
+        }
+        self.buf.advance(head.head_len);
+        Some(match open_payload(&mut self.buf[..len], head.mask, text) {
+            Ok(()) => Inbound::Data { len, text },
+            Err((code, reason)) => Inbound::Bad(code, reason),
+        })
+    }
+
+    /// Lends the message [`next`](Self::next) returned as [`Inbound::Data`]; it leaves the
+    /// buffer when the lent value goes (split off if the handler keeps it).
+    pub(crate) fn lend(&mut self, len: usize, text: bool) -> ReceivedData<'_> {
+        ReceivedData::lent(&mut self.buf, len, text)
+    }
+
+    /// Lends a message taken apart where it was read ([`lendable`]); if the handler keeps it,
+    /// it is copied into this buffer's storage (empty: nothing is held).
+    pub(crate) fn lend_read<'a>(&'a mut self, bytes: &'a [u8], text: bool) -> ReceivedData<'a> {
+        ReceivedData::read(bytes, &mut self.buf, text)
+    }
+
+    /// As much of tungstenite's current frame as is here.
+    fn for_tungstenite(&mut self) -> Option<Inbound> {
+        let take = self
+            .buf
+            .len()
+            .min(usize::try_from(self.to_tungstenite).unwrap_or(usize::MAX));
+        if take == 0 {
+            return None;
+        }
+        self.to_tungstenite -= take as u64;
+        Some(Inbound::Tungstenite(self.buf.split_to(take)))
+    }
+
+    /// With nothing held, lets go of a buffer grown past `keep` bytes if the traffic since the
+    /// last such point fit in `keep` (as `MemStream::shrink_if_idle`).
+    pub(crate) fn shrink_if_idle(&mut self, keep: usize) {
+        if self.buf.is_empty() {
+            if self.buf.capacity() > keep && self.peak <= keep {
+                self.buf = BytesMut::new();
+            }
+            self.peak = 0;
+        }
+    }
+}
+
+/// A whole data message at the front of received bytes, taken apart where it was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Lendable {
+    /// Bytes of the frame's header; the payload follows.
+    pub(crate) head_len: usize,
+    /// Payload bytes (unmasked, and for text valid UTF-8).
+    pub(crate) len: usize,
+    pub(crate) text: bool,
+}
+
+/// The whole plain data frame at the front of `input`, with its payload unmasked in place
+/// (and a text message's UTF-8 checked), for a session whose [`Frames`] hold nothing. `None`
+/// when the front is anything else — a partial frame, a control frame, a fragment, a frame
+/// over a limit — which then goes through [`Frames`] as before. Nothing is copied.
+pub(crate) fn lendable(
+    input: &mut [u8],
+    rules: Rules,
+) -> Option<Result<Lendable, (CloseCode, &'static str)>> {
+    let head = Head::parse(input)?;
+    let text = plain_data(&head, rules, false)?;
+    let len = head.len as usize;
+    let payload = input.get_mut(head.head_len..head.head_len + len)?;
+    Some(open_payload(payload, head.mask, text).map(|()| Lendable {
+        head_len: head.head_len,
+        len,
+        text,
+    }))
+}
+
+/// For a text or binary frame this crate takes apart itself (whole, final, no extension bits,
+/// within the limits, masked as the role requires, no fragmented message or close under way),
+/// whether it is text; `None` for every frame tungstenite must read.
+fn plain_data(head: &Head, rules: Rules, fragmented: bool) -> Option<bool> {
+    let text = match head.opcode {
+        OPCODE_BINARY => false,
+        OPCODE_TEXT => true,
+        _ => return None,
+    };
+    let plain = head.fin && head.rsv == 0 && !fragmented && !rules.closing;
+    let fits = head.len <= rules.max_frame.min(rules.max_message) as u64;
+    (plain && fits && head.mask.is_some() == rules.server).then_some(text)
+}
+
+/// Unmasks a whole data frame's payload in place; a text message must be valid UTF-8.
+fn open_payload(
+    payload: &mut [u8],
+    mask: Option<[u8; 4]>,
+    text: bool,
+) -> Result<(), (CloseCode, &'static str)> {
+    if let Some(mask) = mask {
+        apply_mask(payload, mask);
+    }
+    if text && std::str::from_utf8(payload).is_err() {
+        return Err((CloseCode::INVALID_DATA, "invalid UTF-8 in a text message"));
+    }
+    Ok(())
+}
+
+/// XORs `bytes` with the 4-byte `mask`, RFC 6455 section 5.3, eight bytes at a time.
+pub(crate) fn apply_mask(bytes: &mut [u8], mask: [u8; 4]) {
+    let word = u64::from_ne_bytes([
+        mask[0], mask[1], mask[2], mask[3], mask[0], mask[1], mask[2], mask[3],
+    ]);
+    let mut chunks = bytes.chunks_exact_mut(8);
+    for chunk in &mut chunks {
+        let mut eight = [0u8; 8];
+        eight.copy_from_slice(chunk);
+        chunk.copy_from_slice(&(u64::from_ne_bytes(eight) ^ word).to_ne_bytes());
+    }
+    for (b, m) in chunks.into_remainder().iter_mut().zip(mask.iter().cycle()) {
+        *b ^= m;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_written_and_parsed_agree_with_tungstenite() {
+        use tungstenite::protocol::frame::FrameHeader;
+        use tungstenite::protocol::frame::coding::{Data, OpCode};
+        for len in [0usize, 1, 125, 126, 65_535, 65_536, 70_001] {
+            for mask in [None, Some([1, 2, 3, 4])] {
+                for (opcode, data) in [(OPCODE_BINARY, Data::Binary), (OPCODE_TEXT, Data::Text)] {
+                    let mut head = [0u8; 14];
+                    let n = Head::write_final(opcode, len, mask, &mut head);
+                    let mut cursor = std::io::Cursor::new(&head[..n]);
+                    let (theirs, their_len) = FrameHeader::parse(&mut cursor).unwrap().unwrap();
+                    assert_eq!(cursor.position() as usize, n);
+                    assert_eq!(their_len, len as u64);
+                    assert_eq!((theirs.mask, theirs.opcode), (mask, OpCode::Data(data)));
+                    assert!(theirs.is_final && !theirs.rsv1 && !theirs.rsv2 && !theirs.rsv3);
+                    let ours = Head::parse(&head[..n]).unwrap();
+                    let expected = Head {
+                        fin: true,
+                        rsv: 0,
+                        opcode,
+                        mask,
+                        len: len as u64,
+                        head_len: n,
+                    };
+                    assert_eq!(ours, expected);
+                    for cut in 0..n {
+                        assert_eq!(Head::parse(&head[..cut]), None, "{cut} of {n} bytes");
+                    }
+                }
+            }
+        }
+    }
+
+    const RULES: Rules = Rules {
+        server: true,
+        max_frame: 1000,
+        max_message: 1000,
+        closing: false,
+    };
+
+    /// A final frame with `opcode` and `payload`, masked with `mask` if given.
+    fn frame(first: u8, payload: &[u8], mask: Option<[u8; 4]>) -> Vec<u8> {
+        let mut head = [0u8; 14];
+        let n = Head::write_final(first & 0x0f, payload.len(), mask, &mut head);
+        head[0] = first;
+        let mut out = head[..n].to_vec();
+        let start = out.len();
+        out.extend_from_slice(payload);
+        if let Some(mask) = mask {
+            apply_mask(&mut out[start..], mask);
+        }
+        out
+    }
+
+    #[test]
+    fn whole_plain_data_frames_are_unmasked_where_they_were_read_and_nothing_else_is_taken() {
+        const MASK: Option<[u8; 4]> = Some([9, 8, 7, 6]);
+        let mut read = frame(0x82, b"binary", MASK);
+        read.extend(frame(0x81, b"text", MASK));
+        let first = lendable(&mut read, RULES).unwrap().unwrap();
+        assert_eq!((first.head_len, first.len, first.text), (6, 6, false));
+        assert_eq!(&read[6..12], b"binary", "unmasked in place");
+        let second = lendable(&mut read[12..], RULES).unwrap().unwrap();
+        assert_eq!(&read[12 + second.head_len..], b"text");
+        assert!(second.text);
+
+        let closing = Rules {
+            closing: true,
+            ..RULES
+        };
+        let client = Rules {
+            server: false,
+            ..RULES
+        };
+        let untaken: [(Vec<u8>, Rules, &str); 8] = [
+            (frame(0x82, b"whole", MASK)[..8].to_vec(), RULES, "partial"),
+            (
+                frame(0x82, b"", MASK)[..3].to_vec(),
+                RULES,
+                "partial header",
+            ),
+            (frame(0x89, b"ping", MASK), RULES, "control frame"),
+            (frame(0x02, b"fragment", MASK), RULES, "not final"),
+            (frame(0xc2, b"compressed", MASK), RULES, "RSV1"),
+            (frame(0x82, &[0; 1001], MASK), RULES, "over max_frame"),
+            (frame(0x82, b"late", MASK), closing, "closing"),
+            (
+                frame(0x82, b"masked", MASK),
+                client,
+                "a server's frames are not masked",
+            ),
+        ];
+        for (mut bytes, rules, why) in untaken {
+            let before = bytes.clone();
+            assert_eq!(lendable(&mut bytes, rules), None, "{why}");
+            assert_eq!(bytes, before, "{why}: left as read");
+        }
+        let mut bad_text = frame(0x81, &[0xff, 0xfe], MASK);
+        assert_eq!(
+            lendable(&mut bad_text, RULES),
+            Some(Err((
+                CloseCode::INVALID_DATA,
+                "invalid UTF-8 in a text message"
+            )))
+        );
+    }
+
+    #[test]
+    fn what_is_wanted_is_the_rest_of_the_frame_held_or_the_whole_next_one() {
+        let ping = frame(0x89, b"ping", Some([1, 2, 3, 4]));
+        let mut frames = Frames::default();
+        assert_eq!(
+            frames.wanted(&ping),
+            ping.len(),
+            "nothing held: the whole frame"
+        );
+        assert_eq!(
+            frames.wanted(&ping[..1]),
+            1,
+            "nothing held, header cut: all of it"
+        );
+        frames.push(&ping[..1]);
+        assert_eq!(
+            frames.wanted(&ping[1..]),
+            13,
+            "header cut: its longest form"
+        );
+        frames.push(&ping[1..3]);
+        assert_eq!(frames.wanted(&ping[3..]), 11, "header still cut");
+        frames.push(&ping[3..6]);
+        assert_eq!(
+            frames.wanted(&ping[6..]),
+            4,
+            "header whole: the rest of the frame"
+        );
+        frames.push(&ping[6..]);
+        assert!(matches!(frames.next(RULES), Some(Inbound::Tungstenite(_))));
+        assert!(frames.is_clear());
+    }
+
+    #[test]
+    fn masking_matches_the_bytewise_rule_at_every_length() {
+        let mask = [0x12, 0x34, 0x56, 0x78];
+        for len in 0..40 {
+            let original: Vec<u8> = (0..len).map(|i| (i * 31 % 251) as u8).collect();
+            let mut masked = original.clone();
+            apply_mask(&mut masked, mask);
+            let expected: Vec<u8> = original
+                .iter()
+                .enumerate()
+                .map(|(i, b)| b ^ mask[i % 4])
+                .collect();
+            assert_eq!(masked, expected, "length {len}");
+        }
+    }
+}
