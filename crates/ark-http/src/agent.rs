@@ -170,8 +170,11 @@ pub enum RequestError {
     /// answer (the cause in the text).
     #[error("connection ended before the answer: {0}")]
     Connection(String),
-    /// The origin is https and the agent has no TLS config.
-    #[error("https origin {0} needs an agent built with tls")]
+    /// The origin is https and the agent has no TLS config (or ark-http was built without
+    /// its `tls` feature).
+    #[error(
+        "https origin {0} needs an agent built with tls (HttpAgentBuilder::tls, ark-http's `tls` feature)"
+    )]
     NoTls(String),
     /// The agent stopped.
     #[error("the agent stopped")]
@@ -242,6 +245,7 @@ struct Shared {
     /// Weak: the pool must not be dropped (and joined) by the last connection on one of its
     /// own threads; the agent or the user owns it.
     pool: Weak<ReactorPool>,
+    #[cfg(feature = "tls")]
     tls: Option<ark_tls::ClientTls>,
     limits: Limits,
     timeout: Duration,
@@ -307,10 +311,17 @@ impl Shared {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         // The job's deadline bounds the connect too.
         let left = job.deadline.saturating_duration_since(Instant::now());
+        #[cfg_attr(not(feature = "tls"), allow(unused_mut))]
         let mut tcp = TcpClient::builder()
             .framing(Raw::new().with_max_frame_len(64 * 1024))
             .connect_timeout(self.connect_timeout.min(left))
             .pool(pool);
+        #[cfg(not(feature = "tls"))]
+        if let Some(name) = &origin.tls_name {
+            out.push((job, Err(RequestError::NoTls(name.clone()))));
+            return;
+        }
+        #[cfg(feature = "tls")]
         if let Some(name) = &origin.tls_name {
             let Some(tls) = &self.tls else {
                 out.push((job, Err(RequestError::NoTls(name.clone()))));
@@ -354,6 +365,7 @@ impl Shared {
 pub struct HttpAgentBuilder {
     runtime: Runtime,
     reactor_config: ReactorConfig,
+    #[cfg(feature = "tls")]
     tls: Option<ark_tls::ClientTls>,
     limits: Limits,
     timeout: Duration,
@@ -366,6 +378,7 @@ impl HttpAgentBuilder {
     ark_reactor::runtime_options!();
 
     /// TLS for https origins.
+    #[cfg(feature = "tls")]
     pub fn tls(mut self, tls: ark_tls::ClientTls) -> Self {
         self.tls = Some(tls);
         self
@@ -407,6 +420,7 @@ impl HttpAgentBuilder {
             own_pool: Mutex::new(own_pool),
             shared: Arc::new(Shared {
                 pool,
+                #[cfg(feature = "tls")]
                 tls: self.tls,
                 limits: self.limits,
                 timeout: self.timeout,
@@ -458,6 +472,7 @@ impl HttpAgent {
         HttpAgentBuilder {
             runtime: Runtime::default(),
             reactor_config: ReactorConfig::default(),
+            #[cfg(feature = "tls")]
             tls: None,
             limits: Limits::default(),
             timeout: Duration::from_secs(30),

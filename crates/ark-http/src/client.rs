@@ -215,6 +215,7 @@ impl HttpClient {
     pub fn builder() -> HttpClientBuilder {
         HttpClientBuilder {
             limits: Limits::default(),
+            #[cfg(feature = "tls")]
             tls: None,
             runtime: Runtime::default(),
             reactor_config: ReactorConfig::default(),
@@ -228,6 +229,7 @@ impl HttpClient {
 #[derive(Debug)]
 pub struct HttpClientBuilder {
     limits: Limits,
+    #[cfg(feature = "tls")]
     tls: Option<(ark_tls::ClientTls, String)>,
     runtime: Runtime,
     reactor_config: ReactorConfig,
@@ -243,6 +245,7 @@ impl HttpClientBuilder {
     }
 
     /// https: TLS with `tls` to the server `name` (verified, sent by SNI, and the `Host`).
+    #[cfg(feature = "tls")]
     pub fn tls(mut self, tls: ark_tls::ClientTls, name: impl Into<String>) -> Self {
         self.tls = Some((tls, name.into()));
         self
@@ -273,15 +276,20 @@ impl HttpClientBuilder {
         handler: H,
     ) -> io::Result<HttpClientHandle> {
         let addr = ark_reactor::resolve(addr)?;
+        #[cfg(feature = "tls")]
         let host = self
             .host
-            .or_else(|| self.tls.as_ref().map(|(_, name)| name.clone()))
-            .unwrap_or_else(|| addr.to_string());
+            .or_else(|| self.tls.as_ref().map(|(_, name)| name.clone()));
+        #[cfg(not(feature = "tls"))]
+        let host = self.host;
+        let host = host.unwrap_or_else(|| addr.to_string());
+        #[cfg_attr(not(feature = "tls"), allow(unused_mut))]
         let mut tcp = TcpClient::builder()
             .framing(Raw::new().with_max_frame_len(64 * 1024))
             .connect_timeout(self.connect_timeout)
             .runtime(self.runtime)
             .reactor_config(self.reactor_config);
+        #[cfg(feature = "tls")]
         if let Some((tls, name)) = self.tls {
             tcp = tcp.tls(tls, name);
         }

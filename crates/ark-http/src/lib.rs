@@ -1,7 +1,7 @@
 //! # ark-http
 //!
 //! HTTP/1.1 for ark: a sans-IO codec on [httparse], a router, a server, a pipelining client
-//! and an agent for many origins, on ark-tcp (https with ark-tls).
+//! and an agent for many origins, on ark-tcp (https with ark-tls, cargo feature `tls`, off by default).
 //!
 //! * **Codec** — [`RequestDecoder`]: bytes in, whole requests out in order (pipelining);
 //!   `Content-Length` and chunked bodies, `Expect: 100-continue`, keep-alive rules of 1.0 and

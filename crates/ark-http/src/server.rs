@@ -424,6 +424,7 @@ impl HttpServerBuilder {
     }
 
     /// Serves https: a TLS handshake with `tls` first on every connection.
+    #[cfg(feature = "tls")]
     pub fn tls(mut self, tls: ark_tls::ServerTls) -> Self {
         self.tcp = self.tcp.tls(tls);
         self

@@ -2,7 +2,7 @@
 //! answers matched to their requests, deadlines, cancellation (queued and in flight), a server
 //! that closes, a refused connection, https.
 
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ark_http::{
@@ -224,6 +224,7 @@ fn a_refused_connection_fails_every_request_with_the_cause() {
 }
 
 #[test]
+#[cfg(feature = "tls")]
 fn callbacks_and_https_origins() {
     let pki = ark_tls::Pki::generate(&["localhost"]).unwrap();
     let router = Router::new().post("/echo", |req, res| {
@@ -246,7 +247,7 @@ fn callbacks_and_https_origins() {
         .tls(pki.client_tls().unwrap())
         .build()
         .unwrap();
-    let (tx, rx) = mpsc::channel();
+    let (tx, rx) = std::sync::mpsc::channel();
     for i in 0..10 {
         let tx = tx.clone();
         agent.send_with(
@@ -269,6 +270,7 @@ fn callbacks_and_https_origins() {
 }
 
 #[test]
+#[cfg(feature = "tls")]
 fn a_request_whose_connection_is_still_being_made_is_cancelled_at_once_or_times_out() {
     // A server that takes the TCP connection and never answers the TLS handshake: the
     // agent's connection stays in the making.

@@ -108,6 +108,7 @@ fn python_http_client_posts_on_one_connection() {
 }
 
 #[test]
+#[cfg(feature = "tls")]
 fn https_answers_a_verifying_rustls_client() {
     use std::io::{Read, Write};
     let pki = ark_tls::Pki::generate(&["localhost"]).unwrap();

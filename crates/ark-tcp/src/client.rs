@@ -14,6 +14,7 @@ use mio::net::TcpStream;
 
 use crate::config::{Keepalive, TcpConfig, apply_socket_options};
 use crate::driver;
+#[cfg(feature = "tls")]
 use crate::driver::tls::TlsLayer;
 use crate::error::{CloseReason, SendError};
 use crate::handle::TcpSessionHandle;
@@ -58,6 +59,7 @@ pub(crate) struct ClientShared<C> {
     /// Connections attempted (the first one included).
     attempts: AtomicU64,
     /// TLS for every connection, and the server's name (verified and sent by SNI).
+    #[cfg(feature = "tls")]
     tls: Option<(ark_tls::ClientTls, ark_tls::ServerName<'static>)>,
 }
 
@@ -137,6 +139,7 @@ impl TcpClient {
             reactor_config: ReactorConfig::default(),
             connect_timeout: Duration::from_secs(30),
             reconnect: None,
+            #[cfg(feature = "tls")]
             tls: None,
         }
     }
@@ -151,6 +154,7 @@ pub struct TcpClientBuilder<C> {
     reactor_config: ReactorConfig,
     connect_timeout: Duration,
     reconnect: Option<Reconnect>,
+    #[cfg(feature = "tls")]
     tls: Option<(ark_tls::ClientTls, String)>,
 }
 
@@ -172,6 +176,7 @@ impl<C: Framing> TcpClientBuilder<C> {
             reactor_config: self.reactor_config,
             connect_timeout: self.connect_timeout,
             reconnect: self.reconnect,
+            #[cfg(feature = "tls")]
             tls: self.tls,
         }
     }
@@ -181,6 +186,7 @@ impl<C: Framing> TcpClientBuilder<C> {
     /// too) does a handshake first; the session opens when it completes, with
     /// [`TcpSession::tls`](crate::TcpSession::tls) set. A failed handshake ends the connection with
     /// [`CloseReason::Tls`] saying which check failed.
+    #[cfg(feature = "tls")]
     pub fn tls(mut self, tls: ark_tls::ClientTls, server_name: impl Into<String>) -> Self {
         self.tls = Some((tls, server_name.into()));
         self
@@ -214,6 +220,7 @@ impl<C: Framing> TcpClientBuilder<C> {
         handler: H,
     ) -> io::Result<TcpClientHandle> {
         let addr = ark_reactor::resolve(addr)?;
+        #[cfg(feature = "tls")]
         let tls = match self.tls {
             Some((config, name)) => {
                 let name = ark_tls::server_name(&name)
@@ -237,6 +244,7 @@ impl<C: Framing> TcpClientBuilder<C> {
             codec: self.codec,
             session: Mutex::new(None),
             attempts: AtomicU64::new(0),
+            #[cfg(feature = "tls")]
             tls,
         });
         let s = shared.clone();
@@ -283,6 +291,7 @@ fn connect_on<C: Framing, H: TcpHandler>(
         peer: addr,
         local: stream.local_addr().unwrap_or(addr),
         socket_buffers: (0, 0),
+        #[cfg(feature = "tls")]
         tls: None,
     };
     let id = match reactor.reserve_id() {
@@ -293,6 +302,7 @@ fn connect_on<C: Framing, H: TcpHandler>(
         }
     };
     let now = reactor.now();
+    #[cfg(feature = "tls")]
     let tls = match &shared.tls {
         None => None,
         Some((config, name)) => match ark_tls::TlsSession::client(config, name.clone(), now) {
@@ -303,6 +313,8 @@ fn connect_on<C: Framing, H: TcpHandler>(
             }
         },
     };
+    #[cfg(not(feature = "tls"))]
+    let tls = None;
     let source = SourceRef::new(reactor.handle(), id);
     let core = SessionCore::new(
         handler,

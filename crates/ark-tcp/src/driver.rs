@@ -2,5 +2,6 @@
 //! its bytes cross it ([`transport`]: plain TCP; [`tls`]: TLS).
 
 pub(crate) mod conn;
+#[cfg(feature = "tls")]
 pub(crate) mod tls;
 pub(crate) mod transport;

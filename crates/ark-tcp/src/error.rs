@@ -99,6 +99,7 @@ pub enum CloseReason {
     /// The TLS layer failed: a bad handshake (which check failed is in the error), a bad
     /// record, an alert from the peer, a handshake timeout, or a stream truncated without
     /// `close_notify`. The alert for the peer, if any, was sent before the connection closed.
+    #[cfg(feature = "tls")]
     #[error("TLS: {0}")]
     Tls(#[from] ark_tls::TlsError),
 }

@@ -24,7 +24,7 @@
 //!   answer first. Bad frames, resets, EOF mid-frame, stalled frames or writes, idle and connect
 //!   timeouts end only their own session, each with its own [`CloseReason`]. `docs/tcp.md`
 //!   lists every bound a hostile peer meets.
-//! * **TLS (`tcps`).** [`TcpServerBuilder::tls`] and [`TcpClientBuilder::tls`] put an
+//! * **TLS (`tcps`; cargo feature `tls`, off by default).** [`TcpServerBuilder::tls`] and [`TcpClientBuilder::tls`] put an
 //!   `ark_tls::TlsSession` (rustls) between the socket and the session core: same framing,
 //!   handles, timers and backpressure; the session opens after the handshake
 //!   ([`TcpSession::tls`]); a bad handshake ends only its connection with [`CloseReason::Tls`]

@@ -16,6 +16,7 @@ use mio::net::TcpListener;
 
 use crate::config::{Keepalive, TcpConfig, apply_socket_options};
 use crate::driver;
+#[cfg(feature = "tls")]
 use crate::driver::tls::TlsLayer;
 use crate::error::CloseReason;
 use crate::handle::TcpSessionHandle;
@@ -39,6 +40,7 @@ impl TcpServer {
             runtime: Runtime::default(),
             reactor_config: ReactorConfig::default(),
             backlog: 1024,
+            #[cfg(feature = "tls")]
             tls: None,
         }
     }
@@ -53,6 +55,7 @@ pub struct TcpServerBuilder<C> {
     runtime: Runtime,
     reactor_config: ReactorConfig,
     backlog: i32,
+    #[cfg(feature = "tls")]
     tls: Option<ark_tls::ServerTls>,
 }
 
@@ -198,6 +201,7 @@ impl<C: Framing> TcpServerBuilder<C> {
             runtime: self.runtime,
             reactor_config: self.reactor_config,
             backlog: self.backlog,
+            #[cfg(feature = "tls")]
             tls: self.tls,
         }
     }
@@ -207,6 +211,7 @@ impl<C: Framing> TcpServerBuilder<C> {
     /// handshake completes. A bad handshake ends only that connection, with
     /// [`CloseReason::Tls`] saying which check failed (the handler's `on_close` sees it,
     /// without an `on_open` before).
+    #[cfg(feature = "tls")]
     pub fn tls(mut self, tls: ark_tls::ServerTls) -> Self {
         self.tls = Some(tls);
         self
@@ -257,6 +262,7 @@ impl<C: Framing> TcpServerBuilder<C> {
             factory,
             config: Arc::new(self.config.normalized()),
             shared: shared.clone(),
+            #[cfg(feature = "tls")]
             tls: self.tls,
             handles: pool.handles().to_vec(),
             next: 0,
@@ -285,6 +291,7 @@ struct Listener<C, H, F> {
     factory: F,
     config: Arc<TcpConfig>,
     shared: Arc<ServerShared>,
+    #[cfg(feature = "tls")]
     tls: Option<ark_tls::ServerTls>,
     handles: Vec<ReactorHandle>,
     next: usize,
@@ -305,9 +312,11 @@ where
             peer,
             local: stream.local_addr().unwrap_or(peer),
             socket_buffers: (0, 0),
+            #[cfg(feature = "tls")]
             tls: None,
         };
         let session_id = info.id;
+        #[cfg(feature = "tls")]
         let tls = match self
             .tls
             .as_ref()
@@ -318,6 +327,8 @@ where
             // rustls could not start a connection with this config: refuse this one.
             Some(Err(_)) => return,
         };
+        #[cfg(not(feature = "tls"))]
+        let tls = None;
         let target = self.handles[self.next % self.handles.len()].clone();
         self.next = self.next.wrapping_add(1);
         let handler = (self.factory)(peer);

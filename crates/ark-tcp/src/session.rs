@@ -19,6 +19,7 @@ pub(crate) struct SessionInfo {
     pub(crate) local: SocketAddr,
     pub(crate) socket_buffers: (usize, usize),
     /// What TLS negotiated (`tcps` sessions).
+    #[cfg(feature = "tls")]
     pub(crate) tls: Option<std::sync::Arc<ark_tls::TlsInfo>>,
 }
 
@@ -31,6 +32,7 @@ impl SessionInfo {
             peer: addr,
             local: addr,
             socket_buffers: (0, 0),
+            #[cfg(feature = "tls")]
             tls: None,
         }
     }
@@ -107,6 +109,7 @@ impl TcpSession<'_> {
 
     /// What TLS negotiated — version, cipher suite, ALPN protocol, SNI name, the peer's
     /// certificates — for a TLS session (`None` for plain TCP). Set before `on_open`.
+    #[cfg(feature = "tls")]
     pub fn tls(&self) -> Option<&ark_tls::TlsInfo> {
         self.info.tls.as_deref()
     }

@@ -29,7 +29,9 @@ impl WsClient {
             runtime: Runtime::default(),
             reactor_config: ReactorConfig::default(),
             connect_timeout: Duration::from_secs(30),
+            #[cfg(feature = "tls")]
             tls: None,
+            #[cfg(feature = "tls")]
             tls_server_name: None,
         }
     }
@@ -42,7 +44,9 @@ pub struct WsClientBuilder {
     runtime: Runtime,
     reactor_config: ReactorConfig,
     connect_timeout: Duration,
+    #[cfg(feature = "tls")]
     tls: Option<ark_tls::ClientTls>,
+    #[cfg(feature = "tls")]
     tls_server_name: Option<String>,
 }
 
@@ -58,6 +62,7 @@ impl WsClientBuilder {
     /// The TLS config for `wss://` URLs: the roots that verify the server (chain and host
     /// name, always), a client certificate for mTLS, ALPN, ... Without one, a `wss://` URL
     /// verifies against the system's CAs ([`ark_tls::TrustRoots::system`]).
+    #[cfg(feature = "tls")]
     pub fn tls(mut self, tls: ark_tls::ClientTls) -> Self {
         self.tls = Some(tls);
         self
@@ -66,6 +71,7 @@ impl WsClientBuilder {
     /// For `wss://`: the name the server's certificate must be valid for (and sent by SNI)
     /// instead of the URL's host — to reach a server by its address while verifying its
     /// name, say.
+    #[cfg(feature = "tls")]
     pub fn tls_server_name(mut self, name: impl Into<String>) -> Self {
         self.tls_server_name = Some(name.into());
         self
@@ -77,8 +83,8 @@ impl WsClientBuilder {
     /// the client's reactor.
     ///
     /// # Errors
-    /// A malformed URL or another scheme; for `wss://` without [`tls`](Self::tls), no
-    /// usable system CA; a host that does not resolve; the pool could not start. Connection
+    /// A malformed URL or another scheme; for `wss://`, an ark-ws built without its `tls`
+    /// feature, or without [`tls`](Self::tls) no usable system CA; a host that does not resolve; the pool could not start. Connection
     /// and handshake failures (TLS ones too) reach the handler as
     /// `on_close(WsClose::Failed(..))`.
     pub fn connect<H: WsHandler>(self, url: &str, handler: H) -> io::Result<WsClientHandle> {
@@ -103,6 +109,13 @@ impl WsClientBuilder {
             .to_string();
         let port = uri.port_u16().unwrap_or(if secure { 443 } else { 80 });
         let addr = ark_reactor::resolve((host.as_str(), port))?;
+        #[cfg(not(feature = "tls"))]
+        if secure {
+            return Err(invalid(format!(
+                "WsClient: {url}: wss:// needs ark-ws built with its `tls` feature"
+            )));
+        }
+        #[cfg(feature = "tls")]
         let tls = match (secure, self.tls) {
             (false, _) => None,
             (true, Some(tls)) => Some(tls),
@@ -125,6 +138,7 @@ impl WsClientBuilder {
         tcp = tcp
             .runtime(self.runtime)
             .reactor_config(self.reactor_config);
+        #[cfg(feature = "tls")]
         if let Some(tls) = tls {
             tcp = tcp.tls(tls, self.tls_server_name.unwrap_or(host));
         }
@@ -136,6 +150,7 @@ impl WsClientBuilder {
 }
 
 /// A client TLS config trusting the system's CAs.
+#[cfg(feature = "tls")]
 fn system_tls() -> Result<ark_tls::ClientTls, ark_tls::ConfigError> {
     ark_tls::ClientTls::builder(ark_tls::TrustRoots::system()?).build()
 }

@@ -13,7 +13,7 @@
 //!   much per idle session), and the in-memory buffers are released when a session is idle.
 //! * Bad input closes only its session: a bad upgrade gets an HTTP error response; invalid
 //!   UTF-8 closes with 1007, an oversized message with 1009, a protocol violation with 1002.
-//! * `wss`: [`WsServerBuilder::tls`] serves TLS (ark-tls on rustls) before the upgrade;
+//! * `wss` (cargo feature `tls`, off by default): [`WsServerBuilder::tls`] serves TLS (ark-tls on rustls) before the upgrade;
 //!   `wss://` URLs work on the client, verified against [`WsClientBuilder::tls`]'s roots or
 //!   the system's CAs. [`WsSession::tls`] shows what was negotiated.
 //!

@@ -27,6 +27,7 @@ impl WsServer {
             config: WsConfig::default(),
             runtime: Runtime::default(),
             reactor_config: ReactorConfig::default(),
+            #[cfg(feature = "tls")]
             tls: None,
         }
     }
@@ -39,6 +40,7 @@ pub struct WsServerBuilder {
     config: WsConfig,
     runtime: Runtime,
     reactor_config: ReactorConfig,
+    #[cfg(feature = "tls")]
     tls: Option<ark_tls::ServerTls>,
 }
 
@@ -133,6 +135,7 @@ impl WsServerBuilder {
     /// Serves `wss`: a TLS handshake with `tls` before the WebSocket upgrade on every
     /// connection. A bad TLS handshake ends only that connection
     /// (`WsClose::Failed(OpenError::Connection(CloseReason::Tls(..)))` says which check failed).
+    #[cfg(feature = "tls")]
     pub fn tls(mut self, tls: ark_tls::ServerTls) -> Self {
         self.tls = Some(tls);
         self
@@ -161,6 +164,7 @@ impl WsServerBuilder {
         tcp = tcp
             .runtime(self.runtime)
             .reactor_config(self.reactor_config);
+        #[cfg(feature = "tls")]
         if let Some(tls) = self.tls {
             tcp = tcp.tls(tls);
         }

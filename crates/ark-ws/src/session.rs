@@ -50,6 +50,7 @@ impl WsSession<'_> {
 
     /// What TLS negotiated for a `wss` session (version, cipher suite, ALPN, SNI name, the
     /// peer's certificates); `None` for `ws`.
+    #[cfg(feature = "tls")]
     pub fn tls(&self) -> Option<&ark_tls::TlsInfo> {
         self.tcp.tls()
     }

@@ -111,23 +111,37 @@ fn a_server_that_never_answers_the_upgrade_is_a_handshake_timeout() {
 }
 
 #[test]
-fn a_wss_url_to_a_plain_server_fails_with_a_tls_error_and_other_schemes_are_refused() {
+fn a_wss_url_to_a_plain_server_fails_with_a_tls_error_or_without_tls_is_refused_and_so_are_other_schemes()
+ {
     let server = WsServer::builder()
         .bind("127.0.0.1:0")
         .start(|_| Recorder::default())
         .unwrap();
+    let url = format!("wss://127.0.0.1:{}/", server.local_addr().port());
     // The client verifies against the system's CAs; the plain server answers its ClientHello
     // with an HTTP error, which is not TLS.
-    let close = client_close(&format!("wss://127.0.0.1:{}/", server.local_addr().port()));
-    assert!(
-        matches!(
-            close,
-            WsClose::Failed(OpenError::Connection(ark_tcp::CloseReason::Tls(
-                ark_tls::TlsError::Malformed(_)
-            )))
-        ),
-        "{close:?}"
-    );
+    #[cfg(feature = "tls")]
+    {
+        let close = client_close(&url);
+        assert!(
+            matches!(
+                close,
+                WsClose::Failed(OpenError::Connection(ark_tcp::CloseReason::Tls(
+                    ark_tls::TlsError::Malformed(_)
+                )))
+            ),
+            "{close:?}"
+        );
+    }
+    // Built without TLS, a wss:// URL is refused at once, saying why.
+    #[cfg(not(feature = "tls"))]
+    {
+        let error = WsClient::builder()
+            .connect(&url, Recorder::default())
+            .unwrap_err();
+        assert_eq!(error.kind(), std::io::ErrorKind::InvalidInput);
+        assert!(error.to_string().contains("`tls` feature"), "{error}");
+    }
     server.stop().wait().unwrap();
     let error = WsClient::builder()
         .connect("http://127.0.0.1:1/", Recorder::default())

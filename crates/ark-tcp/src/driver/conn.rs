@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use ark_reactor::{Context, Handler, Member, ReactorHandle, Ready, TimerId, TimerSlot, Turn};
 use mio::net::TcpStream;
 
+#[cfg(feature = "tls")]
 use crate::driver::tls::TlsLayer;
 use crate::driver::transport::{Plain, Transport};
 use crate::error::CloseReason;
@@ -46,14 +47,24 @@ pub(crate) fn conn<C: Framing, H: TcpHandler>(
     core: SessionCore<C, H>,
     (owner, reactor, member): (Arc<dyn Owner<H>>, ReactorHandle, Member),
     outgoing: bool,
-    tls: Option<TlsLayer>,
+    tls: Option<Secure>,
 ) -> Box<dyn Handler> {
     let parts = (stream, core, owner, reactor, member);
     match tls {
+        #[cfg(feature = "tls")]
         Some(tls) => Box::new(Conn::new(parts, outgoing, tls)),
-        None => Box::new(Conn::new(parts, outgoing, Plain::default())),
+        _ => Box::new(Conn::new(parts, outgoing, Plain::default())),
     }
 }
+
+/// A connection's TLS layer ([`TlsLayer`] with the `tls` feature; a type without values
+/// without it, so a session is always plain).
+#[cfg(feature = "tls")]
+pub(crate) type Secure = TlsLayer;
+/// A connection's TLS layer ([`TlsLayer`] with the `tls` feature; a type without values
+/// without it, so a session is always plain).
+#[cfg(not(feature = "tls"))]
+pub(crate) type Secure = std::convert::Infallible;
 
 /// What every [`Conn`] is made of.
 type Parts<C, H> = (

@@ -217,7 +217,9 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
     }
 
     /// Bytes arrived from the peer: every whole frame goes to `on_message`; what the
-    /// handler sends is queued.
+    /// handler sends is queued. (TLS's path; plain TCP reads in place with
+    /// `handle_read_writing`.)
+    #[cfg(any(feature = "tls", test))]
     pub(crate) fn handle_read(&mut self, now: Instant, input: &[u8]) {
         self.received(now, input.len());
         self.deliver(Input::Shared {
@@ -362,6 +364,7 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
 
     /// As [`handle_eof`](Self::handle_eof), for a TLS stream that ended without the peer's
     /// `close_notify`: what arrived may be truncated, and the session says so.
+    #[cfg(feature = "tls")]
     pub(crate) fn handle_truncated(&mut self, now: Instant) {
         self.end_of_stream(now, CloseReason::Tls(ark_tls::TlsError::Truncated));
     }
