@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The project's test command (README.md): every crate's tests in release mode; the transport
 # crates' tests again in a debug build (debug assertions on, so a `debug_assert` in a
-# dependency cannot hide), and ark-tcp, ark-ws and ark-http once more without their `tls`
-# feature; the criterion microbenchmarks run once each as tests (so they cannot rot); a short
-# smoke run of every fuzz target.
+# dependency cannot hide), ark-tcp, ark-ws and ark-http once more without their `tls`
+# feature, and on the portable IO path (`--cfg ark_portable`) with ark-loopback's CLI tests;
+# the criterion microbenchmarks run once each as tests (so they cannot rot); a short smoke run
+# of every fuzz target.
 # Extra arguments go to the release `cargo test` (e.g. `scripts/test.sh -p ark-frame`); with
 # arguments, only that run is made.
 set -euo pipefail
@@ -23,6 +24,15 @@ if [ "$#" -eq 0 ]; then
         exit 1
     fi
     cargo test -p ark-tcp -p ark-ws -p ark-http
+    echo "== portable IO path (--cfg ark_portable): transport tests, ark-loopback's CLI smoke [${SECONDS}s]"
+    # What macOS, Windows and the BSDs run, forced on Linux in a target dir of its own (the
+    # cfg changes every crate's build).
+    portable_target="${CARGO_TARGET_DIR:-target}/portable"
+    RUSTFLAGS="--cfg ark_portable" CARGO_TARGET_DIR="$portable_target" cargo test \
+        -p ark-reactor -p ark-tcp -p ark-udp -p ark-ws -p ark-http -p ark-link -p ark-rudp \
+        --features ark-tcp/tls,ark-ws/tls,ark-http/tls
+    RUSTFLAGS="--cfg ark_portable" CARGO_TARGET_DIR="$portable_target" cargo test \
+        -p ark-loopback --test cli
     echo "== fuzz smoke [${SECONDS}s]"
     bash scripts/fuzz.sh 20
     echo "== test.sh done [${SECONDS}s]"

@@ -112,6 +112,15 @@ pub enum UdpSteering {
     Hash,
 }
 
+impl UdpSteering {
+    /// `Port` where ark-udp can steer by port (Linux's IO path), `Hash` elsewhere.
+    pub const DEFAULT: UdpSteering = if ark_udp::Steering::PeerPort.is_available() {
+        UdpSteering::Port
+    } else {
+        UdpSteering::Hash
+    };
+}
+
 /// Which side(s) this process runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Role {
@@ -199,8 +208,9 @@ pub struct Args {
     #[arg(long = "udp-batch", value_enum, default_value_t = Switch::On)]
     pub udp_batch: Switch,
     /// UDP on sharded loops, server and clients in this process: which shard receives a
-    /// client's datagrams (every implementation does the same).
-    #[arg(long = "udp-steering", value_enum, default_value_t = UdpSteering::Port)]
+    /// client's datagrams (every implementation does the same). Default `port` on Linux's IO
+    /// path, `hash` on the portable one (which cannot steer by port).
+    #[arg(long = "udp-steering", value_enum, default_value_t = UdpSteering::DEFAULT)]
     pub udp_steering: UdpSteering,
     /// Seconds to wait for in-flight messages after the measured phase, [0, 3600].
     #[arg(long, default_value_t = 2.0, value_parser = seconds((0.0, 3600.0), false))]

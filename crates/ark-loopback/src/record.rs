@@ -47,6 +47,8 @@ pub struct Record {
     pub clients: u32,
     pub window: u32,
     pub io_model: &'static str,
+    /// `ark_reactor::IO_PATH`: `linux` (mio and Linux's fast paths) or `portable`.
+    pub io_path: &'static str,
     pub handler_work: u64,
     pub io_contexts: u32,
     pub io_threads: u32,

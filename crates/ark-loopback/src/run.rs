@@ -16,7 +16,8 @@ use crate::servers::{Echo, ServerCounters};
 use crate::signals;
 use crate::stack::{ArkStack, Stack};
 
-/// Process CPU seconds (all threads).
+/// Process CPU seconds (all threads); 0 where the clock is missing (Windows).
+#[cfg(unix)]
 fn cpu_seconds() -> f64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -31,15 +32,34 @@ fn cpu_seconds() -> f64 {
     }
 }
 
-/// Peak resident set size (`VmHWM`), bytes.
+/// Process CPU seconds: not measured on this platform (0).
+#[cfg(not(unix))]
+fn cpu_seconds() -> f64 {
+    0.0
+}
+
+/// Peak resident set size of the process, bytes (`getrusage`'s `ru_maxrss`: what Linux shows
+/// as `VmHWM`; kibibytes on Linux and the BSDs, bytes on macOS); 0 if unavailable.
+#[cfg(unix)]
 fn peak_rss() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|kib| kib.parse::<u64>().ok())
-        .map_or(0, |kib| kib * 1024)
+    // SAFETY: all-zero is a valid `rusage` (integers and `timeval`s).
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is a valid, writable `rusage` for the call.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return 0;
+    }
+    let unit = if cfg!(any(target_os = "macos", target_os = "ios")) {
+        1
+    } else {
+        1024
+    };
+    u64::try_from(usage.ru_maxrss).unwrap_or(0) * unit
+}
+
+/// Peak resident set size: not measured on this platform (0).
+#[cfg(not(unix))]
+fn peak_rss() -> u64 {
+    0
 }
 
 fn git_commit() -> Option<String> {
@@ -528,6 +548,7 @@ fn base_record(args: &Args, implementation: &'static str) -> Record {
         clients: args.clients,
         window: args.window,
         io_model: args.io_model.name(),
+        io_path: ark_reactor::IO_PATH,
         handler_work: args.work,
         io_contexts: args.io_contexts(),
         io_threads: args.total_io_threads(),

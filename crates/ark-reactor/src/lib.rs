@@ -18,6 +18,11 @@
 //! * [`Mailbox`]: how other threads reach a source's handler (requests under a lock, one
 //!   wake per batch, a lock-free look when nothing waits) — every transport's session
 //!   handles post through one.
+//! * [`IO_PATH`]: which IO path this build runs. mio is portable (epoll, kqueue, Windows'
+//!   IOCP): every ark transport runs on its portable API everywhere, and on Linux a few fast
+//!   paths sit beside it (here: a timerfd for far timer deadlines; in ark-udp: `recvmmsg`/
+//!   `sendmmsg` and reuseport steering). Building with `RUSTFLAGS="--cfg ark_portable"` makes
+//!   Linux run the portable path, so it is tested where the fast paths are.
 //!
 //! ```
 //! use std::time::Duration;
@@ -74,3 +79,12 @@ pub use reactor::Reactor;
 pub use source::{CloseReason, Ready, Turn};
 pub use stats::{CounterSet, Counters, Stats};
 pub use striped::Striped;
+
+/// Which IO path this build of ark runs: `"linux"` (mio plus Linux's fast paths) or
+/// `"portable"` (mio's portable API alone: macOS, Windows, the BSDs, and Linux built with
+/// `--cfg ark_portable`). ark-loopback puts it in every record as `io_path`.
+pub const IO_PATH: &str = if cfg!(all(target_os = "linux", not(ark_portable))) {
+    "linux"
+} else {
+    "portable"
+};

@@ -365,13 +365,23 @@ fn open_stream(addr: SocketAddr, config: &TcpConfig) -> io::Result<TcpStream> {
     socket.set_nonblocking(true)?;
     match socket.connect(&addr.into()) {
         Ok(()) => {}
-        // A non-blocking connect under way (EINPROGRESS).
-        Err(e)
-            if e.raw_os_error() == Some(libc::EINPROGRESS)
-                || e.kind() == io::ErrorKind::WouldBlock => {}
+        Err(e) if connect_in_progress(&e) => {}
         Err(e) => return Err(e),
     }
     Ok(TcpStream::from_std(socket.into()))
+}
+
+/// A non-blocking connect under way: `EINPROGRESS` on Unix (as mio checks it: std's
+/// `ErrorKind::InProgress` is not stable yet), `WSAEWOULDBLOCK` (`WouldBlock`) on Windows.
+#[cfg(unix)]
+fn connect_in_progress(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EINPROGRESS)
+}
+
+/// A non-blocking connect under way: Windows reports `WSAEWOULDBLOCK` (`WouldBlock`).
+#[cfg(not(unix))]
+fn connect_in_progress(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::WouldBlock
 }
 
 /// A running client: send to its connection, its counters and state, and a graceful `stop`.

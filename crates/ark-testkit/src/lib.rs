@@ -126,7 +126,8 @@ pub fn wait_until(timeout: Duration, mut condition: impl FnMut() -> bool) -> boo
 
 /// CPU time (user + system, all threads) this process has used, in seconds, from
 /// `clock_gettime(CLOCK_PROCESS_CPUTIME_ID)`, which is exact rather than tick-sampled. `None`
-/// if the clock is unavailable.
+/// if the clock is unavailable (and off Unix).
+#[cfg(unix)]
 pub fn process_cpu_seconds() -> Option<f64> {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -136,6 +137,12 @@ pub fn process_cpu_seconds() -> Option<f64> {
     // id is a constant the kernel defines.
     let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
     (rc == 0).then(|| ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9)
+}
+
+/// Process CPU time: not measured off Unix (`None`).
+#[cfg(not(unix))]
+pub fn process_cpu_seconds() -> Option<f64> {
+    None
 }
 
 /// The JSON record on the last line of a program's `stdout` (as ark-loopback and the peers

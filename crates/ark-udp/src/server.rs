@@ -111,11 +111,26 @@ pub(crate) fn bind_socket(
         Some(socket2::Protocol::UDP),
     )?;
     if reuse_port {
-        socket.set_reuse_port(true)?;
+        set_reuse_port(&socket)?;
     }
     apply_options(&socket, config)?;
     socket.bind(&addr.into())?;
     Ok(UdpSocket::from_std(socket.into()))
+}
+
+/// Lets the shards of a sharded server bind one port (`SO_REUSEPORT`, on Unix).
+#[cfg(unix)]
+fn set_reuse_port(socket: &socket2::Socket) -> io::Result<()> {
+    socket.set_reuse_port(true)
+}
+
+/// Windows has no `SO_REUSEPORT`: a sharded UDP server is refused.
+#[cfg(not(unix))]
+fn set_reuse_port(_socket: &socket2::Socket) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "a sharded UDP server needs SO_REUSEPORT, which this platform lacks: use one shard",
+    ))
 }
 
 /// The configured socket buffers, and non-blocking mode.

@@ -1,5 +1,6 @@
 //! Loss accounting from the kernel's UDP and IP counters (`/proc/net/snmp` for IPv4,
-//! `/proc/net/snmp6` for IPv6; Linux).
+//! `/proc/net/snmp6` for IPv6; Linux). Elsewhere, and on the portable IO path, they are
+//! absent: the snapshots return `None`, never zeros.
 
 /// UDP and IP counters of the current network namespace, of one address family (the IPv6
 /// ones are `Udp6*` and `Ip6*`).
@@ -21,11 +22,23 @@ pub struct NetCounters {
     pub ip_frag_creates: u64,
 }
 
+/// The text of `/proc/net/<name>`.
+#[cfg(all(target_os = "linux", not(ark_portable)))]
+fn read_kernel_table(name: &str) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/net/{name}")).ok()
+}
+
+/// No kernel counter tables off Linux (nor on the portable IO path).
+#[cfg(not(all(target_os = "linux", not(ark_portable))))]
+fn read_kernel_table(_name: &str) -> Option<String> {
+    None
+}
+
 impl NetCounters {
-    /// Reads the counters now; `None` where `/proc/net/snmp` does not exist (non-Linux) or
-    /// cannot be parsed.
+    /// Reads the counters now; `None` where `/proc/net/snmp` does not exist or cannot be
+    /// parsed, and always off Linux and on the portable IO path ([`ark_reactor::IO_PATH`]).
     pub fn snapshot() -> Option<NetCounters> {
-        Self::parse(&std::fs::read_to_string("/proc/net/snmp").ok()?)
+        Self::parse(&read_kernel_table("snmp")?)
     }
 
     /// Parses the text of `/proc/net/snmp` (header line then value line per protocol).
@@ -52,7 +65,7 @@ impl NetCounters {
 
     /// Reads the IPv6 counters now (`/proc/net/snmp6`); `None` where it does not exist.
     pub fn snapshot_v6() -> Option<NetCounters> {
-        Self::parse_v6(&std::fs::read_to_string("/proc/net/snmp6").ok()?)
+        Self::parse_v6(&read_kernel_table("snmp6")?)
     }
 
     /// The counters of `ipv6`'s family now.
@@ -146,9 +159,9 @@ Udp: 500 3 7 400 5 2 0 0 0
 
     #[test]
     fn snapshot_on_this_machine() {
-        // Linux has the file; elsewhere None is the contract.
-        if cfg!(target_os = "linux") {
-            assert!(NetCounters::snapshot().is_some());
-        }
+        // Linux has the tables; elsewhere, and on the portable path, absent is the contract.
+        let expected = ark_reactor::IO_PATH == "linux";
+        assert_eq!(NetCounters::snapshot().is_some(), expected);
+        assert_eq!(NetCounters::snapshot_for(false).is_some(), expected);
     }
 }

@@ -111,8 +111,12 @@ fn a_burst_after_single_exchanges_is_read_in_batches() {
         .datagrams_in
         == (SINGLE + BURST) as u64));
     // One datagram per `recvfrom` would take more receives than datagrams; two `recvfrom`,
-    // then batches of 32.
+    // then batches of 32. The portable path has no batched receive: one per datagram.
     let receives = server.stats().receives - before;
+    if ark_reactor::IO_PATH == "portable" {
+        assert!(receives >= BURST as u64, "{receives} receives for {BURST}");
+        return;
+    }
     assert!(
         receives <= 2 + BURST as u64 / 32 + 1,
         "{receives} receives for a burst of {BURST}"
@@ -206,6 +210,22 @@ fn sharded_server_spreads_peers_over_reuseport_sockets() {
 /// and IPv6, plain sockets and ark clients given a socket from `bind_for_shard`.
 #[test]
 fn peer_port_steering_sends_each_peer_to_the_shard_its_port_names() {
+    if !Steering::PeerPort.is_available() {
+        // The portable path has no steering program: a sharded server refuses it by name.
+        let refused = UdpServer::builder()
+            .bind("127.0.0.1:0")
+            .io_model(IoModel::Sharded { reactors: 2 })
+            .steering(Steering::PeerPort)
+            .start(|_| Echo::default())
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(refused.kind(), std::io::ErrorKind::Unsupported);
+        assert!(
+            refused.to_string().contains("Steering::PeerPort"),
+            "{refused}"
+        );
+        return;
+    }
     for local in ["127.0.0.1:0", "[::1]:0"] {
         const SHARDS: usize = 4;
         let server = UdpServer::builder()

@@ -3,7 +3,6 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -80,7 +79,6 @@ impl<H: UdpHandler> UdpDriver<H> {
     /// (it copies in and checks a message header for the datagram and again for the empty
     /// slot after it).
     fn receive(&mut self, cx: &mut Context<'_>, tally: &mut UdpStats) -> bool {
-        let fd = self.socket.as_raw_fd();
         let mut got = 0;
         let mut budget_out = true;
         for round in 0..cx.budget().operations {
@@ -89,9 +87,9 @@ impl<H: UdpHandler> UdpDriver<H> {
             }
             let batched = self.config.batching && (!self.receive_singly || got >= 2);
             let result = if batched {
-                self.recv.recv_mmsg(fd)
+                self.recv.recv_batch(&self.socket)
             } else {
-                self.recv.recv_one(fd)
+                self.recv.recv_one(&self.socket)
             };
             tally.receives += 1;
             cx.counters().add_receives(1);
@@ -148,16 +146,15 @@ impl<H: UdpHandler> UdpDriver<H> {
 
     /// Sends until the queue is empty or the socket would block; returns whether it would.
     fn send_queued(&mut self, cx: &mut Context<'_>, tally: &mut UdpStats) -> bool {
-        let fd = self.socket.as_raw_fd();
         let out = &mut self.sessions.io.out;
         let received = &self.recv.data;
         while !out.is_empty() {
             // One datagram goes out with `sendto`: `sendmmsg` of one costs more in the
             // kernel (the message header copied in and its iovec imported).
             let result = if self.config.batching && out.queued() > 1 {
-                out.send_mmsg(fd, self.config.batch, received)
+                out.send_batch(&self.socket, self.config.batch, received)
             } else {
-                out.send_one(fd, received)
+                out.send_one(&self.socket, received)
             };
             tally.sends += 1;
             cx.counters().add_sends(1);

@@ -24,6 +24,16 @@ pub enum Steering {
 }
 
 impl Steering {
+    /// Whether this build can steer so: [`Steering::Hash`] everywhere,
+    /// [`Steering::PeerPort`] on Linux's IO path only ([`ark_reactor::IO_PATH`]); a sharded
+    /// server asked for a steering it lacks refuses to start with `Unsupported`.
+    pub const fn is_available(self) -> bool {
+        match self {
+            Steering::Hash => true,
+            Steering::PeerPort => cfg!(all(target_os = "linux", not(ark_portable))),
+        }
+    }
+
     /// The shard [`Steering::PeerPort`] gives a peer sending from `port` to `shards` shards.
     pub fn shard_of(port: u16, shards: usize) -> usize {
         usize::from(port) % shards.max(1)
@@ -35,17 +45,20 @@ impl Steering {
 /// does, for a group of sockets of your own.
 ///
 /// # Errors
-/// `socket` is not a bound IP socket, or the kernel refused the program.
-pub fn steer_by_peer_port(socket: &impl std::os::fd::AsFd, shards: usize) -> io::Result<()> {
-    let sock = socket2::SockRef::from(socket);
+/// `socket` is not a bound IP socket, or the kernel refused the program; `Unsupported` on the
+/// portable IO path ([`ark_reactor::IO_PATH`]), which has no steering program.
+pub fn steer_by_peer_port<'s>(
+    socket: impl Into<socket2::SockRef<'s>>,
+    shards: usize,
+) -> io::Result<()> {
+    let sock = socket.into();
     let v6 = sock
         .local_addr()?
         .as_socket()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not an IP socket"))?
         .is_ipv6();
     let shards = u32::try_from(shards.max(1)).unwrap_or(u32::MAX);
-    let fd = std::os::fd::AsRawFd::as_raw_fd(&socket.as_fd());
-    crate::driver::sys::steer_by_source_port(fd, shards, v6)
+    crate::driver::sys::steer_by_source_port(&sock, shards, v6)
 }
 
 /// Most ephemeral ports [`bind_for_shard`] tries per shard before it gives up.

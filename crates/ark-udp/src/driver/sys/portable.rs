@@ -1,0 +1,98 @@
+//! The portable datagram path (macOS, Windows, the BSDs, and Linux built with
+//! `--cfg ark_portable`): one `recv_from`/`send_to` per datagram through mio, truncation seen
+//! through one byte past the slot, and no steering program.
+
+use std::io;
+
+use mio::net::UdpSocket;
+
+use super::{Received, RecvBatch, SendBatch};
+
+/// One datagram per syscall: a receive batch has one slot, a send batch one datagram.
+pub(super) const BATCHED: bool = false;
+
+/// Nothing to keep between syscalls on this path.
+pub(super) struct RecvScratch;
+
+impl RecvScratch {
+    pub(super) fn new(_slots: usize) -> Self {
+        RecvScratch
+    }
+}
+
+/// Nothing to keep between syscalls on this path.
+#[derive(Default)]
+pub(super) struct SendScratch;
+
+impl RecvBatch {
+    /// Receives one datagram (the batch has one slot on this path).
+    pub(crate) fn recv_batch(&mut self, socket: &UdpSocket) -> io::Result<usize> {
+        self.recv_one(socket)
+    }
+
+    /// Receives one datagram into slot 0 with `recv_from`. Returns 1, or `WouldBlock`.
+    ///
+    /// The buffer is one byte longer than the slot: macOS and the BSDs cut a longer datagram
+    /// silently, so one that fills it was longer than the limit and is reported truncated.
+    /// (Windows refuses such a datagram with `WSAEMSGSIZE`: the driver counts it as a
+    /// receive error.)
+    pub(crate) fn recv_one(&mut self, socket: &UdpSocket) -> io::Result<usize> {
+        self.received.clear();
+        let buffer = &mut self.data[self.offset..self.offset + self.slot + 1];
+        let (len, from) = socket.recv_from(buffer)?;
+        self.received.push(Received {
+            len: len.min(self.slot),
+            from,
+            truncated: len > self.slot,
+        });
+        Ok(1)
+    }
+}
+
+impl SendBatch {
+    /// Sends the next queued datagram (one per syscall on this path); `max` is not used.
+    pub(crate) fn send_batch(
+        &mut self,
+        socket: &UdpSocket,
+        _max: usize,
+        received: &[u8],
+    ) -> io::Result<usize> {
+        self.send_one(socket, received)
+    }
+
+    /// Sends the next queued datagram with one `send_to` (or `send` to the connected peer).
+    pub(crate) fn send_one(&mut self, socket: &UdpSocket, received: &[u8]) -> io::Result<usize> {
+        let Some((to, bytes, len)) = self.entries.get(self.sent) else {
+            return Ok(0);
+        };
+        let bytes = Self::bytes_of(&self.data, received, *bytes, *len);
+        match to {
+            Some(addr) => {
+                let addr = addr
+                    .as_socket()
+                    .ok_or_else(|| io::Error::other("destination is not an IP address"))?;
+                socket.send_to(bytes, addr)?;
+            }
+            None => {
+                socket.send(bytes)?;
+            }
+        }
+        self.sent += 1;
+        self.reset_if_done();
+        Ok(1)
+    }
+}
+
+/// [`Steering::PeerPort`](crate::Steering::PeerPort) needs Linux's
+/// `SO_ATTACH_REUSEPORT_CBPF`: refused on this path.
+pub(crate) fn steer_by_source_port(
+    _socket: &socket2::SockRef<'_>,
+    _shards: u32,
+    _v6: bool,
+) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "Steering::PeerPort needs Linux (SO_ATTACH_REUSEPORT_CBPF); this build runs the portable \
+         IO path (ark_reactor::IO_PATH), whose sharded server steers by the kernel's hash only",
+    ))
+}
