@@ -115,7 +115,7 @@ fn udp_clients_on_sharded_loops_are_steered_to_their_own_shard_and_served_fairly
         // No steering program on the portable path: the kernel's hash places the clients, so
         // the spread is not asserted; asking for port steering is refused by name.
         assert_eq!(record["udp_steering"], "hash");
-        let (code, _, stderr) = run(&[
+        let (code, refused, stderr) = run(&[
             "--protocol",
             "udp",
             "--io-model",
@@ -127,8 +127,10 @@ fn udp_clients_on_sharded_loops_are_steered_to_their_own_shard_and_served_fairly
             "--seconds",
             "0.1",
         ]);
-        assert_ne!(code, Some(0));
-        assert!(stderr.contains("Steering::PeerPort"), "{stderr}");
+        assert_eq!(code, Some(1), "{stderr}");
+        assert_eq!(refused["ok"], false);
+        let error = refused["error"].as_str().unwrap_or_default();
+        assert!(error.contains("Steering::PeerPort"), "{refused}");
         return;
     }
     assert_eq!(record["udp_steering"], "port");
