@@ -3,6 +3,7 @@
 # crates' tests again in a debug build (debug assertions on, so a `debug_assert` in a
 # dependency cannot hide), ark-tcp, ark-ws and ark-http once more without their `tls`
 # feature, and on the portable IO path (`--cfg ark_portable`) with ark-loopback's CLI tests;
+# `cargo package` of every library crate and `cargo doc -D warnings`;
 # the criterion microbenchmarks run once each as tests (so they cannot rot); a short smoke run
 # of every fuzz target.
 # Extra arguments go to the release `cargo test` (e.g. `scripts/test.sh -p ark-frame`); with
@@ -24,6 +25,20 @@ if [ "$#" -eq 0 ]; then
         exit 1
     fi
     cargo test -p ark-tcp -p ark-ws -p ark-http
+    echo "== publishing: MSRV, cargo package of every library crate, cargo doc -D warnings [${SECONDS}s]"
+    # The MSRV (workspace rust-version) is the pinned toolchain, so every build here checks it;
+    # they must not drift apart.
+    msrv=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
+    pinned=$(sed -n 's/^channel = "\([0-9]*\.[0-9]*\).*"/\1/p' rust-toolchain.toml)
+    if [ "$msrv" != "$pinned" ]; then
+        echo "rust-version $msrv (Cargo.toml) is not the pinned toolchain $pinned (rust-toolchain.toml)" >&2
+        exit 1
+    fi
+    libraries=(-p ark-frame -p ark-reactor -p ark-tls -p ark-tcp -p ark-udp -p ark-ws -p ark-http
+        -p ark-rudp -p ark-link -p ark-loopback)
+    # In dependency order, each verified against the packages before it (a local registry).
+    cargo package --all-features "${libraries[@]}"
+    RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --all-features "${libraries[@]}" -p ark-testkit
     echo "== portable IO path (--cfg ark_portable): transport tests, ark-loopback's CLI smoke [${SECONDS}s]"
     # What macOS, Windows and the BSDs run, forced on Linux in a target dir of its own (the
     # cfg changes every crate's build).
