@@ -105,10 +105,16 @@ struct RunArgs {
     /// (the order rotated per repetition): `ark` (`ark-bench loopback`), `tokio`
     /// (`peer-tokio-loopback`), `raw` (`peer-raw-loopback`), `kcp-fast` and `kcp-default`
     /// (`peer-kcp-loopback` with `PEER_KCP_MODE=fast` or `default`), the peers built next to
-    /// ark-bench. Each runs the cases it can: tokio and raw all but rudp, KCP the rudp cases
-    /// without FEC (`rudp_fec` `off` or not given).
+    /// ark-bench; `ark-portable`, ark on the portable IO path (`--ark-portable`). Each runs
+    /// the cases it can: tokio and raw all but rudp, KCP the rudp cases without FEC
+    /// (`rudp_fec` `off` or not given).
     #[arg(long, value_delimiter = ',', default_value = "ark")]
     implementations: Vec<Implementation>,
+    /// The portable build of ark-bench that `ark-portable` runs (default: `portable/release/
+    /// ark-bench` beside this binary's target directory, i.e. target/portable/release/ark-bench
+    /// for target/release/ark-bench).
+    #[arg(long)]
+    ark_portable: Option<PathBuf>,
     /// Where the traffic goes: `loopback` (server and clients in one process), or `netns`
     /// (two network namespaces joined by a veth pair, the server in one and the clients in
     /// the other; needs root; removed on exit, failure and Ctrl-C).
@@ -146,6 +152,10 @@ enum Topology {
 enum Implementation {
     /// ark-loopback's code, run as `ark-bench loopback <flags>`.
     Ark,
+    /// The same on the portable IO path (what macOS, Windows and the BSDs run): a build of
+    /// ark-bench with `--cfg ark_portable`, run as `<that build> loopback <flags>` (see
+    /// `--ark-portable`).
+    ArkPortable,
     /// The tokio peer, `peer-tokio-loopback <flags>`.
     Tokio,
     /// The raw-syscall floor, `peer-raw-loopback <flags>`.
@@ -160,6 +170,7 @@ impl Implementation {
     fn name(self) -> &'static str {
         match self {
             Implementation::Ark => "ark",
+            Implementation::ArkPortable => "ark-portable",
             Implementation::Tokio => "tokio",
             Implementation::Raw => "raw",
             Implementation::KcpFast => "kcp-fast",
@@ -167,10 +178,10 @@ impl Implementation {
         }
     }
 
-    /// The peer program's name (`None`: ark, which is `ark-bench loopback`).
+    /// The peer program's name (`None`: ark, which is `ark-bench loopback`, on either path).
     fn peer(self) -> Option<&'static str> {
         match self {
-            Implementation::Ark => None,
+            Implementation::Ark | Implementation::ArkPortable => None,
             Implementation::Tokio => Some("peer-tokio-loopback"),
             Implementation::Raw => Some("peer-raw-loopback"),
             Implementation::KcpFast | Implementation::KcpDefault => Some("peer-kcp-loopback"),
@@ -193,14 +204,29 @@ impl Implementation {
     fn runs(self, case: &LoopbackCase) -> bool {
         let rudp = case.protocol == "rudp";
         match self {
-            Implementation::Ark => true,
+            Implementation::Ark | Implementation::ArkPortable => true,
             Implementation::Tokio | Implementation::Raw => !rudp,
             Implementation::KcpFast | Implementation::KcpDefault => rudp && !case.asks_for_fec(),
         }
     }
 
-    /// The program and the arguments before the case's flags.
-    fn program(self, ark_bench: &Path) -> Result<(PathBuf, Vec<String>), String> {
+    /// The program and the arguments before the case's flags; `ark_portable` is the
+    /// portable build of ark-bench.
+    fn program(
+        self,
+        ark_bench: &Path,
+        ark_portable: &Path,
+    ) -> Result<(PathBuf, Vec<String>), String> {
+        if self == Implementation::ArkPortable {
+            return if ark_portable.is_file() {
+                Ok((ark_portable.to_path_buf(), vec!["loopback".to_string()]))
+            } else {
+                Err(format!(
+                    "{} not found: build it with `RUSTFLAGS=\"--cfg ark_portable\" CARGO_TARGET_DIR=target/portable cargo build --release -p ark-bench`, or name it with --ark-portable",
+                    ark_portable.display()
+                ))
+            };
+        }
         match self.peer() {
             None => Ok((ark_bench.to_path_buf(), vec!["loopback".to_string()])),
             Some(peer) => {
@@ -290,9 +316,12 @@ fn run(args: &RunArgs) -> Result<(), String> {
     let (name, cases) = matrix(args)?;
     let binary = std::env::current_exe().map_err(|e| e.to_string())?;
     let implementations = distinct(&args.implementations);
+    if args.connect.is_some() && implementations.contains(&Implementation::ArkPortable) {
+        return Err("--implementations ark-portable runs on loopback or across namespaces, not with --connect (the remote server would be the Linux path's)".into());
+    }
     let programs = implementations
         .iter()
-        .map(|i| i.program(&binary))
+        .map(|i| i.program(&binary, &ark_portable_binary(args, &binary)))
         .collect::<Result<Vec<_>, _>>()?;
     if let Some(template) = &args.server_command
         && !template.contains("{env}")
@@ -377,6 +406,18 @@ fn matrix(args: &RunArgs) -> Result<(String, Vec<LoopbackCase>), String> {
         Topology::Netns => format!("{name}-netns{}", args.mtu),
     };
     Ok((name, cases))
+}
+
+/// The portable build of ark-bench: `--ark-portable`, or `portable/release/ark-bench` in the
+/// target directory of `binary` (`target/release/ark-bench`).
+fn ark_portable_binary(args: &RunArgs, binary: &Path) -> PathBuf {
+    args.ark_portable.clone().unwrap_or_else(|| {
+        let target = binary
+            .parent()
+            .and_then(Path::parent)
+            .unwrap_or(Path::new("."));
+        target.join("portable/release/ark-bench")
+    })
 }
 
 /// `implementations` without repeats, in their first order.
