@@ -641,6 +641,15 @@ fn run_plan(
     tally
 }
 
+/// Whether `record` is one of `implementation`'s: ark on the portable path writes `"ark"`
+/// with `"io_path": "portable"`.
+fn names(record: &serde_json::Value, implementation: &str) -> bool {
+    match implementation {
+        "ark-portable" => record["implementation"] == "ark" && record["io_path"] == "portable",
+        _ => record["implementation"] == implementation,
+    }
+}
+
 /// The record of one run of matrix case `spec` by `implementation`: the program's, or a failed
 /// one (when the run failed, printed no JSON, or a record that does not echo its case), with
 /// the repetition, the case as the harness asked for it, the command line and `placement`.
@@ -652,14 +661,15 @@ fn labelled_record(
 ) -> serde_json::Value {
     let mut record = match &outcome.result {
         Ok(line) => match serde_json::from_str::<serde_json::Value>(line) {
-            Ok(value) if !spec.matches(&value) || value["implementation"] != implementation => {
-                failed(
-                    spec,
-                    implementation,
-                    format!("record does not echo its parameters: {line}"),
-                )
+            Ok(value) if !spec.matches(&value) || !names(&value, implementation) => failed(
+                spec,
+                implementation,
+                format!("record does not echo its parameters: {line}"),
+            ),
+            Ok(mut value) => {
+                value["implementation"] = implementation.into();
+                value
             }
-            Ok(value) => value,
             Err(e) => failed(
                 spec,
                 implementation,
@@ -940,6 +950,27 @@ mod tests {
         assert_eq!(
             server_command(template, Implementation::Ark, "h:9", false, &flags),
             "ssh -tt a env  /opt/ark-bench loopback --protocol rudp --role server --bind 0.0.0.0:9"
+        );
+    }
+
+    #[test]
+    fn ark_portable_records_are_ark_on_the_portable_path_relabelled() {
+        let portable = serde_json::json!({"implementation": "ark", "io_path": "portable"});
+        let linux = serde_json::json!({"implementation": "ark", "io_path": "linux"});
+        assert!(names(&portable, "ark-portable") && names(&portable, "ark"));
+        assert!(!names(&linux, "ark-portable") && names(&linux, "ark"));
+        assert!(!names(&linux, "tokio"));
+        let missing = Path::new("/nonexistent/ark-bench");
+        let refused = Implementation::ArkPortable.program(missing, missing);
+        assert!(refused.unwrap_err().contains("--cfg ark_portable"));
+        let binary = Path::new("/w/target/release/ark-bench");
+        let cli = Cli::try_parse_from(["ark-bench", "run", "--matrix", "baseline"]).unwrap();
+        let Command::Run(args) = cli.command else {
+            panic!("run");
+        };
+        assert_eq!(
+            ark_portable_binary(&args, binary),
+            Path::new("/w/target/portable/release/ark-bench")
         );
     }
 }
