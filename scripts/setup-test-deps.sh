@@ -8,7 +8,9 @@
 #     tcps interop tests. Python's `ssl` and `http.client` come with python3;
 #   - Debian's `curl`: the independent HTTP client of ark-http's interop tests;
 #   - Debian's `wrk`: the independent HTTP load generator of `ark-bench run` cases with
-#     `load_generator = "wrk"` (and of their test in bench-harness/ark-bench).
+#     `load_generator = "wrk"` (and of their test in bench-harness/ark-bench);
+#   - the Rust standard library of macOS (Apple silicon), Windows (MSVC) and FreeBSD, for
+#     test.sh's `cargo check --target` of the crates there (rustup, from static.rust-lang.org).
 set -euo pipefail
 if ! command -v openssl >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1 \
     || ! command -v wrk >/dev/null 2>&1 || [ ! -s /etc/ssl/certs/ca-certificates.crt ]; then
@@ -24,3 +26,13 @@ if ! python3 -c 'import websockets' 2>/dev/null; then
     python3 -m pip install --quiet --disable-pip-version-check 'websockets>=12,<18'
 fi
 python3 -c 'import ssl, websockets; print("websockets", websockets.__version__, "/", ssl.OPENSSL_VERSION)'
+cross_targets=(aarch64-apple-darwin x86_64-pc-windows-msvc x86_64-unknown-freebsd)
+installed=$(rustup target list --installed)
+for target in "${cross_targets[@]}"; do
+    if ! grep -qx "$target" <<<"$installed"; then
+        rustup target add "$target" || {
+            echo "rustup target add $target failed: scripts/test.sh type-checks the crates for it" >&2
+            exit 1
+        }
+    fi
+done

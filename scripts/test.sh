@@ -3,7 +3,8 @@
 # crates' tests again in a debug build (debug assertions on, so a `debug_assert` in a
 # dependency cannot hide), ark-tcp, ark-ws and ark-http once more without their `tls`
 # feature, and on the portable IO path (`--cfg ark_portable`) with ark-loopback's CLI tests;
-# `cargo package` of every library crate and `cargo doc -D warnings`;
+# `cargo package` of every library crate and `cargo doc -D warnings`; `cargo check` for macOS,
+# Windows and FreeBSD;
 # the criterion microbenchmarks run once each as tests (so they cannot rot); a short smoke run
 # of every fuzz target.
 # Extra arguments go to the release `cargo test` (e.g. `scripts/test.sh -p ark-frame`); with
@@ -48,6 +49,16 @@ if [ "$#" -eq 0 ]; then
         --features ark-tcp/tls,ark-ws/tls,ark-http/tls
     RUSTFLAGS="--cfg ark_portable" CARGO_TARGET_DIR="$portable_target" cargo test \
         -p ark-loopback --test cli
+    echo "== type-checked where it is not tested: macOS, Windows, FreeBSD [${SECONDS}s]"
+    # No toolchain here links or runs for them; `cargo check` compiles every cfg they take.
+    # ring (ark-tls, ark-rudp's cookies) needs the target's C headers: macOS and Windows check
+    # the crates without it, FreeBSD (whose headers the host's gcc accepts) all of them.
+    for target in aarch64-apple-darwin x86_64-pc-windows-msvc; do
+        CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/cross" cargo check --target "$target" \
+            -p ark-frame -p ark-reactor -p ark-tcp -p ark-udp -p ark-ws -p ark-http -p ark-link
+    done
+    CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/cross" cargo check --target x86_64-unknown-freebsd \
+        "${libraries[@]}" --features ark-tcp/tls,ark-ws/tls,ark-http/tls
     echo "== fuzz smoke [${SECONDS}s]"
     bash scripts/fuzz.sh 20
     echo "== test.sh done [${SECONDS}s]"
