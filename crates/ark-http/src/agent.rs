@@ -5,10 +5,13 @@
 //! waits in the origin's queue for the first connection to free up.
 
 use std::collections::{HashMap, VecDeque};
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak, mpsc};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
 use ark_frame::Raw;
@@ -481,13 +484,17 @@ impl HttpAgent {
         }
     }
 
-    /// Sends `request` to `origin`; wait for the answer on the returned [`Pending`].
+    /// Sends `request` to `origin`; wait for the answer on the returned [`Pending`], or
+    /// `.await` it.
     pub fn send(&self, origin: &Origin, request: HttpRequest) -> Pending {
-        let (tx, rx) = mpsc::sync_channel(1);
+        let (answerer, answer) = ark_reactor::answer();
         let canceller = self.send_with(origin, request, move |result| {
-            let _ = tx.send(result);
+            answerer.give(result);
         });
-        Pending { rx, canceller }
+        Pending {
+            answer: Some(answer),
+            canceller,
+        }
     }
 
     /// Sends `request` to `origin`; `done` gets the answer or the error, exactly once.
@@ -536,8 +543,8 @@ impl HttpAgent {
     /// Begins stopping and returns at once: waiting requests end with
     /// [`RequestError::Stopped`], every connection closes gracefully (a request on one ends
     /// with [`RequestError::Connection`]), and new requests end with `Stopped`. Wait with
-    /// [`Stopping::wait`]; an own pool stops once the connections are gone. Dropping the
-    /// agent stops it the same way and waits.
+    /// [`Stopping::wait`], or `.await` it; an own pool stops once the connections are gone.
+    /// Dropping the agent stops it the same way, finishing in the background.
     pub fn stop(&self) -> Stopping {
         let clients = self.begin_stop();
         let stops = clients.into_iter().map(TcpClientHandle::stop).collect();
@@ -587,8 +594,10 @@ impl HttpAgent {
 }
 
 impl Drop for HttpAgent {
+    /// Begins the same stop as [`stop`](HttpAgent::stop) and returns at once: it finishes in
+    /// the background (see [`Stopping`]'s drop).
     fn drop(&mut self) {
-        let _ = self.stop().wait();
+        drop(self.stop());
     }
 }
 
@@ -637,11 +646,23 @@ impl Canceller {
     }
 }
 
-/// A request's answer to come: [`wait`](Pending::wait) for it, or cancel the request.
+/// A request's answer to come: [`wait`](Pending::wait) for it on a thread, `.await` it (it is
+/// a [`Future`], woken from the agent's thread; any runtime), or cancel the request.
+///
+/// Dropping a `Pending` whose answer has not come cancels the request, as dropping a future
+/// does in async Rust; [`HttpAgent::send_with`] sends without one.
 #[derive(Debug)]
 pub struct Pending {
-    rx: mpsc::Receiver<Result<HttpResponse, RequestError>>,
+    /// `None` once the answer was taken (nothing left to cancel).
+    answer: Option<ark_reactor::Answer<Result<HttpResponse, RequestError>>>,
     canceller: Canceller,
+}
+
+/// What a dropped answer means: the agent went away without settling the request.
+fn stopped(
+    result: Result<Result<HttpResponse, RequestError>, ark_reactor::AnswerDropped>,
+) -> Result<HttpResponse, RequestError> {
+    result.unwrap_or(Err(RequestError::Stopped))
 }
 
 impl Pending {
@@ -649,13 +670,20 @@ impl Pending {
     ///
     /// # Errors
     /// Why the request got no answer.
-    pub fn wait(self) -> Result<HttpResponse, RequestError> {
-        self.rx.recv().unwrap_or(Err(RequestError::Stopped))
+    pub fn wait(mut self) -> Result<HttpResponse, RequestError> {
+        match self.answer.take() {
+            Some(answer) => stopped(answer.wait()),
+            None => Err(RequestError::Stopped),
+        }
     }
 
-    /// The answer if it is here.
-    pub fn try_result(&self) -> Option<Result<HttpResponse, RequestError>> {
-        self.rx.try_recv().ok()
+    /// The answer if it is here; after `Some`, this `Pending` is spent.
+    pub fn try_result(&mut self) -> Option<Result<HttpResponse, RequestError>> {
+        let result = self.answer.as_mut()?.try_take().map(stopped);
+        if result.is_some() {
+            self.answer = None;
+        }
+        result
     }
 
     /// Cancels the request (see [`Canceller::cancel`]).
@@ -666,6 +694,27 @@ impl Pending {
     /// A canceller for another thread.
     pub fn canceller(&self) -> Canceller {
         self.canceller.clone()
+    }
+}
+
+impl Future for Pending {
+    type Output = Result<HttpResponse, RequestError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
+        let Some(answer) = self.answer.as_mut() else {
+            return Poll::Ready(Err(RequestError::Stopped));
+        };
+        let result = std::task::ready!(Pin::new(answer).poll(cx));
+        self.answer = None;
+        Poll::Ready(stopped(result))
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if self.answer.is_some() {
+            self.canceller.cancel();
+        }
     }
 }
 

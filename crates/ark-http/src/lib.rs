@@ -17,7 +17,8 @@
 //!   1xx skipped); https with `tls`.
 //! * **Agent** — [`HttpAgent`]: requests to many origins, connections kept alive and reused
 //!   per origin (up to a limit, then requests queue), a deadline on every request,
-//!   cancellation ([`Pending`], [`Canceller`]); https origins with `tls`.
+//!   cancellation ([`Pending`], [`Canceller`]; a `Pending` is also a `Future`, awaited on any
+//!   runtime); https origins with `tls`.
 //! * **Server** — [`HttpServer`]: a connection per ark-tcp session; requests answered in
 //!   order, whole requests served straight from the read buffer; a handler may answer later
 //!   from any thread ([`Response::defer`], [`Responder`]); a request deadline (408) and

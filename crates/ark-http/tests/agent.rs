@@ -125,7 +125,7 @@ fn a_queued_request_waits_for_the_connection_and_keeps_its_own_deadline() {
     let origin = Origin::http(server.local_addr());
     let first = agent.send(&origin, HttpRequest::get("/hold"));
     // Queued behind the held request on the only connection.
-    let queued = agent.send(&origin, HttpRequest::post("/echo", "queued"));
+    let mut queued = agent.send(&origin, HttpRequest::post("/echo", "queued"));
     std::thread::sleep(Duration::from_millis(100));
     assert!(queued.try_result().is_none(), "waits for the connection");
     while held.lock().unwrap().is_empty() {

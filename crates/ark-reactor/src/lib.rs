@@ -18,6 +18,8 @@
 //! * [`Mailbox`]: how other threads reach a source's handler (requests under a lock, one
 //!   wake per batch, a lock-free look when nothing waits) — every transport's session
 //!   handles post through one.
+//! * [`Answer`]: a value another thread gives once, waited for on a thread or awaited in
+//!   async code on any runtime (a [`Future`](std::future::Future)); [`Stopping`] is one.
 //! * [`IO_PATH`]: which IO path this build runs. mio is portable (epoll, kqueue, Windows'
 //!   IOCP): every ark transport runs on its portable API everywhere, and on Linux a few fast
 //!   paths sit beside it (here: a timerfd for far timer deadlines; in ark-udp: `recvmmsg`/
@@ -44,6 +46,7 @@
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
+mod answer;
 mod config;
 mod counters;
 mod deadlines;
@@ -68,6 +71,7 @@ mod turn;
 /// The mio version ark-reactor's API takes (`mio::Interest`, `mio::event::Source`, ...).
 pub use mio;
 
+pub use answer::{Answer, AnswerDropped, Answerer, answer};
 pub use config::ReactorConfig;
 pub use deadlines::{Deadlines, TimerSlot};
 pub use handler::{Budget, Context, Handler, ReactorHandle};

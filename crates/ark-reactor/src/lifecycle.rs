@@ -1,10 +1,15 @@
 //! `Lifecycle` and `Stopping`: the stop protocol every ark server and client shares.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::io;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::task::Poll;
 use std::time::{Duration, Instant};
+
+use crate::answer::{Answer, Answerer};
 
 use crate::pool::{ReactorPool, SourceRef, release_pool};
 
@@ -129,19 +134,70 @@ impl Lifecycle {
 }
 
 /// A stop under way, returned by the `stop()` of ark's servers and clients: members are
-/// winding down on their own threads. [`wait`](Self::wait) or
-/// [`wait_timeout`](Self::wait_timeout) for the end — members still there at the deadline
-/// are closed at once, then a pool of the owner's own is stopped and its threads joined.
-/// Dropping a `Stopping` waits as [`wait`](Self::wait) does.
+/// winding down on their own threads. Then, by one of three ways:
+/// - [`wait`](Self::wait) or [`wait_timeout`](Self::wait_timeout) on this thread for the end —
+///   members still there at the deadline are closed at once, then a pool of the owner's own is
+///   stopped and its threads joined;
+/// - `.await` it (it is a [`Future`], on any runtime): the same work runs on a thread of its
+///   own, which wakes the task when it is done, so no executor thread blocks;
+/// - drop it: the same work finishes on a thread of its own, in the background. Dropping
+///   never blocks for longer than it takes to start that thread.
+///
+/// ```
+/// # fn main() -> std::io::Result<()> {
+/// use std::time::Duration;
+/// use ark_reactor::{Lifecycle, Stopping};
+///
+/// let life = Lifecycle::new();
+/// let member = life.join(None);
+/// let stop = Stopping::begin(life.clone(), None, Duration::from_secs(5));
+/// assert!(!stop.is_finished());
+/// drop(member); // the member wound down on its own thread
+/// assert!(stop.is_finished());
+/// stop.wait()?;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
-#[must_use = "a stop finishes (and an own pool is joined) when it is waited for or dropped"]
+#[must_use = "a stop finishes (and an own pool is joined) when it is waited for or awaited; dropped, it finishes in the background"]
 pub struct Stopping {
+    /// What is left to do, until it is done here or handed to a thread of its own.
+    work: Option<StopWork>,
+    /// The thread's result, once the work was handed to one (polled as a future).
+    answer: Option<Answer<io::Result<usize>>>,
+    /// The lifecycles of this stop and of its parts, for [`is_finished`](Self::is_finished).
+    lives: Vec<Arc<Lifecycle>>,
+    timeout: Duration,
+}
+
+/// The rest of a stop: wait for the members (and parts), close what is left, release a pool.
+#[derive(Debug)]
+struct StopWork {
     life: Arc<Lifecycle>,
     /// Stops of the owner's parts (an agent's connections), waited for before its pool.
     parts: Vec<Stopping>,
     pool: Option<(Arc<ReactorPool>, bool)>,
-    timeout: Duration,
-    done: bool,
+}
+
+impl StopWork {
+    /// Waits at most `timeout` in all; returns how many members were closed at the deadline.
+    fn finish(self, timeout: Duration) -> io::Result<usize> {
+        let deadline = Instant::now() + timeout;
+        let mut cut = 0;
+        for part in self.parts {
+            let left = deadline.saturating_duration_since(Instant::now());
+            cut += part.finish_here(left)?;
+        }
+        if !self.life.wait_idle(deadline) {
+            cut = self.life.live();
+            self.life.remove_all();
+            self.life.wait_idle(Instant::now() + Duration::from_secs(1));
+        }
+        match self.pool {
+            Some((pool, owned)) => release_pool(pool, owned).map(|()| cut),
+            None => Ok(cut),
+        }
+    }
 }
 
 impl Stopping {
@@ -153,13 +209,7 @@ impl Stopping {
         timeout: Duration,
     ) -> Stopping {
         life.begin_stop();
-        Stopping {
-            life,
-            parts: Vec::new(),
-            pool,
-            timeout,
-            done: false,
-        }
+        Stopping::of(life, Vec::new(), pool, timeout)
     }
 
     /// One stop made of several already begun (an owner of many clients: each of its
@@ -169,35 +219,45 @@ impl Stopping {
         pool: Option<(Arc<ReactorPool>, bool)>,
         timeout: Duration,
     ) -> Stopping {
+        Stopping::of(Lifecycle::new(), parts, pool, timeout)
+    }
+
+    fn of(
+        life: Arc<Lifecycle>,
+        parts: Vec<Stopping>,
+        pool: Option<(Arc<ReactorPool>, bool)>,
+        timeout: Duration,
+    ) -> Stopping {
+        let mut lives = vec![life.clone()];
+        lives.extend(parts.iter().flat_map(|p| p.lives.iter().cloned()));
         Stopping {
-            life: Lifecycle::new(),
-            parts,
-            pool,
+            work: Some(StopWork { life, parts, pool }),
+            answer: None,
+            lives,
             timeout,
-            done: false,
         }
     }
 
-    /// Whether every member is gone.
+    /// Whether every member is gone (an own pool may still be winding down).
     pub fn is_finished(&self) -> bool {
-        self.life.live() == 0 && self.parts.iter().all(Stopping::is_finished)
+        self.lives.iter().all(|life| life.live() == 0)
     }
 
     /// Waits for the stop with the owner's default deadline (its sessions' close timeout).
     ///
     /// # Errors
     /// Stopping an own pool failed.
-    pub fn wait(mut self) -> io::Result<()> {
+    pub fn wait(self) -> io::Result<()> {
         let timeout = self.timeout;
-        self.finish(timeout).map(|_| ())
+        self.finish_here(timeout).map(|_| ())
     }
 
     /// Waits at most `timeout` for the members; what is left is closed at once.
     ///
     /// # Errors
     /// Stopping an own pool failed.
-    pub fn wait_timeout(mut self, timeout: Duration) -> io::Result<()> {
-        self.finish(timeout).map(|_| ())
+    pub fn wait_timeout(self, timeout: Duration) -> io::Result<()> {
+        self.finish_here(timeout).map(|_| ())
     }
 
     /// As [`wait_timeout`](Self::wait_timeout); returns how many members (sessions, and a
@@ -206,35 +266,78 @@ impl Stopping {
     ///
     /// # Errors
     /// Stopping an own pool failed.
-    pub fn wait_timeout_cut(mut self, timeout: Duration) -> io::Result<usize> {
-        self.finish(timeout)
+    pub fn wait_timeout_cut(self, timeout: Duration) -> io::Result<usize> {
+        self.finish_here(timeout)
     }
 
-    fn finish(&mut self, timeout: Duration) -> io::Result<usize> {
-        if std::mem::replace(&mut self.done, true) {
-            return Ok(0);
+    /// Finishes on this thread (or waits for the thread it was handed to, whose deadline was
+    /// set when it was first polled).
+    fn finish_here(mut self, timeout: Duration) -> io::Result<usize> {
+        if let Some(work) = self.work.take() {
+            return work.finish(timeout);
         }
-        let deadline = Instant::now() + timeout;
-        let mut cut = 0;
-        for mut part in std::mem::take(&mut self.parts) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            cut += part.finish(left)?;
+        match self.answer.take() {
+            Some(answer) => answer.wait().unwrap_or_else(|e| Err(io::Error::other(e))),
+            None => Ok(0),
         }
-        if !self.life.wait_idle(deadline) {
-            cut = self.life.live();
-            self.life.remove_all();
-            self.life.wait_idle(Instant::now() + Duration::from_secs(1));
+    }
+
+    /// Hands the work to a thread of its own (once); its result comes as the answer.
+    fn hand_off(&mut self) {
+        let Some(work) = self.work.take() else {
+            return;
+        };
+        let (answerer, answer) = crate::answer();
+        let timeout = self.timeout;
+        let shared = Arc::new(Mutex::new(Some((work, answerer))));
+        let for_thread = shared.clone();
+        let spawned = std::thread::Builder::new()
+            .name("ark-stopping".into())
+            .spawn(move || {
+                if let Some((work, answerer)) = take(&for_thread) {
+                    answerer.give(work.finish(timeout));
+                }
+            });
+        // No thread to be had (the process is out of them): finish here rather than never.
+        if spawned.is_err()
+            && let Some((work, answerer)) = take(&shared)
+        {
+            answerer.give(work.finish(timeout));
         }
-        match self.pool.take() {
-            Some((pool, owned)) => release_pool(pool, owned).map(|()| cut),
-            None => Ok(cut),
-        }
+        self.answer = Some(answer);
+    }
+}
+
+/// The work and where its result goes, taken once by whoever runs it.
+type Handed = Mutex<Option<(StopWork, Answerer<io::Result<usize>>)>>;
+
+fn take(handed: &Handed) -> Option<(StopWork, Answerer<io::Result<usize>>)> {
+    handed.lock().unwrap_or_else(PoisonError::into_inner).take()
+}
+
+impl Future for Stopping {
+    type Output = io::Result<()>;
+
+    /// The first poll hands the rest of the stop (with the owner's default deadline) to a
+    /// thread of its own; the task is woken when it is done.
+    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Self::Output> {
+        self.hand_off();
+        let Some(answer) = self.answer.as_mut() else {
+            return Poll::Ready(Ok(()));
+        };
+        let result = std::task::ready!(Pin::new(answer).poll(cx));
+        self.answer = None;
+        Poll::Ready(match result {
+            Ok(finished) => finished.map(|_| ()),
+            Err(dropped) => Err(io::Error::other(dropped)),
+        })
     }
 }
 
 impl Drop for Stopping {
+    /// Finishes in the background: the members were told to stop when it began; a thread of
+    /// its own waits for them (closing what is left at the deadline) and joins an own pool.
     fn drop(&mut self) {
-        let timeout = self.timeout;
-        let _ = self.finish(timeout);
+        self.hand_off();
     }
 }

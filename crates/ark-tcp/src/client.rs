@@ -488,9 +488,11 @@ impl TcpClientHandle {
 }
 
 impl Drop for TcpClientHandle {
+    /// Begins the same stop as `stop()` and returns at once: it finishes in the background
+    /// (see [`Stopping`]'s drop).
     fn drop(&mut self) {
         if self.pool.is_some() {
-            let _ = self.begin_stop().wait();
+            drop(self.begin_stop());
         }
     }
 }

@@ -238,9 +238,11 @@ impl ark_reactor::Wake for UdpWaker {
 }
 
 impl Drop for UdpSocketHandle {
+    /// Begins the same stop as `stop()` and returns at once: it finishes in the background
+    /// (see [`Stopping`]'s drop).
     fn drop(&mut self) {
         if self.pool.is_some() {
-            let _ = self.begin_stop().wait();
+            drop(self.begin_stop());
         }
     }
 }

@@ -333,9 +333,11 @@ impl UdpServerHandle {
 }
 
 impl Drop for UdpServerHandle {
+    /// Begins the same stop as `stop()` and returns at once: it finishes in the background
+    /// (see [`Stopping`]'s drop).
     fn drop(&mut self) {
         if self.pool.is_some() {
-            let _ = self.begin_stop().wait();
+            drop(self.begin_stop());
         }
     }
 }
