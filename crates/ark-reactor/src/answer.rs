@@ -2,10 +2,11 @@
 //! async code (any runtime) — ark's "answer later" types (`Stopping`, ark-http's `Pending`)
 //! are built on it.
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Wake, Waker};
 
 /// The answerer went away without answering (its thread ended, or it was dropped).
@@ -129,6 +130,94 @@ impl<T> Future for Answer<T> {
     }
 }
 
+/// Replies matched to requests in order, for a protocol whose peer answers requests in the
+/// order they came (a request/reply protocol over one TCP or WebSocket session, HTTP/1.1
+/// pipelining): [`request`](Self::request) sends under the queue's lock, so that the order of
+/// the answers waiting is the order on the wire; the session's handler gives each reply to the
+/// oldest with [`reply`](Self::reply). Share it (`Arc`) between the senders and the handler;
+/// nothing else pays for it.
+///
+/// ```
+/// use std::sync::Arc;
+/// use ark_reactor::Replies;
+///
+/// let replies = Arc::new(Replies::<String>::default());
+/// let mut wire = Vec::new(); // stands in for a session handle's `send`
+/// let first = replies.request(|| Ok::<_, ()>(wire.push("ping 1")))?;
+/// let second = replies.request(|| Ok::<_, ()>(wire.push("ping 2")))?;
+/// // The session's handler, as the peer's replies arrive in order:
+/// assert!(replies.reply("pong 1".to_string()));
+/// assert!(replies.reply("pong 2".to_string()));
+/// assert_eq!(first.wait().unwrap(), "pong 1");
+/// assert_eq!(second.wait().unwrap(), "pong 2");
+/// assert!(!replies.reply("unasked".to_string()), "no request waits");
+/// # Ok::<(), ()>(())
+/// ```
+pub struct Replies<T> {
+    waiting: Mutex<VecDeque<Answerer<T>>>,
+}
+
+impl<T> Default for Replies<T> {
+    fn default() -> Self {
+        Replies {
+            waiting: Mutex::new(VecDeque::new()),
+        }
+    }
+}
+
+impl<T> fmt::Debug for Replies<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Replies")
+            .field("waiting", &self.waiting())
+            .finish()
+    }
+}
+
+impl<T> Replies<T> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Answerer<T>>> {
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sends a request with `send` (a session handle's `send`) and returns the answer its
+    /// reply will go to. `send` runs under the queue's lock: keep it short, and do not call
+    /// this from inside `send`.
+    ///
+    /// # Errors
+    /// `send`'s error: nothing was queued, and no answer waits.
+    pub fn request<E>(&self, send: impl FnOnce() -> Result<(), E>) -> Result<Answer<T>, E> {
+        let mut waiting = self.lock();
+        send()?;
+        let (answerer, answer) = answer();
+        waiting.push_back(answerer);
+        Ok(answer)
+    }
+
+    /// Gives `reply` to the oldest request waiting (skipping answers dropped meanwhile);
+    /// `false` if none waits (a reply nobody asked for: a protocol error of the peer's).
+    pub fn reply(&self, reply: T) -> bool {
+        let mut waiting = self.lock();
+        while let Some(answerer) = waiting.pop_front() {
+            if !answerer.is_abandoned() {
+                // The one reply goes to the oldest live request, whoever still waits.
+                drop(waiting);
+                answerer.give(reply);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Ends every request waiting: each answer gets [`AnswerDropped`] (the session closed).
+    pub fn fail_all(&self) {
+        self.lock().clear();
+    }
+
+    /// Requests waiting for their replies.
+    pub fn waiting(&self) -> usize {
+        self.lock().len()
+    }
+}
+
 /// Wakes a parked thread.
 struct Unpark(std::thread::Thread);
 
@@ -154,6 +243,25 @@ fn block_on<F: Future + Unpin>(mut future: F) -> F::Output {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn replies_go_to_requests_in_order_skipping_abandoned_ones_and_fail_on_close() {
+        let replies = Replies::<u32>::default();
+        let refused = replies.request(|| Err("queue full"));
+        assert_eq!(refused.unwrap_err(), "queue full");
+        assert_eq!(replies.waiting(), 0, "a refused send leaves no answer");
+        let first = replies.request(|| Ok::<_, ()>(())).unwrap();
+        let given_up = replies.request(|| Ok::<_, ()>(())).unwrap();
+        let third = replies.request(|| Ok::<_, ()>(())).unwrap();
+        assert!(replies.reply(1));
+        drop(given_up);
+        assert!(replies.reply(3));
+        assert_eq!((first.wait(), third.wait()), (Ok(1), Ok(3)));
+        let last = replies.request(|| Ok::<_, ()>(())).unwrap();
+        replies.fail_all();
+        assert_eq!(last.wait(), Err(AnswerDropped));
+        assert!(!replies.reply(4));
+    }
 
     #[test]
     fn a_thread_waits_a_poller_is_woken_and_try_take_sees_both() {

@@ -20,6 +20,7 @@
 //!   handles post through one.
 //! * [`Answer`]: a value another thread gives once, waited for on a thread or awaited in
 //!   async code on any runtime (a [`Future`](std::future::Future)); [`Stopping`] is one.
+//!   [`Replies`] matches a session's replies to requests in order.
 //! * [`IO_PATH`]: which IO path this build runs. mio is portable (epoll, kqueue, Windows'
 //!   IOCP): every ark transport runs on its portable API everywhere, and on Linux a few fast
 //!   paths sit beside it (here: a timerfd for far timer deadlines; in ark-udp: `recvmmsg`/
@@ -71,7 +72,7 @@ mod turn;
 /// The mio version ark-reactor's API takes (`mio::Interest`, `mio::event::Source`, ...).
 pub use mio;
 
-pub use answer::{Answer, AnswerDropped, Answerer, answer};
+pub use answer::{Answer, AnswerDropped, Answerer, Replies, answer};
 pub use config::ReactorConfig;
 pub use deadlines::{Deadlines, TimerSlot};
 pub use handler::{Budget, Context, Handler, ReactorHandle};

@@ -78,7 +78,14 @@ mod server;
 mod session;
 mod stats;
 
-pub use ark_reactor::{IoModel, ReactorConfig, ReactorPool, Runtime, Stopping, TimerId};
+/// The framing crate, whole (its `Decoder`/`Encoder` traits, `FrameReader`, `RecvBuf`).
+pub use ark_frame;
+/// The framing codecs a session takes ([`TcpServerBuilder::framing`]): a newline chat needs
+/// no other crate (`Delimiter::new(b"\n")`).
+pub use ark_frame::{ArkDgram, Delimiter, Endian, ExactSize, LengthPrefix, PrefixWidth, Raw};
+pub use ark_reactor::{
+    Answer, AnswerDropped, IoModel, ReactorConfig, ReactorPool, Replies, Runtime, Stopping, TimerId,
+};
 pub use client::{Reconnect, TcpClient, TcpClientBuilder, TcpClientHandle};
 pub use config::{Keepalive, TcpConfig};
 pub use error::{CloseReason, SendError};
