@@ -169,10 +169,10 @@ pub enum RequestError {
     /// [`Pending::cancel`] ran first.
     #[error("cancelled")]
     Cancelled,
-    /// The connection ended before the answer: refused, reset, closed by the server, a bad
-    /// answer (the cause in the text).
-    #[error("connection ended before the answer: {0}")]
-    Connection(String),
+    /// No answer came over the connection: it could not be made, or it failed before the
+    /// answer (which, in [`ConnectionError`]).
+    #[error("{0}")]
+    Connection(#[from] ConnectionError),
     /// The origin is https and the agent has no TLS config (or ark-http was built without
     /// its `tls` feature).
     #[error(
@@ -182,6 +182,54 @@ pub enum RequestError {
     /// The agent stopped.
     #[error("the agent stopped")]
     Stopped,
+}
+
+/// Why a request's connection gave no answer: [`RequestError::Connection`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectionError {
+    /// The origin refused the connection (nothing listens there).
+    #[error("could not connect: connection refused by {0}")]
+    Refused(SocketAddr),
+    /// No connection within the agent's connect timeout.
+    #[error("could not connect within {0:?}")]
+    ConnectTimeout(Duration),
+    /// Connecting failed otherwise (the cause in the text).
+    #[error("could not connect: {0}")]
+    Connect(String),
+    /// The TLS handshake or a TLS record failed (which check, in the text), or the origin's
+    /// name is not a valid TLS server name.
+    #[error("TLS: {0}")]
+    Tls(String),
+    /// The server reset the connection.
+    #[error("the server reset the connection before the answer")]
+    Reset,
+    /// The server closed the connection before the answer was whole.
+    #[error("the server closed the connection before the answer")]
+    Closed,
+    /// The answer broke HTTP/1.1's rules (which, in the text); the connection was dropped.
+    #[error("bad answer: {0}")]
+    BadAnswer(String),
+    /// The connection failed otherwise (the cause in the text).
+    #[error("connection failed: {0}")]
+    Other(String),
+}
+
+impl ConnectionError {
+    /// Why a connection that closed gave no answer.
+    fn of(reason: &CloseReason) -> RequestError {
+        RequestError::Connection(match reason {
+            CloseReason::Stopped => return RequestError::Stopped,
+            CloseReason::Refused(addr) => ConnectionError::Refused(*addr),
+            CloseReason::ConnectTimeout(after) => ConnectionError::ConnectTimeout(*after),
+            CloseReason::ConnectFailed { .. } => ConnectionError::Connect(reason.to_string()),
+            CloseReason::Reset => ConnectionError::Reset,
+            CloseReason::PeerClosed | CloseReason::EofMidFrame { .. } => ConnectionError::Closed,
+            #[cfg(feature = "tls")]
+            CloseReason::Tls(e) => ConnectionError::Tls(e.to_string()),
+            other => ConnectionError::Other(other.to_string()),
+        })
+    }
 }
 
 /// What a request's answer is delivered to: exactly once, on whatever thread settles it.
@@ -331,7 +379,8 @@ impl Shared {
                 return;
             };
             if let Err(e) = ark_tls::server_name(name) {
-                out.push((job, Err(RequestError::Connection(e.to_string()))));
+                let e = ConnectionError::Tls(e.to_string());
+                out.push((job, Err(RequestError::Connection(e))));
                 return;
             }
             tcp = tcp.tls(tls.clone(), name.clone());
@@ -776,7 +825,11 @@ impl AgentConn {
         self.buf.clear();
         job.request.encode(&self.origin.host, &mut self.buf);
         if let Err(e) = session.append_raw(&mut self.buf) {
-            job.settle(Err(RequestError::Connection(e.to_string())));
+            let e = match e {
+                ark_tcp::SendError::Closed => ConnectionError::Closed,
+                other => ConnectionError::Other(other.to_string()),
+            };
+            job.settle(Err(RequestError::Connection(e)));
             session.abort();
             return true;
         }
@@ -851,7 +904,8 @@ impl TcpHandler for AgentConn {
         let Some((response, keep)) = sink.answer else {
             if let Err(e) = read {
                 if let Some(job) = self.job.take() {
-                    job.settle(Err(RequestError::Connection(e.to_string())));
+                    let e = ConnectionError::BadAnswer(e.to_string());
+                    job.settle(Err(RequestError::Connection(e)));
                 }
                 session.abort();
             }
@@ -931,7 +985,7 @@ impl TcpHandler for AgentConn {
         let now = Instant::now();
         let error = |job: &Job| match job.stale(now) {
             Some(stale) => stale,
-            None => RequestError::Connection(reason.to_string()),
+            None => ConnectionError::of(reason),
         };
         if let Some(job) = self.job.take() {
             let e = error(&job);

@@ -45,6 +45,9 @@ pub enum HttpError {
     /// An HTTP version other than 1.0 and 1.1 (505).
     #[error("unsupported HTTP version")]
     UnsupportedVersion,
+    /// The request did not arrive whole within `HttpConfig::request_timeout` (408).
+    #[error("request timeout")]
+    RequestTimeout,
 }
 
 impl HttpError {
@@ -55,6 +58,49 @@ impl HttpError {
             HttpError::BodyTooLarge { .. } => 413,
             HttpError::UnsupportedTransferCoding => 501,
             HttpError::UnsupportedVersion => 505,
+            HttpError::RequestTimeout => 408,
+            _ => 400,
+        }
+    }
+}
+
+/// A request a handler cannot use: a route parameter missing or not of the type asked for, or
+/// a body that is not the JSON asked for. [`Response::reject`](crate::Response::reject)
+/// answers it with [`status`](Self::status) and the message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExtractError {
+    /// The route has no parameter of that name.
+    #[error("no route parameter {0:?}")]
+    MissingParam(String),
+    /// The parameter does not parse as the type asked for.
+    #[error("route parameter {name:?} = {value:?} is not a valid {ty}: {reason}")]
+    BadParam {
+        /// The parameter's name.
+        name: String,
+        /// Its value.
+        value: String,
+        /// The type asked for.
+        ty: &'static str,
+        /// The parser's reason.
+        reason: String,
+    },
+    /// The body was asked for as JSON and the request says it is not
+    /// (`content-type` missing, or not `application/json` or `…+json`): 415.
+    #[error("expected a body of content-type application/json")]
+    NotJson,
+    /// The body is not valid JSON for the type asked for.
+    #[error("bad JSON body: {0}")]
+    BadJson(String),
+}
+
+impl ExtractError {
+    /// The status to answer with: 415 for [`NotJson`](Self::NotJson), 500 for a handler that
+    /// asked for a parameter its route does not have, 400 for every other.
+    pub fn status(&self) -> u16 {
+        match self {
+            ExtractError::NotJson => 415,
+            ExtractError::MissingParam(_) => 500,
             _ => 400,
         }
     }

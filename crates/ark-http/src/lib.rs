@@ -10,8 +10,12 @@
 //!   `Content-Length`, a bad chunk size, obs-fold, a head or body over the [`Limits`], too many
 //!   headers, a missing or duplicate `Host` in 1.1, an unknown transfer coding (501).
 //!   [`Response`] encodes answers with `content-length` and `date`.
-//! * **Router** — [`Router`]: static segments, `:param`, a trailing `*wildcard`, method match
-//!   (GET also answers HEAD), 404 and 405 with `Allow`, middleware before and after.
+//! * **Router** — [`Router`]: static segments, `:param`/`{param}`, a last
+//!   `*wildcard`/`{*wildcard}`, every pattern checked when added ([`RouteError`]); method
+//!   helpers and match (GET also answers HEAD), 404 and 405 with `Allow`, middleware before
+//!   and after every answer (deferred ones too), hooks on the server's own refusals, typed
+//!   parameters and (feature `json`) JSON bodies, refused by [`Response::reject`]
+//!   ([`ExtractError`]).
 //! * **Client** — [`HttpClient`]: one kept-alive connection, requests pipelined and answers
 //!   delivered in order to an [`HttpClientHandler`] (Content-Length and chunked bodies, HEAD,
 //!   1xx skipped); https with `tls`.
@@ -54,17 +58,18 @@ mod response;
 mod server;
 
 pub use agent::{
-    Canceller, HttpAgent, HttpAgentBuilder, HttpRequest, HttpResponse, Origin, Pending,
-    RequestError,
+    Canceller, ConnectionError, HttpAgent, HttpAgentBuilder, HttpRequest, HttpResponse, Origin,
+    Pending, RequestError,
 };
 pub use client::{
     ClientSession, HttpClient, HttpClientBuilder, HttpClientHandle, HttpClientHandler,
 };
-pub use error::HttpError;
+pub use error::{ExtractError, HttpError};
 pub use proto::answers::ClientResponse;
 pub use proto::decoder::{Decoded, RequestDecoder};
 pub use proto::head::{BodyKind, HeadFacts, Limits, MAX_HEADERS, Request, parse_head};
-pub use proto::router::{MAX_PARAMS, Router};
+pub use proto::pattern::{MAX_PARAMS, RouteError};
+pub use proto::router::Router;
 pub use response::{Responder, Response, http_date, reason};
 pub use server::{HttpConfig, HttpServer, HttpServerBuilder, HttpServerHandle};
 

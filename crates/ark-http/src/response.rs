@@ -1,6 +1,7 @@
 //! Responses: a reusable [`Response`] a handler fills, encoded straight into the connection's
 //! send queue (status line, the handler's headers, `content-length`, `date`, the body).
 
+use std::any::Any;
 use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -50,6 +51,8 @@ pub struct Response {
     waker: Option<ark_tcp::TcpSessionHandle>,
     /// The handler deferred its answer to this slot.
     deferred: Option<Slot>,
+    /// Per-request state, from `before` middleware to `after` (allocated only when set).
+    state: Option<Box<dyn Any + Send>>,
 }
 
 impl Response {
@@ -68,6 +71,36 @@ impl Response {
         self.body.clear();
         self.close = false;
         self.deferred = None;
+        self.state = None;
+    }
+
+    /// Whether the handler deferred its answer ([`defer`](Self::defer)).
+    pub(crate) fn is_deferred(&self) -> bool {
+        self.deferred.is_some()
+    }
+
+    /// Takes the per-request state (to carry it to a deferred answer).
+    pub(crate) fn take_state_box(&mut self) -> Option<Box<dyn Any + Send>> {
+        self.state.take()
+    }
+
+    /// Puts back per-request state taken with `take_state_box`.
+    pub(crate) fn put_state_box(&mut self, state: Option<Box<dyn Any + Send>>) {
+        self.state = state;
+    }
+
+    /// Keeps `state` with this request's answer, for the `after` middleware (a start time,
+    /// a request id): `before` sets it, `after` reads it with [`state`](Self::state), also
+    /// when the answer was deferred. One value per request; setting it boxes it (the one
+    /// allocation, only for requests that set state).
+    pub fn set_state<T: Any + Send>(&mut self, state: T) -> &mut Self {
+        self.state = Some(Box::new(state));
+        self
+    }
+
+    /// The state set for this request, if it is a `T`.
+    pub fn state<T: Any + Send>(&self) -> Option<&T> {
+        self.state.as_deref()?.downcast_ref()
     }
 
     /// The connection to wake when a deferred answer is ready.
@@ -130,6 +163,30 @@ impl Response {
     /// The body, to write into.
     pub fn body_mut(&mut self) -> &mut Vec<u8> {
         &mut self.body
+    }
+
+    /// Answers a request the handler cannot use: the error's status, its message as a
+    /// `text/plain` body.
+    pub fn reject(&mut self, error: &crate::ExtractError) -> &mut Self {
+        self.status(error.status())
+            .header("content-type", "text/plain; charset=utf-8")
+            .body(error.to_string())
+    }
+
+    /// Sets the body to `value` as JSON, with `content-type: application/json` (cargo feature
+    /// `json`). A value that cannot be serialized (a map with non-string keys, a failing
+    /// `Serialize`) answers 500 with the reason.
+    #[cfg(feature = "json")]
+    pub fn json<T: serde::Serialize + ?Sized>(&mut self, value: &T) -> &mut Self {
+        self.body.clear();
+        match serde_json::to_writer(&mut self.body, value) {
+            Ok(()) => self.header("content-type", "application/json"),
+            Err(e) => {
+                self.body.clear();
+                self.status(500)
+                    .body(format!("answer not serializable as JSON: {e}"))
+            }
+        }
     }
 
     /// Whether the connection closes after this response.

@@ -80,7 +80,16 @@ enum Waiting {
         version: u8,
         head_method: bool,
         close: bool,
+        /// For the router's `after` middleware (when it has any): the request's head and the
+        /// state `before` left.
+        after: Option<AfterDeferred>,
     },
+}
+
+/// What the `after` middleware of a deferred answer sees.
+struct AfterDeferred {
+    head: Vec<u8>,
+    state: Option<Box<dyn std::any::Any + Send>>,
 }
 
 /// One connection: the bytes of the request under way, the decoder, reused buffers.
@@ -177,11 +186,16 @@ impl HttpConn {
                     version,
                     head_method,
                     close,
+                    after,
                 } => {
                     let answer = slot.lock().unwrap_or_else(PoisonError::into_inner).take();
-                    let Some(answer) = answer else {
+                    let Some(mut answer) = answer else {
                         return;
                     };
+                    if let Some(AfterDeferred { head, state }) = after.take() {
+                        answer.put_state_box(state);
+                        self.router.after_deferred(&head, &mut answer);
+                    }
                     let close = *close || answer.closes();
                     answer.encode(&mut self.out, *version, *head_method, close, &date_now());
                     if close {
@@ -205,19 +219,24 @@ impl HttpConn {
             _ => &bytes[facts.len..],
         };
         self.response.reset();
-        match Request::view(head, body) {
-            Some(request) => self.router.handle(request, &mut self.response),
-            None => {
-                self.response.status(400);
-            }
-        }
+        let Some(request) = Request::view(head, body) else {
+            // parse_head accepted it: not expected, but refused rather than trusted.
+            self.refuse(&HttpError::BadRequest("unreadable request head"));
+            return;
+        };
+        self.router.handle(request, &mut self.response);
         let close = !facts.keep_alive || self.response.closes();
         if let Some(slot) = self.response.take_deferred() {
+            let after = self.router.has_after().then(|| AfterDeferred {
+                head: head.to_vec(),
+                state: self.response.take_state_box(),
+            });
             self.waiting.push_back(Waiting::Deferred {
                 slot,
                 version: facts.version,
                 head_method: facts.head_method,
                 close,
+                after,
             });
             // No request after one that closes is read; its answer ends the connection.
             self.done |= close;
@@ -245,7 +264,7 @@ impl HttpConn {
     /// Answers a bad request with its status and closes.
     fn refuse(&mut self, error: &HttpError) {
         self.response.reset();
-        self.response.status(error.status()).body(error.to_string());
+        self.router.refuse(error, &mut self.response);
         let response = std::mem::take(&mut self.response);
         self.emit(|out| response.encode(out, 1, false, true, &date_now()));
         self.response = response;
@@ -366,12 +385,7 @@ impl TcpHandler for HttpConn {
     fn on_timer(&mut self, session: &mut TcpSession<'_>, timer: TimerId) {
         if self.deadline == Some(timer) {
             self.deadline = None;
-            self.response.reset();
-            self.response.status(408).body("request timeout");
-            let response = std::mem::take(&mut self.response);
-            self.emit(|out| response.encode(out, 1, false, true, &date_now()));
-            self.response = response;
-            self.done = true;
+            self.refuse(&HttpError::RequestTimeout);
             self.flush(session);
             self.close_when_answered(session);
             self.release_if_done();

@@ -19,7 +19,7 @@
 //!   wake per batch, a lock-free look when nothing waits) — every transport's session
 //!   handles post through one.
 //! * [`Answer`]: a value another thread gives once, waited for on a thread or awaited in
-//!   async code on any runtime (a [`Future`](std::future::Future)); [`Stopping`] is one.
+//!   async code on any runtime (a `Future`); [`Stopping`] is one.
 //!   [`Replies`] matches a session's replies to requests in order.
 //! * [`IO_PATH`]: which IO path this build runs. mio is portable (epoll, kqueue, Windows'
 //!   IOCP): every ark transport runs on its portable API everywhere, and on Linux a few fast

@@ -1,7 +1,7 @@
 //! Request heads: parsed with httparse, checked against the limits and the framing rules that
 //! keep a request from being read two ways (request smuggling), and viewed as a [`Request`].
 
-use crate::error::HttpError;
+use crate::error::{ExtractError, HttpError};
 
 /// The most headers a request may have, whatever the limits say: the parser's fixed array.
 pub const MAX_HEADERS: usize = 100;
@@ -321,5 +321,46 @@ impl<'a> Request<'a> {
             .iter()
             .find(|(n, _)| *n == name)
             .map(|(_, v)| *v)
+    }
+
+    /// The route parameter `name` parsed as a `T` (`req.param_as::<u64>("id")`).
+    ///
+    /// # Errors
+    /// [`ExtractError::MissingParam`], or [`ExtractError::BadParam`] with the parser's reason;
+    /// [`Response::reject`](crate::Response::reject) answers either.
+    pub fn param_as<T>(&self, name: &str) -> Result<T, ExtractError>
+    where
+        T: std::str::FromStr,
+        T::Err: std::fmt::Display,
+    {
+        let value = self
+            .param(name)
+            .ok_or_else(|| ExtractError::MissingParam(name.into()))?;
+        value.parse().map_err(|e: T::Err| ExtractError::BadParam {
+            name: name.into(),
+            value: value.into(),
+            ty: std::any::type_name::<T>(),
+            reason: e.to_string(),
+        })
+    }
+
+    /// The body as JSON of type `T` (cargo feature `json`): the request must say
+    /// `content-type: application/json` (or a `+json` type).
+    ///
+    /// # Errors
+    /// [`ExtractError::NotJson`] (415) or [`ExtractError::BadJson`] (400), with serde's
+    /// reason; [`Response::reject`](crate::Response::reject) answers either.
+    #[cfg(feature = "json")]
+    pub fn json<T: serde::de::DeserializeOwned>(&self) -> Result<T, ExtractError> {
+        let json = self.header("content-type").is_some_and(|value| {
+            let media = value.split(|&b| b == b';').next().unwrap_or_default();
+            let media = media.trim_ascii();
+            media.eq_ignore_ascii_case(b"application/json")
+                || (media.len() > 5 && media[media.len() - 5..].eq_ignore_ascii_case(b"+json"))
+        });
+        if !json {
+            return Err(ExtractError::NotJson);
+        }
+        serde_json::from_slice(self.body).map_err(|e| ExtractError::BadJson(e.to_string()))
     }
 }

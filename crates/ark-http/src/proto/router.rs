@@ -1,29 +1,34 @@
-//! The router: routes by method and path pattern (static segments, `:param`, a trailing
-//! `*wildcard`), 404 and 405 with `Allow`, middleware before and after the handler.
+//! The router: routes by method and path pattern (checked when added, see [`RouteError`]),
+//! 404 and 405 with `Allow`, middleware before and after every answer, and a hook on the
+//! requests the server refuses itself.
 
+use crate::error::HttpError;
 use crate::proto::head::Request;
+use crate::proto::pattern::{MAX_PARAMS, Pattern, RouteError, is_token};
 use crate::response::Response;
-
-/// Most parameters a pattern may capture.
-pub const MAX_PARAMS: usize = 8;
 
 type Handler = dyn Fn(&Request<'_>, &mut Response) + Send + Sync;
 type Before = dyn Fn(&Request<'_>, &mut Response) -> bool + Send + Sync;
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Segment {
-    Static(String),
-    Param(String),
-    Wildcard(String),
-}
+type Refused = dyn Fn(&HttpError, &mut Response) + Send + Sync;
 
 struct Route {
     method: String,
-    segments: Vec<Segment>,
+    pattern: Pattern,
     handler: Box<Handler>,
 }
 
+/// A handler's type as the router's methods take it.
+macro_rules! handler {
+    () => { impl Fn(&Request<'_>, &mut Response) + Send + Sync + 'static };
+}
+
 /// Routes requests to handlers. Build it once, share it between connections.
+///
+/// Patterns are checked when a route is added: a pattern that could never match as meant
+/// (a wildcard not last, a missing `/`, a parameter named twice, a route added twice, a method
+/// that is not a token) panics there with a message naming it, as axum does;
+/// [`try_route`](Self::try_route) returns the [`RouteError`] instead. Captures are whole
+/// segments, written `:id` or `{id}`, and a last `*rest` or `{*rest}`.
 ///
 /// ```
 /// use ark_http::{Response, Router};
@@ -31,14 +36,17 @@ struct Route {
 /// let router = Router::new()
 ///     .get("/", |_, res| { res.body("home"); })
 ///     .get("/users/:id", |req, res| { res.body(req.param("id").unwrap_or("")); })
+///     .put("/users/{id}", |_, res| { res.status(204); })
 ///     .post("/files/*path", |req, res| { res.status(201).body(req.param("path").unwrap_or("")); });
-/// assert_eq!(router.routes(), 3);
+/// assert_eq!(router.routes(), 4);
+/// assert!(Router::new().try_route("GET", "/a/*rest/b", |_, _| {}).is_err());
 /// ```
 #[derive(Default)]
 pub struct Router {
     routes: Vec<Route>,
     before: Vec<Box<Before>>,
     after: Vec<Box<Handler>>,
+    refused: Vec<Box<Refused>>,
 }
 
 impl std::fmt::Debug for Router {
@@ -47,24 +55,9 @@ impl std::fmt::Debug for Router {
             .field("routes", &self.routes.len())
             .field("before", &self.before.len())
             .field("after", &self.after.len())
+            .field("refused", &self.refused.len())
             .finish()
     }
-}
-
-fn parse_pattern(pattern: &str) -> Vec<Segment> {
-    pattern
-        .split('/')
-        .filter(|s| !s.is_empty())
-        .map(|s| {
-            if let Some(name) = s.strip_prefix(':') {
-                Segment::Param(name.to_string())
-            } else if let Some(name) = s.strip_prefix('*') {
-                Segment::Wildcard(name.to_string())
-            } else {
-                Segment::Static(s.to_string())
-            }
-        })
-        .collect()
 }
 
 impl Router {
@@ -74,43 +67,91 @@ impl Router {
     }
 
     /// Routes `method` requests whose path matches `pattern` to `handler`. Segments are
-    /// matched whole: `/users/:id` captures one segment as `id`, a final `/*rest` captures
-    /// the rest of the path (possibly empty). Routes are tried in the order added. A `GET`
-    /// route also answers `HEAD` (without the body).
-    pub fn route(
+    /// matched whole: `/users/:id` (or `/users/{id}`) captures one segment as `id`, a final
+    /// `/*rest` (or `/{*rest}`) the rest of the path (possibly empty). Routes are tried in the
+    /// order added (add `/users/me` before `/users/:id`). A `GET` route also answers `HEAD`
+    /// (without the body).
+    ///
+    /// # Panics
+    /// When the route is refused ([`RouteError`]; [`try_route`](Self::try_route) returns it).
+    pub fn route(self, method: &str, pattern: &str, handler: handler!()) -> Self {
+        self.try_route(method, pattern, handler)
+            .unwrap_or_else(|e| panic!("ark-http Router: {e}"))
+    }
+
+    /// As [`route`](Self::route), returning why a route is refused instead of panicking.
+    ///
+    /// # Errors
+    /// The [`RouteError`] that names what is wrong with the method or the pattern.
+    pub fn try_route(
         mut self,
         method: &str,
         pattern: &str,
-        handler: impl Fn(&Request<'_>, &mut Response) + Send + Sync + 'static,
-    ) -> Self {
+        handler: handler!(),
+    ) -> Result<Self, RouteError> {
+        if !is_token(method) {
+            return Err(RouteError::BadMethod {
+                method: method.into(),
+            });
+        }
+        let method = method.to_ascii_uppercase();
+        let parsed = Pattern::parse(pattern)?;
+        if self
+            .routes
+            .iter()
+            .any(|r| r.method == method && r.pattern.same_shape(&parsed))
+        {
+            return Err(RouteError::Duplicate {
+                method,
+                pattern: pattern.into(),
+            });
+        }
         self.routes.push(Route {
-            method: method.to_ascii_uppercase(),
-            segments: parse_pattern(pattern),
+            method,
+            pattern: parsed,
             handler: Box::new(handler),
         });
-        self
+        Ok(self)
     }
 
-    /// A `GET` route.
-    pub fn get(
-        self,
-        pattern: &str,
-        handler: impl Fn(&Request<'_>, &mut Response) + Send + Sync + 'static,
-    ) -> Self {
+    /// A `GET` route (it answers `HEAD` too).
+    pub fn get(self, pattern: &str, handler: handler!()) -> Self {
         self.route("GET", pattern, handler)
     }
 
     /// A `POST` route.
-    pub fn post(
-        self,
-        pattern: &str,
-        handler: impl Fn(&Request<'_>, &mut Response) + Send + Sync + 'static,
-    ) -> Self {
+    pub fn post(self, pattern: &str, handler: handler!()) -> Self {
         self.route("POST", pattern, handler)
+    }
+
+    /// A `PUT` route.
+    pub fn put(self, pattern: &str, handler: handler!()) -> Self {
+        self.route("PUT", pattern, handler)
+    }
+
+    /// A `DELETE` route.
+    pub fn delete(self, pattern: &str, handler: handler!()) -> Self {
+        self.route("DELETE", pattern, handler)
+    }
+
+    /// A `PATCH` route.
+    pub fn patch(self, pattern: &str, handler: handler!()) -> Self {
+        self.route("PATCH", pattern, handler)
+    }
+
+    /// A `HEAD` route of its own (otherwise a `GET` route answers `HEAD`).
+    pub fn head(self, pattern: &str, handler: handler!()) -> Self {
+        self.route("HEAD", pattern, handler)
+    }
+
+    /// An `OPTIONS` route.
+    pub fn options(self, pattern: &str, handler: handler!()) -> Self {
+        self.route("OPTIONS", pattern, handler)
     }
 
     /// Middleware run before routing, in the order added: returning `false` means it
     /// answered (the response as it left it) and nothing after it runs but the `after` ones.
+    /// State for the `after` ones goes into the response ([`Response::set_state`]).
     pub fn before(
         mut self,
         middleware: impl Fn(&Request<'_>, &mut Response) -> bool + Send + Sync + 'static,
@@ -119,19 +160,35 @@ impl Router {
         self
     }
 
-    /// Middleware run after the handler (or a 404/405, or a `before` that answered), in the
-    /// order added: to add headers, log, ...
-    pub fn after(
-        mut self,
-        middleware: impl Fn(&Request<'_>, &mut Response) + Send + Sync + 'static,
-    ) -> Self {
+    /// Middleware run on every answer to a request that was routed: after its handler, a
+    /// 404 or 405, or a `before` that answered, in the order added — to add headers, count,
+    /// log. A deferred answer ([`Response::defer`]) passes through when it is given, with its
+    /// real status (and the state `before` set); its request is then seen without its body.
+    pub fn after(mut self, middleware: handler!()) -> Self {
         self.after.push(Box::new(middleware));
+        self
+    }
+
+    /// A hook on every answer the server makes itself to a request it refuses (400, 408,
+    /// 413, 431, 501, 505: [`HttpError`] says which), before it is sent — to count, log or add
+    /// headers. The connection closes after these answers whatever the hook does.
+    pub fn refused(
+        mut self,
+        hook: impl Fn(&HttpError, &mut Response) + Send + Sync + 'static,
+    ) -> Self {
+        self.refused.push(Box::new(hook));
         self
     }
 
     /// How many routes there are.
     pub fn routes(&self) -> usize {
         self.routes.len()
+    }
+
+    /// Whether any `after` middleware is set (a deferred answer keeps its request's head
+    /// for them only then).
+    pub(crate) fn has_after(&self) -> bool {
+        !self.after.is_empty()
     }
 
     /// Answers `request` into `response`.
@@ -143,37 +200,94 @@ impl Router {
         }
     }
 
-    fn dispatch(&self, request: Request<'_>, response: &mut Response) {
-        let path = request.path();
+    /// Answers a request the server refuses: status and reason, then the `refused` hooks.
+    pub(crate) fn refuse(&self, error: &HttpError, response: &mut Response) {
+        response.status(error.status()).body(error.to_string());
+        for hook in &self.refused {
+            hook(error, response);
+        }
+    }
+
+    /// The `after` middleware for a deferred answer, now given: `head` is its request's head.
+    pub(crate) fn after_deferred(&self, head: &[u8], response: &mut Response) {
+        if self.after.is_empty() {
+            return;
+        }
+        let Some(request) = Request::view(head, &[]) else {
+            return;
+        };
         let mut params = [("", ""); MAX_PARAMS];
-        let method = request.method();
+        match self.find(&request, &mut params) {
+            Found::Route(_, count) => {
+                self.finish(&request.with_params(&params[..count]), response);
+            }
+            Found::Allowed | Found::Nothing => self.finish(&request, response),
+        }
+    }
+
+    fn dispatch(&self, request: Request<'_>, response: &mut Response) {
+        let mut params = [("", ""); MAX_PARAMS];
+        match self.find(&request, &mut params) {
+            Found::Route(route, count) => {
+                let request = request.with_params(&params[..count]);
+                (route.handler)(&request, response);
+                // A deferred answer goes through `after` when it is given.
+                if !response.is_deferred() {
+                    self.finish(&request, response);
+                }
+                return;
+            }
+            Found::Allowed => self.method_not_allowed(request.path(), response),
+            Found::Nothing => {
+                response.status(404);
+            }
+        }
+        self.finish(&request, response);
+    }
+
+    /// The route for `request`, or whether its path is routed for other methods.
+    fn find<'r>(
+        &'r self,
+        request: &Request<'r>,
+        params: &mut [(&'r str, &'r str); MAX_PARAMS],
+    ) -> Found<'r> {
+        let (path, method) = (request.path(), request.method());
         let mut allowed = false;
         for route in &self.routes {
-            let Some(count) = matches(&route.segments, path, &mut params) else {
+            let Some(count) = route.pattern.matches(path, params) else {
                 continue;
             };
             allowed = true;
             if route.method == method || (method == "HEAD" && route.method == "GET") {
-                let request = request.with_params(&params[..count]);
-                (route.handler)(&request, response);
-                self.finish(&request, response);
-                return;
+                return Found::Route(route, count);
             }
         }
         if allowed {
-            let mut allow: Vec<&str> = Vec::new();
-            for route in &self.routes {
-                if matches(&route.segments, path, &mut params).is_some()
-                    && !allow.contains(&route.method.as_str())
-                {
-                    allow.push(&route.method);
+            Found::Allowed
+        } else {
+            Found::Nothing
+        }
+    }
+
+    /// 405 with `Allow`: the methods routed for `path` (`HEAD` with `GET`).
+    fn method_not_allowed(&self, path: &str, response: &mut Response) {
+        let mut params = [("", ""); MAX_PARAMS];
+        let mut allow: Vec<&str> = Vec::new();
+        for route in &self.routes {
+            if route.pattern.matches(path, &mut params).is_some() {
+                allow.push(&route.method);
+                if route.method == "GET" {
+                    allow.push("HEAD");
                 }
             }
-            response.status(405).header("allow", allow.join(", "));
-        } else {
-            response.status(404);
         }
-        self.finish(&request, response);
+        let mut seen = Vec::with_capacity(allow.len());
+        allow.retain(|m| {
+            let first = !seen.contains(m);
+            seen.push(*m);
+            first
+        });
+        response.status(405).header("allow", allow.join(", "));
     }
 
     fn finish(&self, request: &Request<'_>, response: &mut Response) {
@@ -183,35 +297,12 @@ impl Router {
     }
 }
 
-/// Whether `path` matches `segments`; the captures go into `params`, their count returned.
-fn matches<'p>(
-    segments: &'p [Segment],
-    path: &'p str,
-    params: &mut [(&'p str, &'p str); MAX_PARAMS],
-) -> Option<usize> {
-    let mut rest = path.trim_start_matches('/');
-    let mut count = 0;
-    for (i, segment) in segments.iter().enumerate() {
-        if let Segment::Wildcard(name) = segment {
-            if i + 1 != segments.len() || count == MAX_PARAMS {
-                return None;
-            }
-            params[count] = (name, rest);
-            return Some(count + 1);
-        }
-        if rest.is_empty() {
-            return None;
-        }
-        let (part, tail) = rest.split_once('/').unwrap_or((rest, ""));
-        match segment {
-            Segment::Static(s) if s == part => {}
-            Segment::Param(name) if count < MAX_PARAMS => {
-                params[count] = (name, part);
-                count += 1;
-            }
-            _ => return None,
-        }
-        rest = tail;
-    }
-    rest.is_empty().then_some(count)
+/// What routing found for a request.
+enum Found<'r> {
+    /// This route, with this many captures.
+    Route(&'r Route, usize),
+    /// The path is routed, for other methods (405).
+    Allowed,
+    /// Nothing (404).
+    Nothing,
 }
