@@ -14,8 +14,8 @@ cd "$(dirname "$0")/.."
 # The independent peers of the interop tests: Python's websockets, openssl (apt).
 bash scripts/setup-test-deps.sh
 if [ "$#" -eq 0 ]; then
-    # ark-http's `json` feature: its JSON example and test.
-    cargo test --workspace --release --features ark-http/json
+    # ark-http's `json` and ark-ws's `http` features: their examples and tests.
+    cargo test --workspace --release --features ark-http/json,ark-ws/http
 else
     cargo test --workspace --release "$@"
 fi
@@ -24,7 +24,7 @@ if [ "$#" -eq 0 ]; then
     cargo test --release -p ark-frame -p ark-tcp -p ark-ws --benches
     echo "== debug build: transport crates (debug assertions on) [${SECONDS}s]"
     cargo test -p ark-reactor -p ark-tcp -p ark-udp -p ark-ws -p ark-tls -p ark-http -p ark-link -p ark-rudp \
-        --features ark-tcp/tls,ark-ws/tls,ark-http/tls,ark-http/json
+        --features ark-tcp/tls,ark-ws/tls,ark-http/tls,ark-http/json,ark-ws/http
     echo "== debug build without the tls feature: ark-tcp, ark-ws, ark-http [${SECONDS}s]"
     if cargo tree -p ark-tcp -p ark-ws -p ark-http -e normal | grep -E '(rustls|ring) v'; then
         echo "the tls-less build of ark-tcp, ark-ws and ark-http pulls in crypto (above)" >&2

@@ -205,7 +205,7 @@ impl Implementation {
         let rudp = case.protocol == "rudp";
         match self {
             Implementation::Ark | Implementation::ArkPortable => true,
-            Implementation::Tokio | Implementation::Raw => !rudp,
+            Implementation::Tokio | Implementation::Raw => !rudp && !case.ark_only(),
             Implementation::KcpFast | Implementation::KcpDefault => rudp && !case.asks_for_fec(),
         }
     }
@@ -972,5 +972,26 @@ mod tests {
             ark_portable_binary(&args, binary),
             Path::new("/w/target/portable/release/ark-bench")
         );
+    }
+
+    #[test]
+    fn the_http_router_ws_cases_are_arks_alone_and_pass_their_flag() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../matrices/ws-upgrade.toml"
+        ))
+        .unwrap();
+        let cases = from_toml(&text).unwrap();
+        let router: Vec<_> = cases
+            .iter()
+            .filter(|c| c.ws_server == "http-router")
+            .collect();
+        assert_eq!(router.len(), 4);
+        for case in &router {
+            assert!(Implementation::Ark.runs(case) && !Implementation::Tokio.runs(case));
+            let flags = case.flags(1.0, 0.25).join(" ");
+            assert!(flags.ends_with("--ws-server http-router"), "{flags}");
+            assert!(case.variant().contains("via http-router"));
+        }
     }
 }

@@ -116,6 +116,10 @@ pub struct LoopbackCase {
     /// cases with `off` or none (see [`LoopbackCase::asks_for_fec`]).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub rudp_fec: String,
+    /// `--ws-server` (websocket, wss): `ws` or `http-router` (ark only: the peers have no HTTP
+    /// router in front of their WebSocket server); empty gives no flag (`ws`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub ws_server: String,
 }
 
 fn default_seed() -> u64 {
@@ -165,6 +169,7 @@ impl LoopbackCase {
             .filter(|_| self.has_link()),
         )
         .chain((!self.rudp_fec.is_empty()).then(|| ("--rudp-fec", self.rudp_fec.clone())))
+        .chain((!self.ws_server.is_empty()).then(|| ("--ws-server", self.ws_server.clone())))
         .flat_map(|(flag, value)| [flag.to_string(), value])
         .collect()
     }
@@ -194,6 +199,9 @@ impl LoopbackCase {
         }
         if !self.load_generator.is_empty() {
             variant += &format!(" GET by {}", self.load_generator);
+        }
+        if !self.ws_server.is_empty() {
+            variant += &format!(" via {}", self.ws_server);
         }
         variant += &link_variant(
             self.link_loss.0,
@@ -243,6 +251,14 @@ impl LoopbackCase {
             && record["load_generator"].as_str().unwrap_or("") == self.load_generator
             && self.link_matches(record)
             && self.fec_matches(record)
+            && (self.ws_server.is_empty()
+                || record["ws_server"] == self.ws_server.as_str()
+                || record["ok"] != true)
+    }
+
+    /// Whether the case asks for something only ark has (`ws_server` `http-router`).
+    pub fn ark_only(&self) -> bool {
+        !self.ws_server.is_empty() && self.ws_server != "ws"
     }
 
     /// The record's `link.settings` are this case's (loss, delay, jitter, seed). A record
@@ -344,6 +360,7 @@ fn case(
         link_jitter_ms: Real(0.0),
         link_seed: DEFAULT_SEED,
         rudp_fec: String::new(),
+        ws_server: String::new(),
     }
 }
 

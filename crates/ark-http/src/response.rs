@@ -53,6 +53,17 @@ pub struct Response {
     deferred: Option<Slot>,
     /// Per-request state, from `before` middleware to `after` (allocated only when set).
     state: Option<Box<dyn Any + Send>>,
+    /// The handler that takes the connection over after this `101` answer.
+    upgrade: Option<Upgrade>,
+}
+
+/// A connection's new owner after an upgrade: any ark-tcp handler.
+pub(crate) struct Upgrade(pub(crate) Box<dyn ark_tcp::TcpHandler>);
+
+impl std::fmt::Debug for Upgrade {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Upgrade(..)")
+    }
 }
 
 impl Response {
@@ -72,6 +83,12 @@ impl Response {
         self.close = false;
         self.deferred = None;
         self.state = None;
+        self.upgrade = None;
+    }
+
+    /// The handler to take the connection over, if the handler upgraded it.
+    pub(crate) fn take_upgrade(&mut self) -> Option<Upgrade> {
+        self.upgrade.take()
     }
 
     /// Whether the handler deferred its answer ([`defer`](Self::defer)).
@@ -118,6 +135,7 @@ impl Response {
     /// wait for it). Whatever this response holds now is ignored. A responder dropped without
     /// answering answers `500`.
     pub fn defer(&mut self) -> Responder {
+        self.upgrade = None;
         let slot: Slot = Arc::default();
         self.deferred = Some(slot.clone());
         Responder {
@@ -125,6 +143,22 @@ impl Response {
             waker: self.waker.clone(),
             answered: false,
         }
+    }
+
+    /// Answers `101 Switching Protocols` and hands the connection to `handler` (any ark-tcp
+    /// handler) once the answer is queued: it gets `on_open`, then the bytes that followed
+    /// the request (a client may send its first frames right behind it), then every callback
+    /// of the connection from there on; the HTTP server is done with it. Add the headers the
+    /// new protocol's handshake needs (`upgrade`, `connection: upgrade`, ...); ark-ws's `http`
+    /// feature does all of it for WebSocket (`ark_ws::upgrade`). Works the same over https.
+    ///
+    /// The upgrade is refused (400, and the connection closes) when answers to earlier
+    /// pipelined requests are still waiting, and for an HTTP/1.0 request. It replaces a
+    /// [`defer`](Self::defer) made for the same request.
+    pub fn upgrade(&mut self, handler: impl ark_tcp::TcpHandler) -> &mut Self {
+        self.deferred = None;
+        self.upgrade = Some(Upgrade(Box::new(handler)));
+        self.status(101)
     }
 
     /// Sets the status code.

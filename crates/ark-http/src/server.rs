@@ -18,7 +18,7 @@ use crate::error::HttpError;
 use crate::proto::decoder::{Decoded, RequestDecoder};
 use crate::proto::head::{BodyKind, HeadFacts, Limits, Request};
 use crate::proto::router::Router;
-use crate::response::{Response, Slot, http_date};
+use crate::response::{Response, Slot, Upgrade, http_date};
 
 /// Server settings.
 #[derive(Debug, Clone)]
@@ -110,6 +110,10 @@ struct HttpConn {
     waiting: VecDeque<Waiting>,
     /// The response's waker is set (on the first request).
     waker_set: bool,
+    /// An upgrade answered, to hand the connection over once the answer is queued.
+    upgrading: Option<Upgrade>,
+    /// The handler that took the connection over (an upgrade): every callback goes to it.
+    upgraded: Option<Box<dyn TcpHandler>>,
 }
 
 impl HttpConn {
@@ -125,6 +129,8 @@ impl HttpConn {
             done: false,
             waiting: VecDeque::new(),
             waker_set: false,
+            upgrading: None,
+            upgraded: None,
         }
     }
 
@@ -165,8 +171,33 @@ impl HttpConn {
             }
         }
         self.flush(session);
+        if let Some(upgrade) = self.upgrading.take() {
+            self.hand_over(session, upgrade, &input[at..]);
+            return input.len();
+        }
         self.close_when_answered(session);
         at
+    }
+
+    /// Hands the connection to the handler of an upgrade, its `101` queued: `on_open`, then
+    /// the bytes that followed the request.
+    fn hand_over(&mut self, session: &mut TcpSession<'_>, upgrade: Upgrade, rest: &[u8]) {
+        if !self.out.is_empty() {
+            // The 101 is not queued (the queue is full of earlier answers): nothing may go
+            // out before it, so the connection cannot be handed over.
+            session.abort();
+            return;
+        }
+        if let Some(timer) = self.deadline.take() {
+            session.cancel_timer(timer);
+        }
+        self.pending = Vec::new();
+        let Upgrade(mut handler) = upgrade;
+        handler.on_open(session);
+        if !rest.is_empty() {
+            handler.on_message(session, rest);
+        }
+        self.upgraded = Some(handler);
     }
 
     /// Once the connection is done and no deferred answer is outstanding, closes it.
@@ -226,6 +257,9 @@ impl HttpConn {
         };
         self.router.handle(request, &mut self.response);
         let close = !facts.keep_alive || self.response.closes();
+        if let Some(upgrade) = self.response.take_upgrade() {
+            return self.answer_upgrade(upgrade, facts.version, close);
+        }
         if let Some(slot) = self.response.take_deferred() {
             let after = self.router.has_after().then(|| AfterDeferred {
                 head: head.to_vec(),
@@ -248,6 +282,27 @@ impl HttpConn {
             self.response = response;
             self.done |= close;
         }
+    }
+
+    /// Answers an upgrade with its `101`; the connection is handed over after the serving.
+    fn answer_upgrade(&mut self, upgrade: Upgrade, version: u8, close: bool) {
+        if !self.waiting.is_empty() || version == 0 || close {
+            return self.refuse(&HttpError::BadRequest(
+                "upgrade refused: answers to earlier requests are waiting, HTTP/1.0, or connection: close",
+            ));
+        }
+        if self.response.status_code() != 101 {
+            // The handler changed its mind after upgrading: a plain answer.
+            let response = std::mem::take(&mut self.response);
+            self.emit(|out| response.encode(out, version, false, false, &date_now()));
+            self.response = response;
+            return;
+        }
+        let response = std::mem::take(&mut self.response);
+        response.encode(&mut self.out, version, false, false, &date_now());
+        self.response = response;
+        self.upgrading = Some(upgrade);
+        self.done = true;
     }
 
     /// Encodes an answer into the outgoing bytes, or behind the deferred answers before it.
@@ -322,6 +377,9 @@ impl HttpConn {
 
 impl TcpHandler for HttpConn {
     fn on_message(&mut self, session: &mut TcpSession<'_>, bytes: &[u8]) {
+        if let Some(upgraded) = &mut self.upgraded {
+            return upgraded.on_message(session, bytes);
+        }
         if self.done {
             return;
         }
@@ -347,6 +405,14 @@ impl TcpHandler for HttpConn {
             }
             self.serve_pending(session);
             let rest = &bytes[take..];
+            if let Some(upgraded) = &mut self.upgraded {
+                // Upgraded by the request just completed: what followed it is the new
+                // protocol's.
+                if !rest.is_empty() {
+                    upgraded.on_message(session, rest);
+                }
+                return;
+            }
             if self.pending.is_empty() && !self.done {
                 let used = self.serve(session, rest);
                 if !self.done {
@@ -363,7 +429,21 @@ impl TcpHandler for HttpConn {
         self.watch(session);
     }
 
+    fn on_message_mut(&mut self, session: &mut TcpSession<'_>, bytes: &mut [u8]) {
+        match &mut self.upgraded {
+            Some(upgraded) => upgraded.on_message_mut(session, bytes),
+            None => self.on_message(session, bytes),
+        }
+    }
+
+    fn decodes_in_place(&self) -> bool {
+        self.upgraded.as_ref().is_some_and(|h| h.decodes_in_place())
+    }
+
     fn on_wake(&mut self, session: &mut TcpSession<'_>) {
+        if let Some(upgraded) = &mut self.upgraded {
+            return upgraded.on_wake(session);
+        }
         self.drain_waiting();
         self.flush(session);
         self.close_when_answered(session);
@@ -375,6 +455,9 @@ impl TcpHandler for HttpConn {
     }
 
     fn on_writable(&mut self, session: &mut TcpSession<'_>) {
+        if let Some(upgraded) = &mut self.upgraded {
+            return upgraded.on_writable(session);
+        }
         self.flush(session);
         if self.out.is_empty() && !self.pending.is_empty() && !self.done {
             self.serve_pending(session);
@@ -383,6 +466,9 @@ impl TcpHandler for HttpConn {
     }
 
     fn on_timer(&mut self, session: &mut TcpSession<'_>, timer: TimerId) {
+        if let Some(upgraded) = &mut self.upgraded {
+            return upgraded.on_timer(session, timer);
+        }
         if self.deadline == Some(timer) {
             self.deadline = None;
             self.refuse(&HttpError::RequestTimeout);
@@ -392,7 +478,17 @@ impl TcpHandler for HttpConn {
         }
     }
 
-    fn on_close(&mut self, _: &CloseReason) {}
+    fn on_stopping(&mut self, session: &mut TcpSession<'_>) {
+        if let Some(upgraded) = &mut self.upgraded {
+            upgraded.on_stopping(session);
+        }
+    }
+
+    fn on_close(&mut self, reason: &CloseReason) {
+        if let Some(upgraded) = &mut self.upgraded {
+            upgraded.on_close(reason);
+        }
+    }
 }
 
 /// Entry point: [`HttpServer::builder`].

@@ -121,6 +121,26 @@ impl UdpSteering {
     };
 }
 
+/// Which server answers a WebSocket client's upgrade.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WsServerKind {
+    /// ark-ws's own server (`WsServer`).
+    Ws,
+    /// An ark-http server whose router upgrades `GET /` to the same WebSocket session
+    /// (`ark_ws::upgrade`): HTTP and WebSocket on one port, the cost of the router measured.
+    HttpRouter,
+}
+
+impl WsServerKind {
+    /// The name in the record.
+    pub fn name(self) -> &'static str {
+        match self {
+            WsServerKind::Ws => "ws",
+            WsServerKind::HttpRouter => "http-router",
+        }
+    }
+}
+
 /// Which side(s) this process runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Role {
@@ -212,6 +232,10 @@ pub struct Args {
     /// path, `hash` on the portable one (which cannot steer by port).
     #[arg(long = "udp-steering", value_enum, default_value_t = UdpSteering::DEFAULT)]
     pub udp_steering: UdpSteering,
+    /// websocket and wss: the server that answers the upgrade, `ws` (ark-ws's `WsServer`)
+    /// or `http-router` (an ark-http router whose `GET /` route upgrades to the same session).
+    #[arg(long = "ws-server", value_enum, default_value_t = WsServerKind::Ws)]
+    pub ws_server: WsServerKind,
     /// Seconds to wait for in-flight messages after the measured phase, [0, 3600].
     #[arg(long, default_value_t = 2.0, value_parser = seconds((0.0, 3600.0), false))]
     pub drain: f64,
@@ -362,6 +386,14 @@ impl Args {
         if self.reconnect_every > 0 && !matches!(self.protocol, Protocol::Tcp | Protocol::Tcps) {
             return Err(format!(
                 "--reconnect-every is for tcp and tcps, not --protocol {}",
+                self.protocol.name()
+            ));
+        }
+        if self.ws_server != WsServerKind::Ws
+            && !matches!(self.protocol, Protocol::Websocket | Protocol::Wss)
+        {
+            return Err(format!(
+                "--ws-server is for websocket and wss, not --protocol {}",
                 self.protocol.name()
             ));
         }

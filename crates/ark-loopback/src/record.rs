@@ -99,6 +99,9 @@ pub struct Record {
     pub tls_certificates: Option<&'static str>,
     pub tls_resumption: Option<bool>,
     pub reconnect_every: u64,
+    /// websocket and wss: `ws` (ark-ws's server) or `http-router` (the upgrade answered by
+    /// an ark-http route); null otherwise.
+    pub ws_server: Option<&'static str>,
     pub connections: Option<u64>,
     pub connections_per_second: Option<f64>,
     pub tls_resumed_connections: Option<u64>,

@@ -563,6 +563,8 @@ fn base_record(args: &Args, implementation: &'static str) -> Record {
         }),
         tls_resumption: tls.then_some(args.tls_resumption == crate::args::Switch::On),
         reconnect_every: args.reconnect_every,
+        ws_server: matches!(args.protocol, Protocol::Websocket | Protocol::Wss)
+            .then(|| args.ws_server.name()),
         peak_rss_bytes: peak_rss(),
         // Every other field: nothing measured yet (zeros, `None`, `ok: false`).
         ..Record::default()

@@ -10,7 +10,7 @@ use std::time::Duration;
 use ark_frame::LengthPrefix;
 use ark_reactor::{IoModel, ReactorConfig, ReactorPool};
 
-use crate::args::{Args, IoModelArg, Protocol, RudpFec, Switch};
+use crate::args::{Args, IoModelArg, Protocol, RudpFec, Switch, WsServerKind};
 use crate::clients::{self, Core};
 use crate::servers::Echo;
 use crate::tls::TlsMaterial;
@@ -206,6 +206,16 @@ impl Stack for ArkStack {
                     .pool(pool)
                     .start(move |_| echo.clone())?,
             ),
+            Protocol::Websocket | Protocol::Wss if args.ws_server == WsServerKind::HttpRouter => {
+                let mut builder = ark_http::HttpServer::builder().bind(addr).pool(pool);
+                if let Some(tls) = tls {
+                    builder = builder.tls(tls);
+                }
+                let router = ark_http::Router::new().get("/", move |req, res| {
+                    let _ = ark_ws::upgrade(req, res, ark_ws::WsConfig::default(), echo.clone());
+                });
+                Server::Http(builder.start(router)?)
+            }
             Protocol::Websocket | Protocol::Wss => {
                 let mut builder = ark_ws::WsServer::builder().bind(addr).pool(pool);
                 if let Some(tls) = tls {

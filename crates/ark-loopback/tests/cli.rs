@@ -59,6 +59,32 @@ fn every_protocol_io_model_and_family_completes_cleanly() {
 }
 
 #[test]
+fn websocket_and_wss_served_through_the_http_router_complete_cleanly() {
+    for protocol in ["websocket", "wss"] {
+        let (code, record, stderr) = run(&[
+            "--protocol",
+            protocol,
+            "--ws-server",
+            "http-router",
+            "--clients",
+            "4",
+            "--window",
+            "4",
+            "--seconds",
+            "0.2",
+            "--warmup",
+            "0.05",
+        ]);
+        assert_eq!(code, Some(0), "{protocol}: {stderr}");
+        assert_clean(&record, protocol);
+        assert_eq!(record["ws_server"], "http-router");
+    }
+    let (code, _, stderr) = run(&["--protocol", "tcp", "--ws-server", "http-router"]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("--ws-server"), "{stderr}");
+}
+
+#[test]
 fn busy_connections_are_served_fairly() {
     // 16 KiB echoes with window 16 keep every socket full, over two reactors: each connection
     // must get its share (before ark-tcp read within its budget per turn, a few connections

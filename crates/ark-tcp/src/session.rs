@@ -189,6 +189,13 @@ impl TcpSession<'_> {
         self.link.append(bytes)
     }
 
+    /// Gives this session the idle, stall, write-stall and close timeouts of `config` from now
+    /// on (its send limits and framing stay): for a protocol layer that takes a connection
+    /// over, as a WebSocket session does after an HTTP upgrade.
+    pub fn set_timeouts(&mut self, config: &crate::TcpConfig) {
+        self.link.set_timeouts(config);
+    }
+
     /// Starts a timer: [`TcpHandler::on_timer`] runs with its id once `after` has passed
     /// (one-shot; set it again from `on_timer` to repeat). Timers end with the session.
     pub fn set_timer(&mut self, after: Duration) -> TimerId {

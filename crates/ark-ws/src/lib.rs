@@ -16,6 +16,9 @@
 //! * `wss` (cargo feature `tls`, off by default): [`WsServerBuilder::tls`] serves TLS (ark-tls on rustls) before the upgrade;
 //!   `wss://` URLs work on the client, verified against [`WsClientBuilder::tls`]'s roots or
 //!   the system's CAs. [`WsSession::tls`] shows what was negotiated.
+//! * HTTP and WebSocket on one port (cargo feature `http`): an ark-http route calls `upgrade`,
+//!   which answers `101` and hands the connection to a WebSocket session; [`WsUpgrade`] does
+//!   the same from a request's parts for any server that can hand a connection over.
 //!
 //! ```
 //! use std::sync::mpsc;
@@ -65,6 +68,7 @@ mod handle;
 mod proto;
 mod server;
 mod session;
+mod upgrade;
 
 /// Entry points for the fuzz targets (`crates/ark-ws/fuzz`); not a stable API.
 #[doc(hidden)]
@@ -115,3 +119,6 @@ pub use proto::data::ReceivedData;
 pub use server::{WsServer, WsServerBuilder, WsServerHandle};
 pub use session::{WsHandler, WsSession};
 pub use tungstenite::Message;
+#[cfg(feature = "http")]
+pub use upgrade::upgrade;
+pub use upgrade::{UpgradeError, WsUpgrade};

@@ -90,6 +90,8 @@ enum State {
     Client(Option<Box<MidHandshake<ClientHandshake<MemStream>>>>),
     /// Client: the request is built, not yet sent (sent on TCP open).
     ClientPending(Option<Box<Request>>),
+    /// Server: the handshake was answered by an HTTP server (an upgrade); opens on TCP open.
+    Upgraded(Option<Box<WebSocket<MemStream>>>),
     Open(Box<WebSocket<MemStream>>),
     /// Over: the handshake failed, or the connection was failed or closed; input is ignored.
     Done,
@@ -160,6 +162,26 @@ impl<H: WsHandler> WsConn<H> {
         let shared = WsShared::new(config.write_buffer_limit);
         let mut conn = Self::new(state, handler, config, shared);
         conn.slot = slot;
+        conn.registry = registry;
+        conn
+    }
+
+    /// The server side of a connection whose handshake an HTTP server answered (`request`
+    /// is the upgrade request): it opens as soon as it runs.
+    pub(crate) fn upgraded(
+        request: Request,
+        config: Arc<WsConfig>,
+        handler: H,
+        registry: Option<Registry>,
+    ) -> Self {
+        let ws = WebSocket::from_raw_socket(
+            MemStream::default(),
+            tungstenite::protocol::Role::Server,
+            Some(config.tungstenite()),
+        );
+        let shared = WsShared::new(config.write_buffer_limit);
+        let mut conn = Self::new(State::Upgraded(Some(Box::new(ws))), handler, config, shared);
+        conn.request = Some(request);
         conn.registry = registry;
         conn
     }
@@ -610,6 +632,14 @@ impl From<Error> for Read {
 impl<H: WsHandler> TcpHandler for WsConn<H> {
     fn on_open(&mut self, tcp: &mut TcpSession<'_>) {
         self.shared.attach(tcp.handle());
+        if let State::Upgraded(ws) = &mut self.state {
+            // The HTTP server answered the handshake: open now, with WebSocket's timeouts.
+            let Some(ws) = ws.take() else { return };
+            tcp.set_timeouts(&self.config.session_config());
+            self.state = State::Open(ws);
+            self.open(tcp);
+            return self.flush(tcp);
+        }
         self.handshake_timer = Some(tcp.set_timer(self.config.handshake_timeout));
         let State::ClientPending(request) = &mut self.state else {
             return;

@@ -41,6 +41,12 @@ impl Stack for RawStack {
     const NAME: &'static str = "raw";
 
     fn start(args: &Args) -> io::Result<Self> {
+        if args.ws_server != ark_loopback::args::WsServerKind::Ws {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "peer-raw-loopback has no --ws-server http-router: it measures ark's HTTP router against its own WebSocket server",
+            ));
+        }
         if args.protocol == Protocol::Rudp {
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,

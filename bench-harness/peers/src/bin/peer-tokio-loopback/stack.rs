@@ -116,6 +116,12 @@ impl Stack for TokioStack {
     const NAME: &'static str = "tokio";
 
     fn start(args: &Args) -> io::Result<Self> {
+        if args.ws_server != ark_loopback::args::WsServerKind::Ws {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "peer-tokio-loopback has no --ws-server http-router: it measures ark's HTTP router against its own WebSocket server",
+            ));
+        }
         if args.protocol == Protocol::Rudp {
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,

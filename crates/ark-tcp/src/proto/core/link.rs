@@ -191,6 +191,15 @@ impl Link {
     }
 
     /// Starts a handler timer due `after` from now.
+    /// Takes the idle, stall, write-stall and close timeouts of `config` from now on.
+    pub(crate) fn set_timeouts(&mut self, config: &TcpConfig) {
+        let own = Arc::make_mut(&mut self.config);
+        own.idle_timeout = config.idle_timeout;
+        own.stall_timeout = config.stall_timeout;
+        own.write_stall_timeout = config.write_stall_timeout;
+        own.close_timeout = config.close_timeout;
+    }
+
     pub(crate) fn set_timer(&mut self, after: Duration) -> TimerId {
         self.timers.insert(self.now + after)
     }
