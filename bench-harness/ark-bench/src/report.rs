@@ -29,6 +29,10 @@ fn key(r: &Value) -> Key {
     if let Some(generator) = r["load_generator"].as_str() {
         protocol += &format!(" GET by {generator}");
     }
+    // WebSocket served through ark-http's router: `websocket via http-router`.
+    if let Some(server) = r["ws_server"].as_str().filter(|s| *s != "ws") {
+        protocol += &format!(" via {server}");
+    }
     // A conditioned link and reliable UDP's FEC: `rudp loss 5% delay 20±5ms fec adaptive`.
     let link = rudp::link_of(r);
     protocol += &link_variant(
