@@ -227,8 +227,8 @@ fn stop(servers: Servers) -> Value {
         http,
         rudp,
     } = servers;
-    let (tcp_stats, udp_stats, ws_stats) = (tcp.0.stats(), udp.0.stats(), ws.0.stats());
-    let (http_stats, rudp_stats) = (http.0.stats(), rudp.0.stats());
+    let (tcp_stats, udp_stats, ws_stats) = (tcp.0.stats(), udp.0.stats(), ws.0.tcp_stats());
+    let (http_stats, rudp_stats) = (http.0.tcp_stats(), rudp.0.stats());
     let tcp_stop = timed_stop(|| tcp.0.stop().wait_timeout(STOP_TIMEOUT));
     let udp_stop = timed_stop(|| udp.0.stop().wait_timeout(STOP_TIMEOUT));
     let ws_stop = timed_stop(|| ws.0.stop().wait_timeout(STOP_TIMEOUT));

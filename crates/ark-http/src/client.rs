@@ -313,8 +313,8 @@ pub struct HttpClientHandle {
 }
 
 impl HttpClientHandle {
-    /// The underlying TCP counters.
-    pub fn stats(&self) -> TcpStats {
+    /// The underlying TCP counters (the client's HTTP answers go to its handler).
+    pub fn tcp_stats(&self) -> TcpStats {
         self.inner.stats()
     }
 

@@ -56,6 +56,7 @@ mod error;
 mod proto;
 mod response;
 mod server;
+mod stats;
 
 pub use agent::{
     Canceller, ConnectionError, HttpAgent, HttpAgentBuilder, HttpRequest, HttpResponse, Origin,
@@ -72,6 +73,7 @@ pub use proto::pattern::{MAX_PARAMS, RouteError};
 pub use proto::router::Router;
 pub use response::{Responder, Response, http_date, reason};
 pub use server::{HttpConfig, HttpServer, HttpServerBuilder, HttpServerHandle};
+pub use stats::HttpStats;
 
 /// The README's examples, compiled as doctests so the README cannot drift from the code.
 #[doc = include_str!("../README.md")]

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::{Arc, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ark_frame::Raw;
 use ark_tcp::{
@@ -19,6 +19,7 @@ use crate::proto::decoder::{Decoded, RequestDecoder};
 use crate::proto::head::{BodyKind, HeadFacts, Limits, Request};
 use crate::proto::router::Router;
 use crate::response::{Response, Slot, Upgrade, http_date};
+use crate::stats::{HttpCounters, HttpStats};
 
 /// Server settings.
 #[derive(Debug, Clone)]
@@ -83,6 +84,8 @@ enum Waiting {
         /// For the router's `after` middleware (when it has any): the request's head and the
         /// state `before` left.
         after: Option<AfterDeferred>,
+        /// When the read that completed the request was served (its answer's latency).
+        since: Instant,
     },
 }
 
@@ -114,11 +117,19 @@ struct HttpConn {
     upgrading: Option<Upgrade>,
     /// The handler that took the connection over (an upgrade): every callback goes to it.
     upgraded: Option<Box<dyn TcpHandler>>,
+    /// The server's counters, and this connection's counts since they were last added.
+    counters: Arc<HttpCounters>,
+    tally: HttpStats,
+    /// Answers queued by the serving under way (their latency is counted at its end).
+    batch: u64,
 }
 
 impl HttpConn {
-    fn new(router: Arc<Router>, config: Arc<HttpConfig>) -> Self {
+    fn new(router: Arc<Router>, config: Arc<HttpConfig>, counters: Arc<HttpCounters>) -> Self {
         HttpConn {
+            counters,
+            tally: HttpStats::default(),
+            batch: 0,
             decoder: RequestDecoder::new(config.limits),
             router,
             config,
@@ -136,6 +147,22 @@ impl HttpConn {
 
     /// Answers every whole request at the front of `input`; returns the bytes consumed.
     fn serve(&mut self, session: &mut TcpSession<'_>, input: &[u8]) -> usize {
+        let started = Instant::now();
+        let used = self.serve_since(session, input, started);
+        if self.batch > 0 {
+            let n = std::mem::take(&mut self.batch);
+            self.tally.count_latency(started.elapsed(), n);
+        }
+        used
+    }
+
+    /// As [`serve`](Self::serve), for a read served from `started`.
+    fn serve_since(
+        &mut self,
+        session: &mut TcpSession<'_>,
+        input: &[u8],
+        started: Instant,
+    ) -> usize {
         let mut at = 0;
         if !self.waker_set {
             self.waker_set = true;
@@ -151,7 +178,7 @@ impl HttpConn {
         {
             match self.decoder.decode(&input[at..]) {
                 Ok((Decoded::Request(facts), used)) => {
-                    self.answer(facts, &input[at..at + used]);
+                    self.answer(facts, &input[at..at + used], started);
                     at += used;
                     if self.out.len() >= OUT_BATCH {
                         self.flush(session);
@@ -218,16 +245,19 @@ impl HttpConn {
                     head_method,
                     close,
                     after,
+                    since,
                 } => {
                     let answer = slot.lock().unwrap_or_else(PoisonError::into_inner).take();
                     let Some(mut answer) = answer else {
                         return;
                     };
+                    self.tally.count_latency(since.elapsed(), 1);
                     if let Some(AfterDeferred { head, state }) = after.take() {
                         answer.put_state_box(state);
                         self.router.after_deferred(&head, &mut answer);
                     }
                     let close = *close || answer.closes();
+                    self.tally.count_status(answer.status_code());
                     answer.encode(&mut self.out, *version, *head_method, close, &date_now());
                     if close {
                         // Nothing may follow an answer that closes: the requests pipelined
@@ -243,7 +273,7 @@ impl HttpConn {
     }
 
     /// Runs the router for one whole request and encodes its answer.
-    fn answer(&mut self, facts: HeadFacts, bytes: &[u8]) {
+    fn answer(&mut self, facts: HeadFacts, bytes: &[u8], since: Instant) {
         let head = &bytes[..facts.len];
         let body = match facts.body {
             BodyKind::Chunked => self.decoder.chunked_body(),
@@ -255,10 +285,15 @@ impl HttpConn {
             self.refuse(&HttpError::BadRequest("unreadable request head"));
             return;
         };
+        self.tally.count_method(request.method());
         self.router.handle(request, &mut self.response);
         let close = !facts.keep_alive || self.response.closes();
         if let Some(upgrade) = self.response.take_upgrade() {
             return self.answer_upgrade(upgrade, facts.version, close);
+        }
+        if !self.response.is_deferred() {
+            self.tally.count_status(self.response.status_code());
+            self.batch += 1;
         }
         if let Some(slot) = self.response.take_deferred() {
             let after = self.router.has_after().then(|| AfterDeferred {
@@ -271,6 +306,7 @@ impl HttpConn {
                 head_method: facts.head_method,
                 close,
                 after,
+                since,
             });
             // No request after one that closes is read; its answer ends the connection.
             self.done |= close;
@@ -293,6 +329,8 @@ impl HttpConn {
         }
         if self.response.status_code() != 101 {
             // The handler changed its mind after upgrading: a plain answer.
+            self.tally.count_status(self.response.status_code());
+            self.batch += 1;
             let response = std::mem::take(&mut self.response);
             self.emit(|out| response.encode(out, version, false, false, &date_now()));
             self.response = response;
@@ -301,6 +339,9 @@ impl HttpConn {
         let response = std::mem::take(&mut self.response);
         response.encode(&mut self.out, version, false, false, &date_now());
         self.response = response;
+        self.tally.count_status(101);
+        self.tally.upgrades += 1;
+        self.batch += 1;
         self.upgrading = Some(upgrade);
         self.done = true;
     }
@@ -320,10 +361,19 @@ impl HttpConn {
     fn refuse(&mut self, error: &HttpError) {
         self.response.reset();
         self.router.refuse(error, &mut self.response);
+        self.tally.count_status(self.response.status_code());
+        self.tally.refused += 1;
         let response = std::mem::take(&mut self.response);
         self.emit(|out| response.encode(out, 1, false, true, &date_now()));
         self.response = response;
         self.done = true;
+    }
+
+    /// Adds this connection's counts to the server's.
+    fn publish(&mut self) {
+        if self.tally != HttpStats::default() {
+            self.counters.add(&std::mem::take(&mut self.tally));
+        }
     }
 
     /// Hands the encoded answers to the session; they wait here while its queue is full.
@@ -375,11 +425,9 @@ impl HttpConn {
     }
 }
 
-impl TcpHandler for HttpConn {
-    fn on_message(&mut self, session: &mut TcpSession<'_>, bytes: &[u8]) {
-        if let Some(upgraded) = &mut self.upgraded {
-            return upgraded.on_message(session, bytes);
-        }
+impl HttpConn {
+    /// Serves the requests of `bytes` (read from the connection).
+    fn receive(&mut self, session: &mut TcpSession<'_>, bytes: &[u8]) {
         if self.done {
             return;
         }
@@ -428,6 +476,18 @@ impl TcpHandler for HttpConn {
         self.release_if_done();
         self.watch(session);
     }
+}
+
+impl TcpHandler for HttpConn {
+    fn on_message(&mut self, session: &mut TcpSession<'_>, bytes: &[u8]) {
+        match &mut self.upgraded {
+            Some(upgraded) => upgraded.on_message(session, bytes),
+            None => {
+                self.receive(session, bytes);
+                self.publish();
+            }
+        }
+    }
 
     fn on_message_mut(&mut self, session: &mut TcpSession<'_>, bytes: &mut [u8]) {
         match &mut self.upgraded {
@@ -452,6 +512,7 @@ impl TcpHandler for HttpConn {
             self.serve_pending(session);
             self.watch(session);
         }
+        self.publish();
     }
 
     fn on_writable(&mut self, session: &mut TcpSession<'_>) {
@@ -463,6 +524,7 @@ impl TcpHandler for HttpConn {
             self.serve_pending(session);
             self.watch(session);
         }
+        self.publish();
     }
 
     fn on_timer(&mut self, session: &mut TcpSession<'_>, timer: TimerId) {
@@ -475,6 +537,7 @@ impl TcpHandler for HttpConn {
             self.flush(session);
             self.close_when_answered(session);
             self.release_if_done();
+            self.publish();
         }
     }
 
@@ -485,6 +548,7 @@ impl TcpHandler for HttpConn {
     }
 
     fn on_close(&mut self, reason: &CloseReason) {
+        self.publish();
         if let Some(upgraded) = &mut self.upgraded {
             upgraded.on_close(reason);
         }
@@ -560,8 +624,10 @@ impl HttpServerBuilder {
         };
         let tcp = self.tcp.session_config(session);
         let router = Arc::new(router);
-        let inner = tcp.start(move |_| HttpConn::new(router.clone(), config.clone()))?;
-        Ok(HttpServerHandle { inner })
+        let counters = Arc::new(HttpCounters::default());
+        let c = counters.clone();
+        let inner = tcp.start(move |_| HttpConn::new(router.clone(), config.clone(), c.clone()))?;
+        Ok(HttpServerHandle { inner, counters })
     }
 }
 
@@ -569,6 +635,7 @@ impl HttpServerBuilder {
 #[derive(Debug)]
 pub struct HttpServerHandle {
     inner: TcpServerHandle,
+    counters: Arc<HttpCounters>,
 }
 
 impl HttpServerHandle {
@@ -577,8 +644,14 @@ impl HttpServerHandle {
         self.inner.local_addr()
     }
 
-    /// The underlying TCP counters.
-    pub fn stats(&self) -> TcpStats {
+    /// The HTTP counters: answers by status class, requests by method, refusals, upgrades,
+    /// a latency histogram.
+    pub fn stats(&self) -> HttpStats {
+        self.counters.snapshot()
+    }
+
+    /// The underlying TCP counters (connections, bytes, syscalls, buffers held, closes).
+    pub fn tcp_stats(&self) -> TcpStats {
         self.inner.stats()
     }
 
@@ -652,7 +725,11 @@ mod tests {
         }));
         let (stream, bodies) = requests();
         for piece in [1, 7, 100, 1000, 4096, 16_385, 30_000, 65_536] {
-            let conn = HttpConn::new(router.clone(), Arc::new(HttpConfig::default()));
+            let conn = HttpConn::new(
+                router.clone(),
+                Arc::new(HttpConfig::default()),
+                Arc::default(),
+            );
             let codec = Raw::new().with_max_frame_len(64 * 1024);
             let mut sim = Simulator::new(conn, codec, TcpConfig::default());
             let mut answers = Vec::new();
@@ -679,7 +756,7 @@ mod tests {
         }));
         let config = HttpConfig::default();
         let timeout = config.request_timeout;
-        let conn = HttpConn::new(router, Arc::new(config));
+        let conn = HttpConn::new(router, Arc::new(config), Arc::default());
         let codec = Raw::new().with_max_frame_len(64 * 1024);
         let mut sim = Simulator::new(conn, codec, TcpConfig::default());
         sim.peer_send(b"POST /echo HTTP/1.1\r\nhost: x\r\ncontent-length: 8388608\r\n\r\n");

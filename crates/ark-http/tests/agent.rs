@@ -55,7 +55,7 @@ fn sequential_requests_reuse_one_connection() {
     }
     assert_eq!(agent.connections(&origin), 1);
     assert_eq!(
-        server.stats().sessions_total,
+        server.tcp_stats().sessions_total,
         1,
         "one connection served all"
     );
@@ -82,7 +82,7 @@ fn concurrent_requests_share_at_most_the_limit_of_connections_and_each_gets_its_
         assert_eq!(answer.body, body.into_bytes());
     }
     assert!(agent.connections(&origin) <= 3);
-    let opened = server.stats().sessions_total;
+    let opened = server.tcp_stats().sessions_total;
     assert!((1..=3).contains(&opened), "{opened} connections");
     agent.stop().wait().unwrap();
     server.stop().wait().unwrap();
@@ -114,7 +114,7 @@ fn a_request_past_its_deadline_times_out_and_the_next_one_gets_a_fresh_connectio
         .wait()
         .unwrap();
     assert_eq!(answer.body, b"next");
-    assert_eq!(server.stats().sessions_total, 2);
+    assert_eq!(server.tcp_stats().sessions_total, 2);
     agent.stop().wait().unwrap();
     server.stop().wait().unwrap();
 }
@@ -137,7 +137,7 @@ fn a_queued_request_waits_for_the_connection_and_keeps_its_own_deadline() {
     });
     assert_eq!(first.wait().unwrap().body, b"released");
     assert_eq!(queued.wait().unwrap().body, b"queued");
-    assert_eq!(server.stats().sessions_total, 1);
+    assert_eq!(server.tcp_stats().sessions_total, 1);
     agent.stop().wait().unwrap();
     server.stop().wait().unwrap();
 }
@@ -192,7 +192,7 @@ fn a_connection_the_server_closes_is_not_reused() {
         .unwrap();
     assert_eq!(answer.body, b"after");
     assert_eq!(
-        server.stats().sessions_total,
+        server.tcp_stats().sessions_total,
         4,
         "a new connection after each close"
     );

@@ -67,11 +67,11 @@ fn a_dropped_pending_cancels_its_request_and_a_dropped_server_does_not_block_the
     // A client that holds its connection open: a graceful stop waits for its end of stream up
     // to the close timeout (10 s by default). Dropping the handle inside a task only signals.
     let _idle = std::net::TcpStream::connect(server.local_addr()).unwrap();
-    while server.stats().sessions_open == 0 && Instant::now() < deadline {
+    while server.tcp_stats().sessions_open == 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
     }
     assert_eq!(
-        server.stats().sessions_open,
+        server.tcp_stats().sessions_open,
         1,
         "the idle connection is served"
     );

@@ -302,7 +302,7 @@ fn a_client_pipelining_without_reading_is_held_back_and_memory_stays_bounded() {
         written < 512 * 1024 * 1024,
         "the server kept taking requests it could not answer"
     );
-    let stats = server.stats();
+    let stats = server.tcp_stats();
     assert!(stats.send_queue_bytes <= 4 * 1024 * 1024, "{stats:?}");
     drop(stream);
     server.stop().wait().unwrap();

@@ -105,6 +105,30 @@ pub enum CloseReason {
 }
 
 impl CloseReason {
+    /// Counts this close in `stats`'s `closed_*` counter of its kind.
+    pub(crate) fn count(&self, stats: &mut crate::TcpStats) {
+        let counter = match self {
+            CloseReason::Local | CloseReason::Aborted => &mut stats.closed_local,
+            CloseReason::PeerClosed => &mut stats.closed_by_peer,
+            CloseReason::Reset => &mut stats.closed_reset,
+            CloseReason::IdleTimeout(_)
+            | CloseReason::FrameStalled { .. }
+            | CloseReason::WriteStalled { .. }
+            | CloseReason::Unflushed { .. }
+            | CloseReason::ConnectTimeout(_) => &mut stats.closed_timeout,
+            CloseReason::Frame(_) | CloseReason::EofMidFrame { .. } => &mut stats.closed_bad_input,
+            CloseReason::Refused(_) | CloseReason::ConnectFailed { .. } => {
+                &mut stats.closed_connect_failed
+            }
+            CloseReason::Io { .. } => &mut stats.closed_io,
+            CloseReason::Stopped => &mut stats.closed_stopped,
+            CloseReason::Panicked => &mut stats.closed_panicked,
+            #[cfg(feature = "tls")]
+            CloseReason::Tls(_) => &mut stats.closed_tls,
+        };
+        *counter += 1;
+    }
+
     pub(crate) fn io(e: &io::Error) -> CloseReason {
         match e.kind() {
             io::ErrorKind::ConnectionReset

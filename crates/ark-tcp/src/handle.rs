@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 
 use ark_reactor::{Mailbox, SourceRef};
 
@@ -38,6 +38,9 @@ pub(crate) struct TcpShared {
     /// What handles ask; wakes where the session runs (no waker in a `Simulator`: it looks
     /// at the inbox itself).
     mailbox: Mailbox<Inbox>,
+    /// The session's own counters: bytes in, bytes out, frames in, frames out (added once per
+    /// turn).
+    traffic: [AtomicU64; 4],
 }
 
 impl TcpShared {
@@ -57,7 +60,24 @@ impl TcpShared {
             queued: AtomicUsize::new(0),
             state: AtomicU8::new(OPEN),
             mailbox: source.map_or_else(Mailbox::new, Mailbox::with_waker),
+            traffic: Default::default(),
         })
+    }
+
+    /// Adds a turn's counts to the session's own.
+    #[inline]
+    pub(crate) fn count(&self, tally: &crate::TcpStats) {
+        let counts = [
+            tally.bytes_in,
+            tally.bytes_out,
+            tally.frames_in,
+            tally.frames_out,
+        ];
+        for (total, n) in self.traffic.iter().zip(counts) {
+            if n > 0 {
+                total.fetch_add(n, Ordering::Relaxed);
+            }
+        }
     }
 
     /// Takes what handles left for the session, if anything.
@@ -209,6 +229,22 @@ impl TcpSessionHandle {
     pub fn abort(&self) {
         self.shared.set_closing();
         self.shared.mailbox.post(|inbox| inbox.abort = true);
+    }
+
+    /// The session's counters (as of the end of its last turn).
+    pub fn stats(&self) -> crate::TcpSessionStats {
+        let [bytes_in, bytes_out, messages_in, messages_out] = self
+            .shared
+            .traffic
+            .each_ref()
+            .map(|n| n.load(Ordering::Relaxed));
+        crate::TcpSessionStats {
+            bytes_in,
+            bytes_out,
+            messages_in,
+            messages_out,
+            queued_bytes: self.shared.queued.load(Ordering::Relaxed) as u64,
+        }
     }
 
     /// Gives the session's handler a turn: [`TcpHandler::on_wake`] runs on the session's

@@ -94,7 +94,7 @@ pub use proto::core::Framing;
 pub use proto::sim::Simulator;
 pub use server::{TcpServer, TcpServerBuilder, TcpServerHandle};
 pub use session::{TcpHandler, TcpSession};
-pub use stats::TcpStats;
+pub use stats::{TcpSessionStats, TcpStats};
 
 /// The README's examples, compiled as doctests so the README cannot drift from the code.
 #[doc = include_str!("../README.md")]

@@ -27,6 +27,28 @@ ark_reactor::counters! {
         aborted_send_bytes,
         /// Failed `accept` calls (server).
         accept_errors,
+        /// Sessions that ended by a close or abort of this side (`CloseReason::Local`,
+        /// `Aborted`).
+        closed_local,
+        /// Sessions the peer ended at a frame boundary (`PeerClosed`).
+        closed_by_peer,
+        /// Sessions the peer reset (`Reset`).
+        closed_reset,
+        /// Sessions ended by a deadline: idle, stalled frame or write, a close that did not
+        /// finish, a connect that timed out.
+        closed_timeout,
+        /// Sessions ended by bad input: a bad frame, or the stream ending mid-frame.
+        closed_bad_input,
+        /// Connections that could not be made (refused, failed).
+        closed_connect_failed,
+        /// Sessions ended by a TLS failure.
+        closed_tls,
+        /// Sessions ended by another I/O error.
+        closed_io,
+        /// Sessions ended by a stop.
+        closed_stopped,
+        /// Sessions whose handler panicked.
+        closed_panicked,
     }
     gauges {
         /// Sessions currently open.
@@ -37,4 +59,21 @@ ark_reactor::counters! {
         /// Bytes queued for sending in all sessions.
         send_queue_bytes,
     }
+}
+
+/// A copy of one session's counters, from [`TcpSessionHandle::stats`](crate::TcpSessionHandle::stats)
+/// (published at the end of each of the session's turns).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TcpSessionStats {
+    /// Bytes read from the socket (after TLS: the plaintext's).
+    pub bytes_in: u64,
+    /// Bytes written to the socket.
+    pub bytes_out: u64,
+    /// Messages (frames) delivered to the handler.
+    pub messages_in: u64,
+    /// Messages (frames) queued by the handler and through handles.
+    pub messages_out: u64,
+    /// Bytes queued for sending now.
+    pub queued_bytes: u64,
 }

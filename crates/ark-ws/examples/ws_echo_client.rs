@@ -58,7 +58,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?;
     let outcome = rx.recv_timeout(Duration::from_secs(300))?;
     let elapsed = started.elapsed().as_secs_f64();
-    let stats = client.stats();
+    let stats = client.tcp_stats();
     client.stop().wait()?;
     let echoed = outcome?;
     println!(

@@ -44,11 +44,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         server.local_addr()
     );
     std::thread::sleep(Duration::from_secs(seconds));
-    let stats = server.stats();
+    let (ws, tcp) = (server.stats(), server.tcp_stats());
     server.stop().wait()?;
     println!(
-        "sessions {}, bytes in {}, bytes out {}, reads {}, writes {}",
-        stats.sessions_total, stats.bytes_in, stats.bytes_out, stats.reads, stats.writes
+        "sessions {}, messages in {}, out {}; bytes in {}, bytes out {}, reads {}, writes {}",
+        ws.sessions_opened,
+        ws.messages_in,
+        ws.messages_out,
+        tcp.bytes_in,
+        tcp.bytes_out,
+        tcp.reads,
+        tcp.writes
     );
     Ok(())
 }

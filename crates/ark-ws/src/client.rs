@@ -15,6 +15,7 @@ use crate::error::SendError;
 use crate::handle::{WsSessionHandle, WsShared};
 use crate::server::ws_options;
 use crate::session::WsHandler;
+use crate::stats::{WsCounters, WsStats};
 use tungstenite::Message;
 
 /// Entry point: [`WsClient::builder`].
@@ -143,9 +144,14 @@ impl WsClientBuilder {
             tcp = tcp.tls(tls, self.tls_server_name.unwrap_or(host));
         }
         let shared = WsShared::new(config.write_buffer_limit);
-        let conn = WsConn::client(request, config, handler, shared.clone());
+        let counters = Arc::new(WsCounters::default());
+        let conn = WsConn::client(request, (config, counters.clone()), handler, shared.clone());
         let inner = tcp.connect(addr, conn)?;
-        Ok(WsClientHandle { inner, shared })
+        Ok(WsClientHandle {
+            inner,
+            shared,
+            counters,
+        })
     }
 }
 
@@ -160,11 +166,17 @@ fn system_tls() -> Result<ark_tls::ClientTls, ark_tls::ConfigError> {
 pub struct WsClientHandle {
     inner: TcpClientHandle,
     shared: Arc<WsShared>,
+    counters: Arc<WsCounters>,
 }
 
 impl WsClientHandle {
+    /// The WebSocket counters (across reconnections).
+    pub fn stats(&self) -> WsStats {
+        self.counters.snapshot()
+    }
+
     /// The underlying TCP counters.
-    pub fn stats(&self) -> TcpStats {
+    pub fn tcp_stats(&self) -> TcpStats {
         self.inner.stats()
     }
 

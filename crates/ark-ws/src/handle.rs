@@ -41,6 +41,8 @@ pub(crate) struct WsShared {
     mailbox: Mailbox<WsInbox, TcpSessionHandle>,
     /// Bytes of payload waiting in the mailbox.
     waiting: std::sync::atomic::AtomicUsize,
+    /// Data messages in and out (added once per callback).
+    messages: [std::sync::atomic::AtomicU64; 2],
 }
 
 impl std::fmt::Debug for WsShared {
@@ -59,7 +61,17 @@ impl WsShared {
             state: AtomicU8::new(PENDING),
             mailbox: Mailbox::new(),
             waiting: Default::default(),
+            messages: Default::default(),
         })
+    }
+
+    /// Adds a callback's data messages in and out to the session's counts.
+    pub(crate) fn count(&self, messages_in: u64, messages_out: u64) {
+        for (total, n) in self.messages.iter().zip([messages_in, messages_out]) {
+            if n > 0 {
+                total.fetch_add(n, Ordering::Relaxed);
+            }
+        }
     }
 
     fn tcp(&self) -> Option<&TcpSessionHandle> {
@@ -140,6 +152,20 @@ impl WsSessionHandle {
     /// Whether the session is open (handshake done, not closing).
     pub fn is_open(&self) -> bool {
         self.shared.is_open()
+    }
+
+    /// The session's counters (as of its last callback).
+    pub fn stats(&self) -> crate::WsSessionStats {
+        let [messages_in, messages_out] = self
+            .shared
+            .messages
+            .each_ref()
+            .map(|n| n.load(Ordering::Relaxed));
+        crate::WsSessionStats {
+            messages_in,
+            messages_out,
+            tcp: self.tcp().map(TcpSessionHandle::stats).unwrap_or_default(),
+        }
     }
 
     /// Queues `message` for the session. `Ok` means queued: it is lost if the session ends

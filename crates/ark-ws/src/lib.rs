@@ -68,6 +68,7 @@ mod handle;
 mod proto;
 mod server;
 mod session;
+mod stats;
 mod upgrade;
 
 /// Entry points for the fuzz targets (`crates/ark-ws/fuzz`); not a stable API.
@@ -85,7 +86,7 @@ pub mod fuzzing {
     ) -> (impl ark_tcp::TcpHandler, ark_tcp::TcpConfig) {
         let session = config.session_config();
         (
-            crate::driver::conn::WsConn::server(Arc::new(config), handler, None),
+            crate::driver::conn::WsConn::server((Arc::new(config), Arc::default()), handler, None),
             session,
         )
     }
@@ -104,7 +105,8 @@ pub mod fuzzing {
         let request = url.into_client_request()?;
         let session = config.session_config();
         let shared = crate::handle::WsShared::new(config.write_buffer_limit);
-        let conn = crate::driver::conn::WsConn::client(request, Arc::new(config), handler, shared);
+        let owner = (Arc::new(config), Arc::default());
+        let conn = crate::driver::conn::WsConn::client(request, owner, handler, shared);
         Ok((conn, session))
     }
 }
@@ -118,6 +120,7 @@ pub use proto::close::{CloseCode, Initiator, InvalidCloseCode, OpenError, WsClos
 pub use proto::data::ReceivedData;
 pub use server::{WsServer, WsServerBuilder, WsServerHandle};
 pub use session::{WsHandler, WsSession};
+pub use stats::{WsSessionStats, WsStats};
 pub use tungstenite::Message;
 #[cfg(feature = "http")]
 pub use upgrade::upgrade;

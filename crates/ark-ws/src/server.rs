@@ -14,6 +14,7 @@ use crate::driver::conn::{Registry, WsConn};
 use crate::error::Request;
 use crate::handle::WsSessionHandle;
 use crate::session::WsHandler;
+use crate::stats::{WsCounters, WsStats};
 
 /// Entry point: [`WsServer::builder`].
 #[derive(Debug)]
@@ -168,12 +169,16 @@ impl WsServerBuilder {
         if let Some(tls) = self.tls {
             tcp = tcp.tls(tls);
         }
-        let c = config.clone();
         let registry = Registry::default();
-        let r = registry.clone();
+        let counters = Arc::new(WsCounters::default());
+        let (r, owner) = (registry.clone(), (config.clone(), counters.clone()));
         let inner =
-            tcp.start(move |peer| WsConn::server(c.clone(), factory(peer), Some(r.clone())))?;
-        Ok(WsServerHandle { inner, registry })
+            tcp.start(move |peer| WsConn::server(owner.clone(), factory(peer), Some(r.clone())))?;
+        Ok(WsServerHandle {
+            inner,
+            registry,
+            counters,
+        })
     }
 }
 
@@ -182,6 +187,7 @@ impl WsServerBuilder {
 pub struct WsServerHandle {
     inner: TcpServerHandle,
     registry: Registry,
+    counters: Arc<WsCounters>,
 }
 
 impl WsServerHandle {
@@ -190,8 +196,13 @@ impl WsServerHandle {
         self.inner.local_addr()
     }
 
-    /// The underlying TCP counters (sessions, bytes, syscalls, buffers held).
-    pub fn stats(&self) -> TcpStats {
+    /// The WebSocket counters: sessions opened, data messages each way, closes by kind.
+    pub fn stats(&self) -> WsStats {
+        self.counters.snapshot()
+    }
+
+    /// The underlying TCP counters (connections, bytes, syscalls, buffers held, closes).
+    pub fn tcp_stats(&self) -> TcpStats {
         self.inner.stats()
     }
 

@@ -26,6 +26,8 @@ pub struct WsSession<'a> {
     pub(crate) close_sent: &'a mut Option<(Option<CloseCode>, String)>,
     /// The client side masks its frames.
     pub(crate) client: bool,
+    /// The session's counts since they were last published.
+    pub(crate) tally: &'a mut crate::WsStats,
 }
 
 impl std::fmt::Debug for WsSession<'_> {
@@ -155,6 +157,7 @@ impl WsSession<'_> {
         if !self.queue_frame(opcode, mask, payload) {
             self.ws.get_mut().write_frame(opcode, mask, payload);
         }
+        self.tally.messages_out += 1;
         Ok(())
     }
 

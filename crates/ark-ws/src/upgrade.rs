@@ -167,7 +167,7 @@ impl<H: WsHandler> WsUpgrade<H> {
             response.push(("sec-websocket-protocol", chosen.clone()));
         }
         Ok(WsUpgrade {
-            conn: WsConn::upgraded(request, Arc::new(config), handler, None),
+            conn: WsConn::upgraded(request, (Arc::new(config), Arc::default()), handler, None),
             headers: response,
         })
     }

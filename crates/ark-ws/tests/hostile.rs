@@ -119,7 +119,7 @@ fn pings_from_a_peer_that_never_reads_owe_bounded_pongs() {
         Message::Ping(vec![1u8; 125].into()),
         64 << 20,
     );
-    let queued = server.stats().send_queue_bytes;
+    let queued = server.tcp_stats().send_queue_bytes;
     assert!(
         written > 4 * 1024 * 1024,
         "the peer wrote {written} bytes of pings before the server stopped reading"
@@ -142,11 +142,11 @@ fn a_peer_that_sends_and_never_reads_costs_no_cpu() {
         written < 64 << 20,
         "the server stopped reading at some point"
     );
-    let before = server.stats().bytes_in;
+    let before = server.tcp_stats().bytes_in;
     let cpu = ark_testkit::process_cpu_seconds().unwrap();
     std::thread::sleep(Duration::from_millis(500));
     let cpu = ark_testkit::process_cpu_seconds().unwrap() - cpu;
-    assert_eq!(server.stats().bytes_in, before, "reading is paused");
+    assert_eq!(server.tcp_stats().bytes_in, before, "reading is paused");
     assert!(
         cpu < 0.05,
         "{cpu:.3} s of CPU in 0.5 s with a paused session"
@@ -165,12 +165,16 @@ fn a_silent_peer_with_a_full_queue_is_dropped_by_the_write_stall_deadline() {
     let _ = ws.close(None);
     let _ = ws.flush();
     assert!(
-        ark_testkit::wait_until(Duration::from_secs(10), || server.stats().sessions_open
+        ark_testkit::wait_until(Duration::from_secs(10), || server.tcp_stats().sessions_open
             == 0),
         "the session is still open: {:?}",
-        server.stats()
+        server.tcp_stats()
     );
-    assert_eq!(server.stats().send_queue_bytes, 0, "the queue was freed");
+    assert_eq!(
+        server.tcp_stats().send_queue_bytes,
+        0,
+        "the queue was freed"
+    );
 }
 
 #[test]
@@ -187,6 +191,6 @@ fn an_upgrade_that_stalls_is_closed_after_the_handshake_timeout() {
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer:?}");
     drop(stalled);
     assert!(ark_testkit::wait_until(Duration::from_secs(10), || {
-        server.stats().sessions_open == 0
+        server.tcp_stats().sessions_open == 0
     }));
 }

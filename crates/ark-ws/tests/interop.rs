@@ -46,7 +46,7 @@ fn a_server_stop_gives_a_python_websockets_client_close_code_1001() {
         .spawn()
         .expect("python3 runs (scripts/setup-test-deps.sh installs websockets)");
     assert!(ark_testkit::wait_until(Duration::from_secs(20), || {
-        server.stats().sessions_open == 1
+        server.tcp_stats().sessions_open == 1
     }));
     // Wait for the upgrade too: the session is open once the echo server counts bytes out.
     assert!(ark_testkit::wait_until(Duration::from_secs(20), || {

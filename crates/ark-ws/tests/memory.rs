@@ -52,11 +52,11 @@ fn idle_sessions() {
         clients.push(stream);
     }
     assert!(ark_testkit::wait_until(Duration::from_secs(10), || server
-        .stats()
+        .tcp_stats()
         .sessions_open
         == SESSIONS as u64));
     std::thread::sleep(Duration::from_millis(100));
-    let stats = server.stats();
+    let stats = server.tcp_stats();
     let per_session = rss_bytes().saturating_sub(rss_before) as f64 / SESSIONS as f64;
     eprintln!(
         "ws idle: {SESSIONS} sessions, receive buffers {} bytes, send queues {} bytes, process RSS +{:.0} bytes per session (server state incl. tungstenite's 4 KiB read buffer; client sockets are kernel memory)",
@@ -69,7 +69,7 @@ fn idle_sessions() {
     );
     drop(clients);
     assert!(ark_testkit::wait_until(Duration::from_secs(10), || server
-        .stats()
+        .tcp_stats()
         .sessions_open
         == 0));
     server.stop().wait().unwrap();

@@ -170,7 +170,7 @@ fn a_wss_client_silent_after_tls_is_closed_by_the_handshake_timeout() {
         "closed after {waited:?}"
     );
     assert!(ark_testkit::wait_until(Duration::from_secs(5), || {
-        server.stats().sessions_open == 0
+        server.tcp_stats().sessions_open == 0
     }));
     server.stop().wait().unwrap();
 }

@@ -283,7 +283,9 @@ impl<C: Framing, H: TcpHandler, T: Transport<C, H>> Handler for Conn<C, H, T> {
         let reason = std::panic::catch_unwind(report).unwrap_or(CloseReason::Panicked);
         core.publish_to_handles();
         let counters = self.owner.counters();
-        counters.add(&core.take_tally());
+        let mut tally = core.take_tally();
+        reason.count(&mut tally);
+        counters.add(&tally);
         let counters = counters.local();
         let published = (self.published.0 as i64, self.published.1 as i64);
         counters.recv_buffer_bytes.fetch_sub(published.0, Relaxed);

@@ -652,8 +652,11 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
     }
 
     /// Counters since the last call.
+    /// The turn's counts (the session's own are added to what its handles read).
     pub(crate) fn take_tally(&mut self) -> TcpStats {
-        std::mem::take(&mut self.link.tally)
+        let tally = std::mem::take(&mut self.link.tally);
+        self.handle.count(&tally);
+        tally
     }
 
     /// Receive-buffer bytes held.

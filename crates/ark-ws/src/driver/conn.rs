@@ -18,6 +18,7 @@ use crate::proto::data::ReceivedData;
 use crate::proto::inbound::{self, Frames, Inbound, Rules};
 use crate::proto::stream::MemStream;
 use crate::session::{WsHandler, WsSession};
+use crate::stats::{WsCounters, WsStats};
 
 /// The open sessions of a server, by id.
 pub(crate) type Registry = Arc<Mutex<HashMap<u64, WsSessionHandle>>>;
@@ -120,11 +121,25 @@ pub(crate) struct WsConn<H> {
     handshake_timer: Option<TimerId>,
     /// Received bytes of the open session (before it opens they go to tungstenite's stream).
     frames: Frames,
+    /// The server's (or client's) counters, and this session's counts since they were last
+    /// added to them.
+    counters: Arc<WsCounters>,
+    tally: WsStats,
+    /// The connection was failed for bad input (a close with 1002, 1007 or 1009).
+    failed: bool,
 }
 
 impl<H: WsHandler> WsConn<H> {
-    fn new(state: State, handler: H, config: Arc<WsConfig>, shared: Arc<WsShared>) -> Self {
+    fn new(
+        state: State,
+        handler: H,
+        (config, counters): (Arc<WsConfig>, Arc<WsCounters>),
+        shared: Arc<WsShared>,
+    ) -> Self {
         WsConn {
+            counters,
+            tally: WsStats::default(),
+            failed: false,
             state,
             handler,
             config,
@@ -144,7 +159,11 @@ impl<H: WsHandler> WsConn<H> {
         }
     }
 
-    pub(crate) fn server(config: Arc<WsConfig>, handler: H, registry: Option<Registry>) -> Self {
+    pub(crate) fn server(
+        (config, counters): (Arc<WsConfig>, Arc<WsCounters>),
+        handler: H,
+        registry: Option<Registry>,
+    ) -> Self {
         let slot = Arc::new(Mutex::new(None));
         let accept = Accept {
             config: config.clone(),
@@ -160,7 +179,7 @@ impl<H: WsHandler> WsConn<H> {
             _ => State::Done,
         };
         let shared = WsShared::new(config.write_buffer_limit);
-        let mut conn = Self::new(state, handler, config, shared);
+        let mut conn = Self::new(state, handler, (config, counters), shared);
         conn.slot = slot;
         conn.registry = registry;
         conn
@@ -170,7 +189,7 @@ impl<H: WsHandler> WsConn<H> {
     /// is the upgrade request): it opens as soon as it runs.
     pub(crate) fn upgraded(
         request: Request,
-        config: Arc<WsConfig>,
+        (config, counters): (Arc<WsConfig>, Arc<WsCounters>),
         handler: H,
         registry: Option<Registry>,
     ) -> Self {
@@ -180,7 +199,8 @@ impl<H: WsHandler> WsConn<H> {
             Some(config.tungstenite()),
         );
         let shared = WsShared::new(config.write_buffer_limit);
-        let mut conn = Self::new(State::Upgraded(Some(Box::new(ws))), handler, config, shared);
+        let state = State::Upgraded(Some(Box::new(ws)));
+        let mut conn = Self::new(state, handler, (config, counters), shared);
         conn.request = Some(request);
         conn.registry = registry;
         conn
@@ -188,14 +208,14 @@ impl<H: WsHandler> WsConn<H> {
 
     pub(crate) fn client(
         request: Request,
-        config: Arc<WsConfig>,
+        (config, counters): (Arc<WsConfig>, Arc<WsCounters>),
         handler: H,
         shared: Arc<WsShared>,
     ) -> Self {
         let mut conn = Self::new(
             State::ClientPending(Some(Box::new(request))),
             handler,
-            config,
+            (config, counters),
             shared,
         );
         conn.client = true;
@@ -215,6 +235,7 @@ impl<H: WsHandler> WsConn<H> {
     /// While the queue is at the write-buffer limit, tungstenite's own writes (pongs) wait in
     /// it (the latest pong owed replaces older ones); a close frame never waits.
     fn flush(&mut self, tcp: &mut TcpSession<'_>) {
+        self.publish();
         let closing = self.close_sent.is_some() || self.close_received.is_some();
         let blocked = !closing && tcp.queued_bytes() >= self.config.write_buffer_limit;
         let keep = self.config.read_buffer;
@@ -231,6 +252,15 @@ impl<H: WsHandler> WsConn<H> {
         }
         stream.shrink_if_idle(keep);
         self.frames.shrink_if_idle(keep);
+    }
+
+    /// Adds this session's counts to the owner's and its handles'.
+    fn publish(&mut self) {
+        if self.tally != WsStats::default() {
+            let tally = std::mem::take(&mut self.tally);
+            self.shared.count(tally.messages_in, tally.messages_out);
+            self.counters.add(&tally);
+        }
     }
 
     /// Ends a session that could not open: the reason is kept for `on_close`. A server
@@ -283,8 +313,7 @@ impl<H: WsHandler> WsConn<H> {
             &mut self.handler,
             ws,
             tcp,
-            &self.config,
-            &self.shared,
+            (&self.config, &self.shared, &mut self.tally),
             &mut self.close_sent,
             self.client,
         );
@@ -297,8 +326,7 @@ impl<H: WsHandler> WsConn<H> {
         handler: &'a mut H,
         ws: &'a mut WebSocket<MemStream>,
         tcp: &'a mut TcpSession<'_>,
-        config: &'a WsConfig,
-        shared: &'a Arc<WsShared>,
+        (config, shared, tally): (&'a WsConfig, &'a Arc<WsShared>, &'a mut WsStats),
         close_sent: &'a mut Option<CloseInfo>,
         client: bool,
     ) -> (&'a mut H, WsSession<'a>) {
@@ -309,6 +337,7 @@ impl<H: WsHandler> WsConn<H> {
             shared,
             close_sent,
             client,
+            tally,
         };
         (handler, session)
     }
@@ -317,6 +346,7 @@ impl<H: WsHandler> WsConn<H> {
     /// then the TCP connection closes; nothing more is read from the peer (tungstenite's
     /// reading state is not to be trusted after such an error).
     fn fail(&mut self, tcp: &mut TcpSession<'_>, code: CloseCode, reason: &str) {
+        self.failed = true;
         self.with_session(tcp, |_, s| s.close(code, reason));
         self.flush(tcp);
         self.report_close(None);
@@ -428,11 +458,23 @@ impl<H: WsHandler> WsConn<H> {
             },
             (None, None) => WsClose::Abnormal(lost.cloned().unwrap_or(CloseReason::Local)),
         };
+        match &close {
+            WsClose::Failed(_) => self.tally.opens_failed += 1,
+            WsClose::Abnormal(_) => self.tally.closed_abnormal += 1,
+            WsClose::Closed { .. } if self.failed => self.tally.closed_bad_input += 1,
+            WsClose::Closed {
+                by: Initiator::Local,
+                ..
+            } => self.tally.closed_local += 1,
+            WsClose::Closed { .. } => self.tally.closed_by_peer += 1,
+        }
+        self.publish();
         self.handler.on_close(&close);
     }
 
     fn open(&mut self, tcp: &mut TcpSession<'_>) {
         self.opened = true;
+        self.tally.sessions_opened += 1;
         if let Some(stream) = self.stream() {
             let rest = stream.end_handshake();
             self.frames.push(&rest);
@@ -475,6 +517,7 @@ impl<H: WsHandler> WsConn<H> {
                             std::mem::take(&mut input).split_at_mut(frame.head_len + frame.len);
                         let bytes = &this[frame.head_len..];
                         self.with_view(ws, tcp, |handler, session, frames| {
+                            session.tally.messages_in += 1;
                             handler.on_data(session, frames.lend_read(bytes, frame.text));
                         });
                         input = rest;
@@ -531,6 +574,7 @@ impl<H: WsHandler> WsConn<H> {
     ) {
         self.with_view(ws, tcp, |handler, session, _| match message {
             Message::Text(_) | Message::Binary(_) => {
+                session.tally.messages_in += 1;
                 handler.on_data(session, ReceivedData::owned(message));
             }
             message => handler.on_message(session, message),
@@ -546,6 +590,7 @@ impl<H: WsHandler> WsConn<H> {
         text: bool,
     ) {
         self.with_view(ws, tcp, |handler, session, frames| {
+            session.tally.messages_in += 1;
             handler.on_data(session, frames.lend(len, text));
         });
     }
@@ -562,8 +607,7 @@ impl<H: WsHandler> WsConn<H> {
             &mut self.handler,
             ws,
             tcp,
-            &self.config,
-            &self.shared,
+            (&self.config, &self.shared, &mut self.tally),
             &mut self.close_sent,
             self.client,
         );
