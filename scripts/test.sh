@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command (README.md): every crate's tests in release mode; the transport
 # crates' tests again in a debug build (debug assertions on, so a `debug_assert` in a
-# dependency cannot hide), ark-tcp, ark-ws and ark-http once more without their `tls`
+# dependency cannot hide; with the `tracing` features on, where the release run has them off),
+# ark-tcp, ark-ws and ark-http once more without their `tls`
 # feature, and on the portable IO path (`--cfg ark_portable`) with ark-loopback's CLI tests;
 # `cargo package` of every library crate and `cargo doc -D warnings`; `cargo check` for macOS,
 # Windows and FreeBSD;
@@ -24,7 +25,7 @@ if [ "$#" -eq 0 ]; then
     cargo test --release -p ark-frame -p ark-tcp -p ark-ws --benches
     echo "== debug build: transport crates (debug assertions on) [${SECONDS}s]"
     cargo test -p ark-reactor -p ark-tcp -p ark-udp -p ark-ws -p ark-tls -p ark-http -p ark-link -p ark-rudp \
-        --features ark-tcp/tls,ark-ws/tls,ark-http/tls,ark-http/json,ark-ws/http
+        --features ark-tcp/tls,ark-ws/tls,ark-http/tls,ark-http/json,ark-ws/http,ark-http/tracing,ark-ws/tracing,ark-rudp/tracing
     echo "== debug build without the tls feature: ark-tcp, ark-ws, ark-http [${SECONDS}s]"
     if cargo tree -p ark-tcp -p ark-ws -p ark-http -e normal | grep -E '(rustls|ring) v'; then
         echo "the tls-less build of ark-tcp, ark-ws and ark-http pulls in crypto (above)" >&2

@@ -339,6 +339,8 @@ impl HttpConn {
         let response = std::mem::take(&mut self.response);
         response.encode(&mut self.out, version, false, false, &date_now());
         self.response = response;
+        #[cfg(feature = "tracing")]
+        tracing::debug!("http connection upgraded (101): handed over");
         self.tally.count_status(101);
         self.tally.upgrades += 1;
         self.batch += 1;
@@ -359,6 +361,8 @@ impl HttpConn {
 
     /// Answers a bad request with its status and closes.
     fn refuse(&mut self, error: &HttpError) {
+        #[cfg(feature = "tracing")]
+        tracing::warn!(status = error.status(), %error, "http request refused");
         self.response.reset();
         self.router.refuse(error, &mut self.response);
         self.tally.count_status(self.response.status_code());

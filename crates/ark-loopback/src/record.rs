@@ -102,6 +102,9 @@ pub struct Record {
     /// websocket and wss: `ws` (ark-ws's server) or `http-router` (the upgrade answered by
     /// an ark-http route); null otherwise.
     pub ws_server: Option<&'static str>,
+    /// ark's `tracing` in this build: null (the feature off), `"no subscriber"`, or the level
+    /// of the `ARK_LOG` subscriber.
+    pub tracing: Option<String>,
     pub connections: Option<u64>,
     pub connections_per_second: Option<f64>,
     pub tls_resumed_connections: Option<u64>,

@@ -107,6 +107,32 @@ fn min_max(values: impl Iterator<Item = usize> + Clone) -> (Option<usize>, Optio
     (values.clone().min(), values.max())
 }
 
+/// What tracing this run has, for the record: null without the `tracing` feature,
+/// `"no subscriber"`, or the level of `ARK_LOG`'s subscriber.
+pub fn tracing_mode() -> Option<String> {
+    if !cfg!(feature = "tracing") {
+        return None;
+    }
+    Some(std::env::var("ARK_LOG").unwrap_or_else(|_| "no subscriber".to_string()))
+}
+
+/// With the `tracing` feature and `ARK_LOG` set (`error`, `warn`, `info`, `debug`, `trace`):
+/// a subscriber writing ark's events to stderr at that level.
+fn install_subscriber() -> Result<(), String> {
+    #[cfg(feature = "tracing")]
+    if let Ok(level) = std::env::var("ARK_LOG") {
+        let level: tracing_subscriber::filter::LevelFilter = level.parse().map_err(|_| {
+            format!("ARK_LOG={level} is not a level (error, warn, info, debug, trace)")
+        })?;
+        tracing_subscriber::fmt()
+            .with_max_level(level)
+            .with_writer(std::io::stderr)
+            .try_init()
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
 /// The body of a loopback program's `main` for implementation `E`: runs `args` (server only,
 /// or a measured run), prints the JSON record on stdout and returns the exit code: 0 iff the
 /// run is `ok`, 1 otherwise. Flags are checked with [`Args::validate`] first (exit 2).
@@ -119,6 +145,10 @@ pub fn main_for<E: Stack>(args: &Args, allocations: Option<fn() -> u64>) -> std:
     if let Err(e) = signals::install() {
         eprintln!("error: cannot handle SIGINT/SIGTERM: {e}");
         return ExitCode::FAILURE;
+    }
+    if let Err(message) = install_subscriber() {
+        eprintln!("error: {message}");
+        return ExitCode::from(2);
     }
     if args.role == Role::Server {
         return match serve::<E>(args) {
@@ -563,6 +593,7 @@ fn base_record(args: &Args, implementation: &'static str) -> Record {
         }),
         tls_resumption: tls.then_some(args.tls_resumption == crate::args::Switch::On),
         reconnect_every: args.reconnect_every,
+        tracing: tracing_mode(),
         ws_server: matches!(args.protocol, Protocol::Websocket | Protocol::Wss)
             .then(|| args.ws_server.name()),
         peak_rss_bytes: peak_rss(),

@@ -95,5 +95,22 @@ pub(crate) fn run_turn(
         Work::Ready(ready) => handler.on_ready(cx, ready),
         Work::Timer(timer) => handler.on_timer(cx, timer),
     }));
+    #[cfg(feature = "tracing")]
+    if let Err(payload) = &turn {
+        tracing::error!(
+            panic = panic_message(payload.as_ref()),
+            "a handler panicked; its source is closed"
+        );
+    }
     (turn.ok(), ready)
+}
+
+/// A panic's message (a `&str` or `String` payload), or a placeholder.
+#[cfg(feature = "tracing")]
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(a non-string panic payload)")
 }

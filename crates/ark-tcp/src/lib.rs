@@ -77,6 +77,7 @@ mod proto;
 mod server;
 mod session;
 mod stats;
+mod trace;
 
 /// The framing crate, whole (its `Decoder`/`Encoder` traits, `FrameReader`, `RecvBuf`).
 pub use ark_frame;

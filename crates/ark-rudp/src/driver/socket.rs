@@ -91,7 +91,11 @@ impl<H: RudpHandler> Driver<H> {
             self.end(peer, CloseReason::Replaced);
         }
         if let Some(entry) = self.entries.get_mut(&peer) {
-            let _ = entry.conn.handle_datagram(now, datagram);
+            let _result = entry.conn.handle_datagram(now, datagram);
+            #[cfg(feature = "tracing")]
+            if let Err(error) = &_result {
+                tracing::debug!(%peer, %error, "rudp datagram dropped");
+            }
             self.touch(peer);
             return;
         }
@@ -115,6 +119,8 @@ impl<H: RudpHandler> Driver<H> {
             // Full: no session, no answer, and the nonce not spent, so the client's next
             // HELLO may get in once a session ends.
             self.closed_stats.refused_sessions += 1;
+            #[cfg(feature = "tracing")]
+            tracing::info!(%peer, "rudp handshake refused: the session table is full");
             return;
         }
         match listener.handle((now, SystemTime::now()), peer, datagram, &mut self.out) {
@@ -128,7 +134,11 @@ impl<H: RudpHandler> Driver<H> {
                 let handler = factory(peer);
                 self.insert(peer, conn, handler);
             }
-            Ok(_) | Err(_) => {}
+            Ok(_) => {}
+            Err(_error) => {
+                #[cfg(feature = "tracing")]
+                tracing::debug!(%peer, error = %_error, "rudp handshake datagram dropped");
+            }
         }
     }
 

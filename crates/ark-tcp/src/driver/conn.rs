@@ -19,6 +19,7 @@ use crate::owner::Owner;
 use crate::proto::core::link::State;
 use crate::proto::core::{Framing, SessionCore};
 use crate::session::{SessionInfo, TcpHandler};
+use crate::trace::{self, SessionSpan};
 
 /// A session's socket on the reactor, its bytes crossing through `T`.
 pub(crate) struct Conn<C: Framing, H: TcpHandler, T> {
@@ -38,6 +39,8 @@ pub(crate) struct Conn<C: Framing, H: TcpHandler, T> {
     published: (usize, usize),
     /// Keeps the owner's stop waiting until the session is gone.
     _member: Member,
+    /// The session's tracing span (cargo feature `tracing`; nothing without it).
+    span: SessionSpan,
 }
 
 /// A session over `stream` as a reactor handler: accepted, or `outgoing` with its connect
@@ -82,6 +85,7 @@ impl<C: Framing, H: TcpHandler, T: Transport<C, H>> Conn<C, H, T> {
         transport: T,
     ) -> Self {
         Conn {
+            span: trace::span(core.info(), outgoing),
             stream,
             core: Some(core),
             owner,
@@ -131,6 +135,7 @@ impl<C: Framing, H: TcpHandler, T: Transport<C, H>> Conn<C, H, T> {
         let Some(core) = self.core.as_ref() else {
             return;
         };
+        trace::opened(core.info());
         let counters = self.owner.counters().local();
         counters.sessions_open.fetch_add(1, Relaxed);
         counters.sessions_total.fetch_add(1, Relaxed);
@@ -220,6 +225,32 @@ impl<C: Framing, H: TcpHandler, T: Transport<C, H>> Handler for Conn<C, H, T> {
     }
 
     fn on_ready(&mut self, cx: &mut Context<'_>, ready: Ready) -> Turn {
+        self.in_span(|conn| conn.ready(cx, ready))
+    }
+
+    fn on_timer(&mut self, cx: &mut Context<'_>, timer: TimerId) -> Turn {
+        self.in_span(|conn| conn.timer(cx, timer))
+    }
+
+    fn on_close(&mut self, reason: ark_reactor::CloseReason) {
+        self.in_span(|conn| conn.close(reason));
+    }
+}
+
+impl<C: Framing, H: TcpHandler, T: Transport<C, H>> Conn<C, H, T> {
+    /// Runs `f` inside the session's span (cargo feature `tracing`; just `f` without it).
+    fn in_span<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        let span = std::mem::replace(&mut self.span, trace::none());
+        let result = {
+            let _entered = trace::enter(&span);
+            f(self)
+        };
+        self.span = span;
+        result
+    }
+
+    /// A readiness turn: connect, requests from handles, read, then write and the rest.
+    fn ready(&mut self, cx: &mut Context<'_>, ready: Ready) -> Turn {
         let now = cx.now();
         let connecting = self
             .core
@@ -248,7 +279,8 @@ impl<C: Framing, H: TcpHandler, T: Transport<C, H>> Handler for Conn<C, H, T> {
         self.finish_turn(cx, turn)
     }
 
-    fn on_timer(&mut self, cx: &mut Context<'_>, timer: TimerId) -> Turn {
+    /// A timer turn: the core's deadlines.
+    fn timer(&mut self, cx: &mut Context<'_>, timer: TimerId) -> Turn {
         if self.timer.fired(timer)
             && let Some(core) = self.core.as_mut()
         {
@@ -258,7 +290,8 @@ impl<C: Framing, H: TcpHandler, T: Transport<C, H>> Handler for Conn<C, H, T> {
         self.finish_turn(cx, Turn::Done)
     }
 
-    fn on_close(&mut self, reason: ark_reactor::CloseReason) {
+    /// The source closed: the handler's `on_close`, the counters, the owner's bookkeeping.
+    fn close(&mut self, reason: ark_reactor::CloseReason) {
         let Some(mut core) = self.core.take() else {
             return;
         };
@@ -281,6 +314,7 @@ impl<C: Framing, H: TcpHandler, T: Transport<C, H>> Handler for Conn<C, H, T> {
         // below still runs.
         let report = std::panic::AssertUnwindSafe(|| core.report_close(reason));
         let reason = std::panic::catch_unwind(report).unwrap_or(CloseReason::Panicked);
+        trace::closed(core.info(), &reason);
         core.publish_to_handles();
         let counters = self.owner.counters();
         let mut tally = core.take_tally();

@@ -350,9 +350,11 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
                 link.end_message(queued, high)
             }),
         };
-        if let Err(e) = result {
+        match result {
             // The driver never feeds a paused reader, so every error here ends the stream.
-            link.finish(CloseReason::Frame(e));
+            Err(e) => link.finish(CloseReason::Frame(e)),
+            Ok(_) if reader.is_paused() => crate::trace::backpressure(true, link.queued()),
+            Ok(_) => {}
         }
     }
 
@@ -421,6 +423,9 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
             self.deliver_held();
             !self.reader.is_paused()
         };
+        if resumed {
+            crate::trace::backpressure(false, self.link.queued());
+        }
         if self.link.wants_writable && self.link.state == State::Open {
             self.link.wants_writable = false;
             self.with_session(|h, s| h.on_writable(s));

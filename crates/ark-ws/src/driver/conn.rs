@@ -267,6 +267,8 @@ impl<H: WsHandler> WsConn<H> {
     /// closes gracefully (its HTTP answer goes out first); a client has nothing to say and
     /// drops the connection at once.
     fn abandon(&mut self, tcp: &mut TcpSession<'_>, failure: OpenError) {
+        #[cfg(feature = "tracing")]
+        tracing::info!(%failure, "websocket session did not open");
         self.failure.get_or_insert(failure);
         self.state = State::Done;
         if self.client {
@@ -347,6 +349,12 @@ impl<H: WsHandler> WsConn<H> {
     /// reading state is not to be trusted after such an error).
     fn fail(&mut self, tcp: &mut TcpSession<'_>, code: CloseCode, reason: &str) {
         self.failed = true;
+        #[cfg(feature = "tracing")]
+        tracing::warn!(
+            code = code.get(),
+            reason,
+            "websocket connection failed for bad input"
+        );
         self.with_session(tcp, |_, s| s.close(code, reason));
         self.flush(tcp);
         self.report_close(None);
@@ -473,6 +481,8 @@ impl<H: WsHandler> WsConn<H> {
     }
 
     fn open(&mut self, tcp: &mut TcpSession<'_>) {
+        #[cfg(feature = "tracing")]
+        tracing::debug!(client = self.client, "websocket session opened");
         self.opened = true;
         self.tally.sessions_opened += 1;
         if let Some(stream) = self.stream() {
