@@ -551,6 +551,12 @@ impl TcpHandler for HttpConn {
         }
     }
 
+    fn on_idle(&mut self, session: &mut TcpSession<'_>) {
+        if let Some(upgraded) = &mut self.upgraded {
+            upgraded.on_idle(session);
+        }
+    }
+
     fn on_close(&mut self, reason: &CloseReason) {
         self.publish();
         if let Some(upgraded) = &mut self.upgraded {

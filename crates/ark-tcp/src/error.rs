@@ -174,7 +174,7 @@ pub enum SendError {
     #[error("cannot frame the message: {0}")]
     Encode(#[from] EncodeError),
     /// The session is closing or closed.
-    #[error("the session is closing")]
+    #[error("the session is closing or closed")]
     Closed,
     /// A client has no connection now (between attempts, or after it ended).
     #[error("the client is not connected")]

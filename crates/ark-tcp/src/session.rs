@@ -259,6 +259,13 @@ pub trait TcpHandler: Send + 'static {
         let _ = session;
     }
 
+    /// Nothing arrived for the idle timeout (`TcpConfig::idle_timeout`): the last moment to
+    /// send a goodbye that says why. The session then closes gracefully (what is queued is
+    /// written first) with [`CloseReason::IdleTimeout`].
+    fn on_idle(&mut self, session: &mut TcpSession<'_>) {
+        let _ = session;
+    }
+
     /// A timer set with [`TcpSession::set_timer`] fired.
     fn on_timer(&mut self, session: &mut TcpSession<'_>, timer: TimerId) {
         let _ = (session, timer);
@@ -271,6 +278,8 @@ pub trait TcpHandler: Send + 'static {
     }
 
     /// The session ended. For a reconnecting client, `on_open` follows on the next connection.
+    /// The handler value is the session's own: keep `session.id()` from `on_open` to know which
+    /// session this was.
     fn on_close(&mut self, reason: &CloseReason) {
         let _ = reason;
     }

@@ -541,6 +541,8 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
             }
             State::Open => {
                 if let Some(idle) = config.idle_timeout.filter(|&t| expired(self.last_rx + t)) {
+                    // A last word before the close (which writes it first).
+                    self.with_session(|h, s| h.on_idle(s));
                     self.link.begin_close(CloseReason::IdleTimeout(idle));
                 } else if let Some(after) =
                     self.stalled_frame().filter(|&t| expired(self.last_rx + t))

@@ -39,6 +39,8 @@ pub(super) struct Scripted {
     pub(super) close_after_greeting: bool,
     /// A goodbye frame sent from `on_stopping`.
     pub(super) goodbye: Option<Vec<u8>>,
+    /// A frame sent from `on_idle`.
+    pub(super) idle_goodbye: Option<Vec<u8>>,
 }
 
 impl TcpHandler for Scripted {
@@ -70,6 +72,11 @@ impl TcpHandler for Scripted {
     }
     fn on_timer(&mut self, _: &mut TcpSession<'_>, timer: ark_reactor::TimerId) {
         self.log.lock().unwrap().push(Seen::Timer(timer));
+    }
+    fn on_idle(&mut self, session: &mut TcpSession<'_>) {
+        if let Some(goodbye) = &self.idle_goodbye {
+            session.send(goodbye).expect("room for the goodbye");
+        }
     }
     fn on_stopping(&mut self, session: &mut TcpSession<'_>) {
         self.log.lock().unwrap().push(Seen::Stopping);

@@ -71,6 +71,33 @@ fn idle_timeout_closes_a_silent_session_gracefully() {
 }
 
 #[test]
+fn on_idle_says_goodbye_before_the_idle_close() {
+    let server_config = TcpConfig {
+        idle_timeout: Some(Duration::from_secs(1)),
+        ..config()
+    };
+    let server = Scripted {
+        echo: true,
+        idle_goodbye: Some(b"idle for 1 s: bye".to_vec()),
+        ..Scripted::default()
+    };
+    let client = Scripted {
+        greet: vec![b"hi".to_vec()],
+        ..Scripted::default()
+    };
+    let mut pair = Pair::with(client, config(), server, server_config, |_| {});
+    pair.advance(Duration::from_secs(1));
+    assert_eq!(
+        pair.client.messages(),
+        [b"hi".to_vec(), b"idle for 1 s: bye".to_vec()]
+    );
+    assert_eq!(
+        pair.server.closed(),
+        Some(CloseReason::IdleTimeout(Duration::from_secs(1)))
+    );
+}
+
+#[test]
 fn a_close_completes_when_the_peer_reads_everything() {
     let server = Scripted {
         greet: frames(300, 4096),
