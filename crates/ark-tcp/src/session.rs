@@ -215,6 +215,13 @@ impl TcpSession<'_> {
         self.link.begin_close(CloseReason::Local);
     }
 
+    /// Closes gracefully as [`close`](Self::close) does, for the peer's reason: a protocol
+    /// layer whose peer began the close (a WebSocket close handshake the peer started) ends
+    /// the session with [`CloseReason::PeerClosed`], so a reconnecting client connects again.
+    pub fn close_for_peer(&mut self) {
+        self.link.begin_close(CloseReason::PeerClosed);
+    }
+
     /// Closes at once: queued data is dropped and the connection is reset.
     pub fn abort(&mut self) {
         self.link.abort();

@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use ark_frame::Raw;
 use ark_reactor::{ReactorConfig, Runtime};
-use ark_tcp::{TcpClient, TcpClientHandle, TcpStats};
+use ark_tcp::{Reconnect, TcpClient, TcpClientHandle, TcpStats};
 use tungstenite::client::IntoClientRequest;
 
 use crate::config::WsConfig;
 use crate::driver::conn::WsConn;
 use crate::error::SendError;
-use crate::handle::{WsSessionHandle, WsShared};
+use crate::handle::{CurrentSession, WsSessionHandle, WsShared};
 use crate::server::ws_options;
 use crate::session::WsHandler;
 use crate::stats::{WsCounters, WsStats};
@@ -30,6 +30,7 @@ impl WsClient {
             runtime: Runtime::default(),
             reactor_config: ReactorConfig::default(),
             connect_timeout: Duration::from_secs(30),
+            reconnect: None,
             #[cfg(feature = "tls")]
             tls: None,
             #[cfg(feature = "tls")]
@@ -45,6 +46,7 @@ pub struct WsClientBuilder {
     runtime: Runtime,
     reactor_config: ReactorConfig,
     connect_timeout: Duration,
+    reconnect: Option<Reconnect>,
     #[cfg(feature = "tls")]
     tls: Option<ark_tls::ClientTls>,
     #[cfg(feature = "tls")]
@@ -57,6 +59,17 @@ impl WsClientBuilder {
     /// How long the TCP connection may take (default 30 s).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
+        self
+    }
+
+    /// Connect again after the connection is lost or an attempt fails, with exponential
+    /// backoff (`Reconnect::default()`: from 1 s up to 30 s, as arknet's clients; default off,
+    /// as ark-tcp's).
+    /// Each connection makes its own handshake with the same request; the handler gets
+    /// `on_close` for the session that ended, then `on_open` for the next. Messages queued
+    /// through a handle of the lost session are not replayed.
+    pub fn reconnect(mut self, reconnect: Option<Reconnect>) -> Self {
+        self.reconnect = reconnect;
         self
     }
 
@@ -135,6 +148,7 @@ impl WsClientBuilder {
         let mut tcp = TcpClient::builder()
             .framing(Raw::new().with_max_frame_len(64 * 1024))
             .connect_timeout(self.connect_timeout)
+            .reconnect(self.reconnect)
             .session_config(config.session_config());
         tcp = tcp
             .runtime(self.runtime)
@@ -143,13 +157,18 @@ impl WsClientBuilder {
         if let Some(tls) = tls {
             tcp = tcp.tls(tls, self.tls_server_name.unwrap_or(host));
         }
-        let shared = WsShared::new(config.write_buffer_limit);
+        let current = CurrentSession::new(WsShared::new(config.write_buffer_limit));
         let counters = Arc::new(WsCounters::default());
-        let conn = WsConn::client(request, (config, counters.clone()), handler, shared.clone());
+        let conn = WsConn::client(
+            request,
+            (config, counters.clone()),
+            handler,
+            current.clone(),
+        );
         let inner = tcp.connect(addr, conn)?;
         Ok(WsClientHandle {
             inner,
-            shared,
+            current,
             counters,
         })
     }
@@ -165,7 +184,8 @@ fn system_tls() -> Result<ark_tls::ClientTls, ark_tls::ConfigError> {
 #[derive(Debug)]
 pub struct WsClientHandle {
     inner: TcpClientHandle,
-    shared: Arc<WsShared>,
+    /// The session of the current connection (a new one per reconnection).
+    current: CurrentSession,
     counters: Arc<WsCounters>,
 }
 
@@ -183,7 +203,7 @@ impl WsClientHandle {
     /// Whether the session is open (TCP connected and the WebSocket handshake done, not
     /// closing).
     pub fn is_connected(&self) -> bool {
-        self.shared.is_open()
+        self.current.get().is_open()
     }
 
     /// Waits until the session is open, for at most `timeout`; `true` if it is. `false` also
@@ -199,10 +219,10 @@ impl WsClientHandle {
         true
     }
 
-    /// A handle to the session, once it is open.
+    /// A handle to the session, once it is open (the current connection's, with reconnect).
     pub fn session(&self) -> Option<WsSessionHandle> {
-        self.is_connected()
-            .then(|| WsSessionHandle::new(self.shared.clone()))
+        let shared = self.current.get();
+        shared.is_open().then(|| WsSessionHandle::new(shared))
     }
 
     /// Queues `message` on the session (see [`WsSessionHandle::send`]).

@@ -105,6 +105,34 @@ impl WsShared {
     }
 }
 
+/// A client's current session state: replaced by each connection of a reconnecting client.
+#[derive(Debug, Clone)]
+pub(crate) struct CurrentSession(Arc<std::sync::Mutex<Arc<WsShared>>>);
+
+impl CurrentSession {
+    pub(crate) fn new(shared: Arc<WsShared>) -> Self {
+        CurrentSession(Arc::new(std::sync::Mutex::new(shared)))
+    }
+
+    /// The current connection's state.
+    pub(crate) fn get(&self) -> Arc<WsShared> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// A new connection: fresh state (what handles of the last one queued stays there).
+    pub(crate) fn renew(&self, limit: usize) -> Arc<WsShared> {
+        let fresh = WsShared::new(limit);
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = fresh.clone();
+        fresh
+    }
+}
+
 /// A cheap, cloneable, `Send` handle to one WebSocket session: send to it or close it from
 /// any thread — another session's callbacks included. Messages sent through a handle are
 /// queued for the session and go out in order at its next turn, with the same checks as

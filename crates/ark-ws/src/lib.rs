@@ -104,7 +104,9 @@ pub mod fuzzing {
         use tungstenite::client::IntoClientRequest;
         let request = url.into_client_request()?;
         let session = config.session_config();
-        let shared = crate::handle::WsShared::new(config.write_buffer_limit);
+        let shared = crate::handle::CurrentSession::new(crate::handle::WsShared::new(
+            config.write_buffer_limit,
+        ));
         let owner = (Arc::new(config), Arc::default());
         let conn = crate::driver::conn::WsConn::client(request, owner, handler, shared);
         Ok((conn, session))
@@ -112,6 +114,7 @@ pub mod fuzzing {
 }
 
 pub use ark_reactor::{IoModel, ReactorConfig, ReactorPool, Runtime, Stopping, TimerId};
+pub use ark_tcp::Reconnect;
 pub use client::{WsClient, WsClientBuilder, WsClientHandle};
 pub use config::{UpgradeHook, WsConfig};
 pub use error::{Request, SendError};

@@ -12,7 +12,7 @@ use tungstenite::{Error, Message, WebSocket};
 
 use crate::config::WsConfig;
 use crate::error::Request;
-use crate::handle::{Request as HandleRequest, WsInbox, WsSessionHandle, WsShared};
+use crate::handle::{CurrentSession, Request as HandleRequest, WsInbox, WsSessionHandle, WsShared};
 use crate::proto::close::{CloseCode, Initiator, OpenError, WsClose};
 use crate::proto::data::ReceivedData;
 use crate::proto::inbound::{self, Frames, Inbound, Rules};
@@ -127,6 +127,11 @@ pub(crate) struct WsConn<H> {
     tally: WsStats,
     /// The connection was failed for bad input (a close with 1002, 1007 or 1009).
     failed: bool,
+    /// A client's: its handle's view of the current connection, and the request each
+    /// connection's handshake sends (a reconnecting client makes one per connection).
+    client_of: Option<(CurrentSession, Request)>,
+    /// TCP connections this handler has run (more than one for a reconnecting client).
+    connections: u64,
 }
 
 impl<H: WsHandler> WsConn<H> {
@@ -140,6 +145,8 @@ impl<H: WsHandler> WsConn<H> {
             counters,
             tally: WsStats::default(),
             failed: false,
+            client_of: None,
+            connections: 0,
             state,
             handler,
             config,
@@ -210,16 +217,36 @@ impl<H: WsHandler> WsConn<H> {
         request: Request,
         (config, counters): (Arc<WsConfig>, Arc<WsCounters>),
         handler: H,
-        shared: Arc<WsShared>,
+        current: CurrentSession,
     ) -> Self {
+        let original = copy_request(&request);
         let mut conn = Self::new(
             State::ClientPending(Some(Box::new(request))),
             handler,
             (config, counters),
-            shared,
+            current.get(),
         );
         conn.client = true;
+        conn.client_of = Some((current, original));
         conn
+    }
+
+    /// A reconnecting client's next connection: a fresh session (state, handles, handshake).
+    fn renew(&mut self) {
+        let Some((current, request)) = &self.client_of else {
+            return;
+        };
+        self.shared = current.renew(self.config.write_buffer_limit);
+        self.state = State::ClientPending(Some(Box::new(copy_request(request))));
+        self.request = None;
+        self.opened = false;
+        self.close_sent = None;
+        self.close_received = None;
+        self.failure = None;
+        self.reported = false;
+        self.failed = false;
+        self.handshake_timer = None;
+        self.frames = Frames::default();
     }
 
     fn stream(&mut self) -> Option<&mut MemStream> {
@@ -430,7 +457,12 @@ impl<H: WsHandler> WsConn<H> {
             Read::Blocked | Read::Closed => {
                 self.report_close(None);
                 self.flush(tcp);
-                tcp.close();
+                if self.close_sent.is_none() {
+                    // The peer began the close: a reconnecting client connects again.
+                    tcp.close_for_peer();
+                } else {
+                    tcp.close();
+                }
                 self.state = State::Done;
             }
             Read::Bad(code, reason) => self.fail(tcp, code, reason),
@@ -685,6 +717,10 @@ impl From<Error> for Read {
 
 impl<H: WsHandler> TcpHandler for WsConn<H> {
     fn on_open(&mut self, tcp: &mut TcpSession<'_>) {
+        self.connections += 1;
+        if self.connections > 1 {
+            self.renew();
+        }
         self.shared.attach(tcp.handle());
         if let State::Upgraded(ws) = &mut self.state {
             // The HTTP server answered the handshake: open now, with WebSocket's timeouts.
