@@ -192,19 +192,16 @@ impl<T> Replies<T> {
         Ok(answer)
     }
 
-    /// Gives `reply` to the oldest request waiting (skipping answers dropped meanwhile);
-    /// `false` if none waits (a reply nobody asked for: a protocol error of the peer's).
+    /// Gives `reply` to the oldest request waiting; `false` if none waits (a reply nobody
+    /// asked for: a protocol error of the peer's). A request whose answer was dropped (a
+    /// caller that gave up) still takes its own reply, which is then discarded: the replies
+    /// after it stay matched to their requests.
     pub fn reply(&self, reply: T) -> bool {
-        let mut waiting = self.lock();
-        while let Some(answerer) = waiting.pop_front() {
-            if !answerer.is_abandoned() {
-                // The one reply goes to the oldest live request, whoever still waits.
-                drop(waiting);
-                answerer.give(reply);
-                return true;
-            }
-        }
-        false
+        let Some(answerer) = self.lock().pop_front() else {
+            return false;
+        };
+        answerer.give(reply);
+        true
     }
 
     /// Ends every request waiting: each answer gets [`AnswerDropped`] (the session closed).
@@ -245,7 +242,7 @@ mod tests {
     use std::time::Duration;
 
     #[test]
-    fn replies_go_to_requests_in_order_skipping_abandoned_ones_and_fail_on_close() {
+    fn replies_go_to_requests_in_order_a_dropped_answer_taking_its_own_and_fail_on_close() {
         let replies = Replies::<u32>::default();
         let refused = replies.request(|| Err("queue full"));
         assert_eq!(refused.unwrap_err(), "queue full");
@@ -255,6 +252,7 @@ mod tests {
         let third = replies.request(|| Ok::<_, ()>(())).unwrap();
         assert!(replies.reply(1));
         drop(given_up);
+        assert!(replies.reply(2), "the dropped answer's reply, discarded");
         assert!(replies.reply(3));
         assert_eq!((first.wait(), third.wait()), (Ok(1), Ok(3)));
         let last = replies.request(|| Ok::<_, ()>(())).unwrap();
