@@ -44,6 +44,11 @@ if [ "$#" -eq 0 ]; then
     libraries=(-p ark-frame -p ark-reactor -p ark-tls -p ark-tcp -p ark-udp -p ark-ws -p ark-http
         -p ark-rudp -p ark-link -p ark-loopback)
     # In dependency order, each verified against the packages before it (a local registry).
+    # cargo verifies each package against the ones before it through a local registry whose
+    # sources it unpacks into CARGO_HOME once per registry path and version, and never again:
+    # a second run from the same checkout path would build against the first run's sources.
+    # Only ark's own unpacked copies (in those local registries, named `-<hash>`) are removed.
+    rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/ark-*
     cargo package --all-features "${libraries[@]}"
     RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --all-features "${libraries[@]}" -p ark-testkit
     echo "== portable IO path (--cfg ark_portable): transport tests, ark-loopback's CLI smoke [${SECONDS}s]"
