@@ -190,8 +190,9 @@ pub struct Args {
     /// Payload bytes per message (16..=65507).
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(16..=65507))]
     pub payload: u32,
-    /// Client connections / sockets (1..=1024).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    /// Client connections / sockets (1..=100000; at most 1024 in the owned model, which gives
+    /// each a thread). Each needs a file descriptor on each side (`ulimit -n`).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub clients: u32,
     /// Messages in flight per client, closed loop (1..=1024).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
@@ -366,6 +367,21 @@ fn probability(s: &str) -> Result<f64, String> {
 }
 
 impl Args {
+    /// The file descriptors this run needs (a socket per client on each side this process
+    /// runs, and a margin), raising the soft limit to the hard one where that is short;
+    /// `Some` (naming `--clients`) if even that is too few.
+    fn descriptors_short(&self) -> Option<String> {
+        let sides = if self.role == Role::Both { 2 } else { 1 };
+        let needed = u64::from(self.clients) * sides + 256;
+        let available = crate::run::raise_descriptor_limit(needed)?;
+        (available < needed).then(|| {
+            format!(
+                "--clients {} needs about {needed} file descriptors in this process; the limit is {available} (ulimit -n)",
+                self.clients
+            )
+        })
+    }
+
     /// Checks what clap cannot: the in-flight volume, role addresses. The error names the flag.
     pub fn validate(&self) -> Result<(), String> {
         let volume = u64::from(self.clients) * u64::from(self.window) * u64::from(self.payload);
@@ -373,6 +389,15 @@ impl Args {
             return Err(format!(
                 "--clients × --window × --payload = {volume} bytes exceeds 268435456 (256 MiB)"
             ));
+        }
+        if self.io_model == IoModelArg::Owned && self.clients > 1024 {
+            return Err(format!(
+                "--io-model owned gives every client a thread: --clients {} is more than 1024",
+                self.clients
+            ));
+        }
+        if let Some(message) = self.descriptors_short() {
+            return Err(message);
         }
         if self.io_model == IoModelArg::Owned && self.io_threads != 1 {
             return Err(format!(

@@ -62,6 +62,37 @@ fn peak_rss() -> u64 {
     0
 }
 
+/// Raises the soft limit on open files towards `needed` (up to the hard limit); the limit
+/// now. `None` where there is no such limit to read (off Unix).
+#[cfg(unix)]
+pub(crate) fn raise_descriptor_limit(needed: u64) -> Option<u64> {
+    // SAFETY: all-zero is a valid `rlimit` (two integers).
+    let mut limit: libc::rlimit = unsafe { std::mem::zeroed() };
+    // SAFETY: `limit` is a valid, writable `rlimit` for the call.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return None;
+    }
+    let soft = limit.rlim_cur as u64;
+    if soft >= needed {
+        return Some(soft);
+    }
+    let raised = libc::rlimit {
+        rlim_cur: needed.min(limit.rlim_max as u64) as libc::rlim_t,
+        ..limit
+    };
+    // SAFETY: `raised` is a valid `rlimit`, its soft limit within the hard one.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+        return Some(raised.rlim_cur as u64);
+    }
+    Some(soft)
+}
+
+/// No open-files limit to read off Unix.
+#[cfg(not(unix))]
+pub(crate) fn raise_descriptor_limit(_needed: u64) -> Option<u64> {
+    None
+}
+
 fn git_commit() -> Option<String> {
     let out = std::process::Command::new("git")
         .args(["rev-parse", "HEAD"])
@@ -196,6 +227,7 @@ pub fn serve<E: Stack>(args: &Args) -> std::io::Result<serde_json::Value> {
     let counters = Arc::new(ServerCounters::default());
     let echo = Echo::new(args, counters.clone());
     let addr = endpoints.start_server(args, echo)?;
+    let rss_at_start = peak_rss();
     eprintln!("{} loopback server on {addr}", E::NAME);
     let interrupted = signals::sleep_unless_stopped(Duration::from_secs_f64(
         args.warmup + args.seconds + args.drain + 5.0,
@@ -213,6 +245,9 @@ pub fn serve<E: Stack>(args: &Args) -> std::io::Result<serde_json::Value> {
         "server_send_rejections": counters.send_rejections.load(Ordering::Relaxed),
         "syscalls": syscalls,
         "interrupted": interrupted,
+        "peak_rss_at_start_bytes": rss_at_start,
+        "peak_rss_bytes": peak_rss(),
+        "cpu_seconds": cpu_seconds(),
         "ok": true,
     }))
 }
