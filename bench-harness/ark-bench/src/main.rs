@@ -143,6 +143,10 @@ struct RunArgs {
 enum Topology {
     /// One process, loopback.
     Loopback,
+    /// Two processes on loopback: the server (`--role server`) and the clients (`--role
+    /// client`), each with its own threads and its own record of memory and CPU (the
+    /// server's joins the clients' record as `server`).
+    Processes,
     /// Two network namespaces and a veth pair.
     Netns,
 }
@@ -158,6 +162,10 @@ enum Implementation {
     ArkPortable,
     /// The tokio peer, `peer-tokio-loopback <flags>`.
     Tokio,
+    /// The tokio peer sized for many connections: 4 KiB buffers per connection that grow
+    /// when a message needs it (`PEER_TOKIO_BUF=4096 peer-tokio-loopback <flags>`).
+    #[value(name = "tokio-4k")]
+    Tokio4k,
     /// The raw-syscall floor, `peer-raw-loopback <flags>`.
     Raw,
     /// KCP's fast mode (rudp), `PEER_KCP_MODE=fast peer-kcp-loopback <flags>`.
@@ -172,6 +180,7 @@ impl Implementation {
             Implementation::Ark => "ark",
             Implementation::ArkPortable => "ark-portable",
             Implementation::Tokio => "tokio",
+            Implementation::Tokio4k => "tokio-4k",
             Implementation::Raw => "raw",
             Implementation::KcpFast => "kcp-fast",
             Implementation::KcpDefault => "kcp-default",
@@ -182,7 +191,7 @@ impl Implementation {
     fn peer(self) -> Option<&'static str> {
         match self {
             Implementation::Ark | Implementation::ArkPortable => None,
-            Implementation::Tokio => Some("peer-tokio-loopback"),
+            Implementation::Tokio | Implementation::Tokio4k => Some("peer-tokio-loopback"),
             Implementation::Raw => Some("peer-raw-loopback"),
             Implementation::KcpFast | Implementation::KcpDefault => Some("peer-kcp-loopback"),
         }
@@ -190,12 +199,13 @@ impl Implementation {
 
     /// The environment the program needs: KCP's mode.
     fn env(self) -> Vec<(String, String)> {
-        let mode = match self {
-            Implementation::KcpFast => "fast",
-            Implementation::KcpDefault => "default",
+        let (name, value) = match self {
+            Implementation::KcpFast => ("PEER_KCP_MODE", "fast"),
+            Implementation::KcpDefault => ("PEER_KCP_MODE", "default"),
+            Implementation::Tokio4k => ("PEER_TOKIO_BUF", "4096"),
             _ => return Vec::new(),
         };
-        vec![("PEER_KCP_MODE".to_string(), mode.to_string())]
+        vec![(name.to_string(), value.to_string())]
     }
 
     /// Whether this implementation runs `case`. The tokio and raw peers have no reliable UDP;
@@ -205,7 +215,13 @@ impl Implementation {
         let rudp = case.protocol == "rudp";
         match self {
             Implementation::Ark | Implementation::ArkPortable => true,
-            Implementation::Tokio | Implementation::Raw => !rudp && !case.ark_only(),
+            Implementation::Tokio | Implementation::Tokio4k => !rudp && !case.ark_only(),
+            // The floor on raw syscalls has no TLS and no HTTP (hyper is the HTTP peer).
+            Implementation::Raw => {
+                !rudp
+                    && !case.ark_only()
+                    && !matches!(case.protocol.as_str(), "tcps" | "wss" | "http" | "https")
+            }
             Implementation::KcpFast | Implementation::KcpDefault => rudp && !case.asks_for_fec(),
         }
     }
@@ -334,7 +350,7 @@ fn run(args: &RunArgs) -> Result<(), String> {
     let root = repo_root();
     // Held to the end of the run: dropping it removes the namespaces.
     let topology = match args.topology {
-        Topology::Loopback => None,
+        Topology::Loopback | Topology::Processes => None,
         Topology::Netns => {
             let topology = netns::Topology::create(args.mtu).map_err(|e| e.to_string())?;
             ark_loopback::signals::install().map_err(|e| e.to_string())?;
@@ -379,6 +395,9 @@ fn run(args: &RunArgs) -> Result<(), String> {
         topology.as_ref(),
     )?;
     let tally = run_plan(args, &plan, &mut metadata, &records, placement.as_ref());
+    if let Some(certs) = RUN_CERTS.get() {
+        let _ = std::fs::remove_dir_all(certs);
+    }
     let metadata = finished_metadata(&mut metadata, &binary, &implementations, &programs)?;
     std::fs::write(set.dir().join(format!("{name}.metadata.json")), metadata)
         .map_err(|e| e.to_string())?;
@@ -402,7 +421,7 @@ fn matrix(args: &RunArgs) -> Result<(String, Vec<LoopbackCase>), String> {
         }
     };
     let name = match args.topology {
-        Topology::Loopback => name,
+        Topology::Loopback | Topology::Processes => name,
         Topology::Netns => format!("{name}-netns{}", args.mtu),
     };
     Ok((name, cases))
@@ -571,6 +590,9 @@ fn runner_case(
             });
             to_host(binary, connect, server, program, command)
         }
+        (None, None) if args.topology == Topology::Processes => {
+            apart(binary, (index, ipv6), program, command)
+        }
         (None, None) => (program.clone(), command),
     };
     // The environment goes to `ark-bench pair` too, whose server and clients inherit
@@ -642,10 +664,11 @@ fn run_plan(
 }
 
 /// Whether `record` is one of `implementation`'s: ark on the portable path writes `"ark"`
-/// with `"io_path": "portable"`.
+/// with `"io_path": "portable"`, the tokio peer with small buffers `"tokio"`.
 fn names(record: &serde_json::Value, implementation: &str) -> bool {
     match implementation {
         "ark-portable" => record["implementation"] == "ark" && record["io_path"] == "portable",
+        "tokio-4k" => record["implementation"] == "tokio",
         _ => record["implementation"] == implementation,
     }
 }
@@ -813,6 +836,69 @@ fn across(
     (ark_bench.to_path_buf(), args)
 }
 
+/// The case `command` of `program` as an `ark-bench pair` run on loopback: the server a
+/// process of its own on port 20000 + `index` (below the ephemeral range the clients' ports
+/// come from), the clients another.
+fn apart(
+    ark_bench: &Path,
+    (index, ipv6): (usize, bool),
+    program: &Path,
+    command: Vec<String>,
+) -> (PathBuf, Vec<String>) {
+    let port = 20_000 + (index % 10_000) as u16;
+    let address = if ipv6 {
+        std::net::SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, port))
+    } else {
+        std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port))
+    };
+    let mut command = command;
+    if command
+        .windows(2)
+        .any(|w| w[0] == "--protocol" && matches!(w[1].as_str(), "tcps" | "wss" | "https"))
+    {
+        // Server and clients must share the CA: one throwaway set for the whole run.
+        command.push("--certs".into());
+        command.push(run_certs().display().to_string());
+    }
+    let mut server = vec![program.display().to_string()];
+    server.extend(command.iter().cloned());
+    server.extend(["--role", "server", "--bind"].map(String::from));
+    server.push(address.to_string());
+    let server = server
+        .iter()
+        .map(|word| format!("'{}'", word.replace('\'', "'\\''")))
+        .collect::<Vec<_>>()
+        .join(" ");
+    to_host(
+        ark_bench,
+        &address.to_string(),
+        Some(server),
+        program,
+        command,
+    )
+}
+
+/// The directory of [`run_certs`], once written (removed when the run ends).
+static RUN_CERTS: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// A throwaway CA and server certificate (`localhost`) in a directory of this run, written
+/// once, for TLS cases whose server and clients are two processes.
+fn run_certs() -> &'static Path {
+    RUN_CERTS.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("ark-bench-certs-{}", std::process::id()));
+        let written = ark_tls::Pki::generate(&["localhost"])
+            .map_err(|e| e.to_string())
+            .and_then(|pki| pki.write_dir(&dir).map_err(|e| e.to_string()));
+        if let Err(e) = written {
+            eprintln!(
+                "warning: no certificates for the TLS cases in {}: {e}",
+                dir.display()
+            );
+        }
+        dir
+    })
+}
+
 /// Where the server and the clients of a run are, for the metadata and every record (`None`:
 /// both in one process on loopback).
 fn placement(
@@ -832,6 +918,11 @@ fn placement(
             "client_host": host,
             "server_address": connect,
             "server_started_by": args.server_command.clone().unwrap_or_else(|| "the user".into()),
+        }),
+        (None, None) if args.topology == Topology::Processes => serde_json::json!({
+            "topology": "processes",
+            "host": host,
+            "server": "a process of its own (--role server) on loopback",
         }),
         (None, None) => return None,
     };

@@ -96,18 +96,23 @@ pub(crate) fn pair(args: &PairArgs) -> ExitCode {
         &["--role", "client", "--connect", &args.address],
     )
     .output();
+    let mut server_record = None;
     if let Some(mut server) = server {
         let _ = stop(&mut server);
         if let Some(mut out) = server.stdout.take() {
             let mut report = String::new();
             let _ = out.read_to_string(&mut report);
             eprint!("server: {report}");
+            server_record = ark_testkit::last_record(report.as_bytes())
+                .as_object()
+                .cloned();
         }
     }
     match client {
         Ok(out) => {
             eprint!("{}", String::from_utf8_lossy(&out.stderr));
-            print!("{}", String::from_utf8_lossy(&out.stdout));
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            print!("{}", with_server(&stdout, server_record));
             if out.status.success() {
                 ExitCode::SUCCESS
             } else {
@@ -119,4 +124,39 @@ pub(crate) fn pair(args: &PairArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The clients' output with the server's record joined to theirs (its last line) as
+/// `server`: its peak RSS at start and at the end, its CPU seconds, the sessions it cut.
+fn with_server(
+    clients: &str,
+    server: Option<serde_json::Map<String, serde_json::Value>>,
+) -> String {
+    let (Some(server), Some((head, last))) = (server, split_last_line(clients)) else {
+        return clients.to_string();
+    };
+    let Ok(serde_json::Value::Object(mut record)) = serde_json::from_str(last) else {
+        return clients.to_string();
+    };
+    let keep = [
+        "peak_rss_at_start_bytes",
+        "peak_rss_bytes",
+        "cpu_seconds",
+        "server_sessions_cut",
+        "syscalls",
+    ];
+    let server: serde_json::Map<_, _> = server
+        .into_iter()
+        .filter(|(k, _)| keep.contains(&k.as_str()))
+        .collect();
+    record.insert("server".into(), server.into());
+    format!("{head}{}\n", serde_json::Value::Object(record))
+}
+
+/// `text` without its last non-empty line, and that line.
+fn split_last_line(text: &str) -> Option<(&str, &str)> {
+    let trimmed = text.trim_end();
+    let start = trimmed.rfind('\n').map_or(0, |i| i + 1);
+    let last = &trimmed[start..];
+    (!last.is_empty()).then(|| (&text[..start], last))
 }

@@ -75,9 +75,10 @@ fn load(dir: &Path) -> Result<BTreeMap<String, Vec<Value>>, String> {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let records: Vec<Value> = set
+        let mut records: Vec<Value> = set
             .read_records(&format!("{name}.jsonl"))
             .map_err(|e| e.to_string())?;
+        records.iter_mut().for_each(derive_server_memory);
         if records
             .first()
             .is_some_and(|r| r.get("schema_version").is_some())
@@ -92,6 +93,21 @@ fn load(dir: &Path) -> Result<BTreeMap<String, Vec<Value>>, String> {
         ));
     }
     Ok(matrices)
+}
+
+/// For a record whose server ran apart (`server`: its peak RSS at start and at the end), the
+/// memory the server grew by per client connection, as `server_rss_per_connection_bytes`
+/// (derived for the report; the record on disk is not changed).
+fn derive_server_memory(record: &mut Value) {
+    let server = &record["server"];
+    let (Some(peak), Some(start), Some(clients)) = (
+        server["peak_rss_bytes"].as_f64(),
+        server["peak_rss_at_start_bytes"].as_f64(),
+        record["clients"].as_f64().filter(|c| *c > 0.0),
+    ) else {
+        return;
+    };
+    record["server_rss_per_connection_bytes"] = ((peak - start).max(0.0) / clients).into();
 }
 
 /// A record's number `name`; a dotted name reaches into objects
@@ -781,7 +797,12 @@ fn comparison(rows: &[(&Key, &Runs<'_>)], names: &[String], out: &mut String) {
         let _ = writeln!(out, "| {} |", cells.join(" | "));
     }
     let _ = writeln!(out);
-    let columns = [
+    let apart = rows.iter().any(|(_, case)| {
+        case.values()
+            .flatten()
+            .any(|r| r.get("server_rss_per_connection_bytes").is_some())
+    });
+    let mut columns = vec![
         "Case".to_string(),
         format!("CPU % {all}"),
         format!("allocs/msg {all}"),
@@ -789,6 +810,10 @@ fn comparison(rows: &[(&Key, &Runs<'_>)], names: &[String], out: &mut String) {
         format!("UDP loss % {all}"),
         format!("ok runs {all}"),
     ];
+    if apart {
+        columns.push(format!("server RSS bytes per connection {all}"));
+        columns.push(format!("server CPU s (whole run) {all}"));
+    }
     table_header(out, &columns.iter().map(String::as_str).collect::<Vec<_>>());
     for (k, case) in rows {
         let of = |i: usize| runs(Some(case), &names[i]);
@@ -807,9 +832,18 @@ fn comparison(rows: &[(&Key, &Runs<'_>)], names: &[String], out: &mut String) {
             "–".to_string()
         };
         let ok = ok_runs((0..names.len()).map(of));
+        let server = if apart {
+            format!(
+                " {} | {} |",
+                joined(&each(&|r| field(r, "server_rss_per_connection_bytes")), 0),
+                joined(&each(&|r| field(r, "server.cpu_seconds")), 2),
+            )
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {loss_cell} | {ok} |",
+            "| {} | {} | {} | {} | {loss_cell} | {ok} |{server}",
             label(k),
             joined(&each(&|r| field(r, "cpu_percent")), 1),
             joined(&each(&|r| field(r, "allocations_per_message")), 2),

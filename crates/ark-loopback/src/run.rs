@@ -107,6 +107,10 @@ fn git_commit() -> Option<String> {
 /// How long one client may take to connect and start.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Clients started one at a time (each connected before the next) up to this many; more
+/// start this many at a time.
+pub const CONNECT_BATCH: usize = 256;
+
 /// Polls `condition` every 100 µs until it holds or `timeout` passes.
 fn wait_until(timeout: Duration, mut condition: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + timeout;
@@ -229,8 +233,11 @@ pub fn serve<E: Stack>(args: &Args) -> std::io::Result<serde_json::Value> {
     let addr = endpoints.start_server(args, echo)?;
     let rss_at_start = peak_rss();
     eprintln!("{} loopback server on {addr}", E::NAME);
+    // Until told to stop (SIGTERM: `ark-bench pair`), or past the run's own length plus time
+    // for its clients to connect (a minute per 10,000).
+    let connecting = f64::from(args.clients) * 0.006;
     let interrupted = signals::sleep_unless_stopped(Duration::from_secs_f64(
-        args.warmup + args.seconds + args.drain + 5.0,
+        args.warmup + args.seconds + args.drain + 5.0 + connecting,
     ));
     let syscalls = endpoints.syscalls();
     // Told when to end, the server ends then: sessions still open after the drain (a client
@@ -362,6 +369,16 @@ fn start<E: Stack>(
     let totals = Totals::new();
     let exact_order = args.protocol != Protocol::Udp;
     let mut udp_buffers = Vec::new();
+    // Up to CONNECT_BATCH clients, one at a time: the server then sees them in order, and
+    // every implementation's placement of clients and server sessions over its threads is
+    // the same (both round-robin, in client order). Past that (a thousand connections and
+    // more), a batch at a time: one by one, each new connection would wait for a turn of
+    // loops already busy with every client before it.
+    let batch = if args.clients as usize <= CONNECT_BATCH {
+        1
+    } else {
+        CONNECT_BATCH as u32
+    };
     for id in 0..args.clients {
         let core = Core::new(
             id,
@@ -372,16 +389,20 @@ fn start<E: Stack>(
         )
         .with_reconnect_every(args.reconnect_every);
         udp_buffers.extend(endpoints.start_client(args, target, core)?);
-        // The server then sees the clients in order, and every implementation's placement of
-        // clients and server sessions over its threads is the same (both round-robin, in
-        // client order).
+        if (id + 1) % batch != 0 && id + 1 != args.clients {
+            continue;
+        }
         let started = wait_until(CONNECT_TIMEOUT, || {
             totals.started.load(Ordering::SeqCst) > u64::from(id)
         });
         if !started {
+            let count = totals.started.load(Ordering::SeqCst);
             return Err(std::io::Error::new(
                 std::io::ErrorKind::TimedOut,
-                format!("client {id} did not connect within {CONNECT_TIMEOUT:?}"),
+                format!(
+                    "client {id} did not connect within {CONNECT_TIMEOUT:?} ({count} of {} started)",
+                    args.clients
+                ),
             ));
         }
     }

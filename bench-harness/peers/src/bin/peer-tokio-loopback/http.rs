@@ -18,7 +18,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::stream::RECV_BUF;
+use crate::stream::recv_buf;
 use crate::tls::drive;
 
 /// Largest answer body accepted.
@@ -112,14 +112,14 @@ fn split_answers(data: &[u8], mut body: impl FnMut(u16, &[u8])) -> io::Result<us
 /// read is checked and the requests that refill the window are written together.
 pub async fn client<S: AsyncRead + AsyncWrite + Unpin>(mut io: S, host: String, mut core: Core) {
     core.on_connected(false);
-    let mut first = Vec::with_capacity(RECV_BUF);
+    let mut first = Vec::with_capacity(recv_buf());
     core.pump(|m| {
         push_request(&mut first, &host, m);
         true
     });
     let _ = drive(
         &mut io,
-        RecvBuf::with_capacity(RECV_BUF),
+        RecvBuf::with_capacity(recv_buf()),
         first,
         |buf, out| {
             let used = split_answers(buf.data(), |status, body| {

@@ -74,6 +74,32 @@ fn run_on<T: Send + 'static>(
 }
 
 /// A TCP connection to `server`, Nagle off.
+/// Runs a client: `setup` connects (and makes the handshakes), its output runs the client.
+/// One by one, the setup is waited for here (the server sees the clients in order); for more
+/// clients than ark-loopback starts one by one, the whole client is one task, so that a
+/// connection does not wait for a turn of a runtime busy with every client before it.
+fn start_task<T>(
+    handle: &Handle,
+    one_by_one: bool,
+    index: usize,
+    setup: impl Future<Output = io::Result<T>> + Send + 'static,
+) -> io::Result<()>
+where
+    T: Future<Output = ()> + Send + 'static,
+{
+    if one_by_one {
+        handle.spawn(run_on(handle, setup)?);
+        return Ok(());
+    }
+    handle.spawn(async move {
+        match setup.await {
+            Ok(client) => client.await,
+            Err(e) => eprintln!("client {index}: {e}"),
+        }
+    });
+    Ok(())
+}
+
 async fn connect_tcp(server: SocketAddr) -> io::Result<TcpStream> {
     let stream = TcpStream::connect(server).await?;
     stream.set_nodelay(true)?;
@@ -231,16 +257,17 @@ impl Stack for TokioStack {
         let index = self.next_client;
         self.next_client += 1;
         let payload = args.payload as usize;
+        let one_by_one = args.clients as usize <= ark_loopback::run::CONNECT_BATCH;
         match args.protocol {
             Protocol::Rudp => unreachable!("refused by start"),
             Protocol::Tcp => {
-                let stream = run_on(handle, connect_tcp(server))?;
-                handle.spawn(tcp::client(stream, core));
+                let setup = async move { Ok(tcp::client(connect_tcp(server).await?, core)) };
+                start_task(handle, one_by_one, index, setup)?;
             }
             Protocol::Websocket => {
                 let variant = ws::Variant::from_env();
-                let task = run_on(handle, ws::connect(server, core, payload, variant))?;
-                handle.spawn(task);
+                let setup = ws::connect(server, core, payload, variant);
+                start_task(handle, one_by_one, index, setup)?;
             }
             Protocol::Http => {
                 let stream = run_on(handle, connect_tcp(server))?;
@@ -266,8 +293,7 @@ impl Stack for TokioStack {
                     name,
                     inner,
                 };
-                let task = run_on(handle, tls::connect(target, core))?;
-                handle.spawn(task);
+                start_task(handle, one_by_one, index, tls::connect(target, core))?;
             }
             Protocol::Udp => {
                 let (socket, sizes) = udp_client(args, handle, server, index)?;

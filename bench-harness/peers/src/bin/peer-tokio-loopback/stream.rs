@@ -9,8 +9,18 @@ use ark_peers::peer_io::RecvBuf;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
 use tokio::net::TcpStream;
 
-/// Receive buffer per connection.
-pub const RECV_BUF: usize = 64 * 1024;
+/// Receive (and send) buffer per connection, bytes: 64 KiB for speed, or `PEER_TOKIO_BUF`
+/// (the `tokio-4k` implementation of ark-bench sets 4096: the program sized for many
+/// connections, its buffers growing only when a message needs it).
+pub fn recv_buf() -> usize {
+    static SIZE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *SIZE.get_or_init(|| {
+        std::env::var("PEER_TOKIO_BUF")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(64 * 1024)
+    })
+}
 
 /// Outgoing bytes of one connection and how far they are written.
 pub struct Outgoing {
@@ -23,7 +33,7 @@ impl Outgoing {
     /// Nothing to write.
     pub fn new() -> Self {
         Outgoing {
-            bytes: Vec::with_capacity(RECV_BUF),
+            bytes: Vec::with_capacity(recv_buf()),
             written: 0,
         }
     }

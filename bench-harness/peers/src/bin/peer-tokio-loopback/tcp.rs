@@ -7,7 +7,7 @@ use ark_loopback::servers::Echo;
 use ark_peers::peer_io::{RecvBuf, push_frame, split_frames};
 use tokio::net::TcpStream;
 
-use crate::stream::{Outgoing, RECV_BUF, drive};
+use crate::stream::{Outgoing, drive, recv_buf};
 
 /// Largest frame accepted (ark-loopback's payloads are at most 65,507 bytes).
 const MAX_FRAME: usize = 1 << 20;
@@ -22,7 +22,7 @@ pub async fn session(stream: TcpStream, echo: Echo) {
     let mut out = Outgoing::new();
     let _ = drive(
         &stream,
-        RecvBuf::with_capacity(RECV_BUF),
+        RecvBuf::with_capacity(recv_buf()),
         |buf, out| {
             let used = split_frames(buf.data(), MAX_FRAME, |frame| echo.before_echo(frame))
                 .map_err(io::Error::other)?;
@@ -56,7 +56,7 @@ pub async fn client(stream: TcpStream, mut core: Core) {
     });
     let ended = drive(
         &stream,
-        RecvBuf::with_capacity(RECV_BUF),
+        RecvBuf::with_capacity(recv_buf()),
         |buf, out| {
             let used = split_frames(buf.data(), MAX_FRAME, |frame| {
                 core.on_echo(frame, |m| {

@@ -20,7 +20,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
-use crate::stream::{RECV_BUF, read_until};
+use crate::stream::{read_until, recv_buf};
 
 /// Largest frame accepted.
 const MAX_FRAME: usize = 1 << 20;
@@ -34,7 +34,7 @@ struct Pending {
 impl Pending {
     fn new() -> Self {
         Pending {
-            bytes: Vec::with_capacity(RECV_BUF),
+            bytes: Vec::with_capacity(recv_buf()),
             taken: 0,
         }
     }
@@ -136,7 +136,7 @@ async fn serve_frames<S: AsyncRead + AsyncWrite + Unpin>(
 ) -> io::Result<()> {
     drive(
         tls,
-        RecvBuf::with_capacity(RECV_BUF),
+        RecvBuf::with_capacity(recv_buf()),
         Vec::new(),
         |buf, out| {
             let mut close = false;
@@ -158,7 +158,7 @@ async fn serve_frames<S: AsyncRead + AsyncWrite + Unpin>(
 }
 
 async fn serve_ws<S: AsyncRead + AsyncWrite + Unpin>(tls: &mut S, echo: Echo) -> io::Result<()> {
-    let mut buf = RecvBuf::with_capacity(RECV_BUF);
+    let mut buf = RecvBuf::with_capacity(recv_buf());
     let (len, response) = read_until(tls, &mut buf, peer_ws::accept_request).await?;
     buf.consume(len);
     tls.write_all(response.as_bytes()).await?;
@@ -210,7 +210,7 @@ async fn open(
     core.on_connected(
         session.handshake_kind() == Some(tokio_rustls::rustls::HandshakeKind::Resumed),
     );
-    let mut buf = RecvBuf::with_capacity(RECV_BUF);
+    let mut buf = RecvBuf::with_capacity(recv_buf());
     if target.inner == Inner::WebSocket {
         let key = peer_ws::client_key();
         let request = peer_ws::client_request(&target.server.to_string(), &key);
@@ -258,7 +258,7 @@ async fn client<S: AsyncRead + AsyncWrite + Unpin>(
         Inner::Frames => peer_io::push_frame(out, m),
         Inner::WebSocket => peer_ws::push_frame(out, Opcode::Binary, m, mask()),
     };
-    let mut first = Vec::with_capacity(RECV_BUF);
+    let mut first = Vec::with_capacity(recv_buf());
     core.pump(|m| {
         push(&mut first, m);
         true

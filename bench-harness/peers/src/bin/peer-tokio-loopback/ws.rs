@@ -17,7 +17,7 @@ use ark_peers::peer_ws::{
 use futures_util::FutureExt;
 use tokio::net::TcpStream;
 
-use crate::stream::{Outgoing, RECV_BUF, drive, read_until, write_all};
+use crate::stream::{Outgoing, drive, read_until, recv_buf, write_all};
 use crate::ws_lib;
 
 /// Largest frame accepted.
@@ -54,7 +54,7 @@ pub async fn session(stream: TcpStream, echo: Echo, variant: Variant) {
 }
 
 async fn serve(mut stream: TcpStream, echo: Echo) -> io::Result<()> {
-    let mut buf = RecvBuf::with_capacity(RECV_BUF);
+    let mut buf = RecvBuf::with_capacity(recv_buf());
     let (len, response) = read_until(&mut stream, &mut buf, accept_request).await?;
     buf.consume(len);
     write_all(&mut stream, response.as_bytes()).await?;
@@ -95,7 +95,7 @@ pub async fn connect(
                 client_request(&server.to_string(), &key).as_bytes(),
             )
             .await?;
-            let mut buf = RecvBuf::with_capacity(RECV_BUF);
+            let mut buf = RecvBuf::with_capacity(recv_buf());
             let len = read_until(&mut stream, &mut buf, |d| check_response(d, &key)).await?;
             buf.consume(len);
             return Ok(client(stream, buf, core).left_future());
