@@ -60,11 +60,18 @@ pub fn run_with_env(
 ) -> Result<(bool, String, String), String> {
     use std::io::Read;
     use std::process::Stdio;
-    let mut child = Command::new(binary)
+    let mut command = Command::new(binary);
+    command
         .args(args)
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::piped());
+    // A process group of its own, killed whole on timeout: an `ark-bench pair` case's server
+    // is its child, and killing the pair alone left that server listening on the case's port
+    // (the next implementation's server then failed with "Address already in use").
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let mut child = command
         .spawn()
         .map_err(|e| format!("could not start: {e}"))?;
     let mut stdout = child.stdout.take().expect("piped");
@@ -87,8 +94,7 @@ pub fn run_with_env(
                 std::thread::sleep(Duration::from_millis(5))
             }
             _ => {
-                let _ = child.kill();
-                let _ = child.wait();
+                kill_group(&mut child);
                 break None;
             }
         }
@@ -101,6 +107,18 @@ pub fn run_with_env(
         Some(status) => Ok((status.success(), out, err)),
         None => Err(format!("timed out after {timeout:?}")),
     }
+}
+
+/// Kills `child` and everything in its process group (it leads one: see `run_with_env`).
+fn kill_group(child: &mut std::process::Child) {
+    #[cfg(unix)]
+    // SAFETY: `kill` with the negated pid of a group leader this process started and a valid
+    // signal number has no memory effects.
+    unsafe {
+        libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// The order cases run in within `repetition` (from 1): list order, except that each run of

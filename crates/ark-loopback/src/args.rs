@@ -187,8 +187,9 @@ pub struct Args {
     /// Transport.
     #[arg(long, value_enum, default_value_t = Protocol::Tcp)]
     pub protocol: Protocol,
-    /// Payload bytes per message (16..=65507).
-    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(16..=65507))]
+    /// Payload bytes per message (16..=65507; rudp up to 16777216: a reliable message of
+    /// many datagrams, the bulk case).
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(16..=16_777_216))]
     pub payload: u32,
     /// Client connections / sockets (1..=100000; at most 1024 in the owned model, which gives
     /// each a thread). Each needs a file descriptor on each side (`ulimit -n`).
@@ -228,6 +229,12 @@ pub struct Args {
     /// Batched UDP syscalls (recvmmsg/sendmmsg) or one per datagram.
     #[arg(long = "udp-batch", value_enum, default_value_t = Switch::On)]
     pub udp_batch: Switch,
+    /// udp and rudp: the kernel's datagram offloads where it has them (Linux): GSO trains of
+    /// same-size datagrams to one peer, GRO-coalesced receives (rudp; udp's receive slots
+    /// are `--payload` + 1 bytes, too small for GRO). `off` sends and receives datagram by
+    /// datagram.
+    #[arg(long = "udp-offload", value_enum, default_value_t = Switch::On)]
+    pub udp_offload: Switch,
     /// UDP on sharded loops, server and clients in this process: which shard receives a
     /// client's datagrams (every implementation does the same). Default `port` on Linux's IO
     /// path, `hash` on the portable one (which cannot steer by port).
@@ -310,6 +317,9 @@ pub struct Args {
     pub rudp_fec_delay_ms: Option<f64>,
 }
 
+/// The largest `--payload` of every protocol (one IPv4 UDP datagram); rudp takes more.
+pub const MAX_DATAGRAM_PAYLOAD: u32 = 65_507;
+
 /// `--rudp-fec`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RudpFec {
@@ -384,6 +394,12 @@ impl Args {
 
     /// Checks what clap cannot: the in-flight volume, role addresses. The error names the flag.
     pub fn validate(&self) -> Result<(), String> {
+        if self.payload > MAX_DATAGRAM_PAYLOAD && self.protocol != Protocol::Rudp {
+            return Err(format!(
+                "--payload {} is over {MAX_DATAGRAM_PAYLOAD}: only --protocol rudp takes larger messages (the bulk case)",
+                self.payload
+            ));
+        }
         let volume = u64::from(self.clients) * u64::from(self.window) * u64::from(self.payload);
         if volume > 256 * 1024 * 1024 {
             return Err(format!(

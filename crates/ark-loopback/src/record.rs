@@ -82,6 +82,9 @@ pub struct Record {
     pub warmup_ok: bool,
     pub warmup_errors: u64,
     pub udp_batch: Option<bool>,
+    /// ark's udp and rudp: `--udp-offload` (GSO/GRO where the kernel has them); null for
+    /// other protocols and the peers. What rudp's server socket got is in `rudp.udp_offload`.
+    pub udp_offload: Option<bool>,
     /// UDP on several sharded loops: `port` (clients steered to their own thread's shard)
     /// or `hash` (the kernel's placement); null otherwise.
     pub udp_steering: Option<&'static str>,

@@ -315,6 +315,7 @@ fn measure_inner<E: Stack>(
     let kernel = udp_kernel(args, started.kernel_before, started.ipv6);
     let udp_server_buffers = endpoints.udp_server_buffers();
     let udp_batched = endpoints.udp_batched(args);
+    let udp_offload = endpoints.udp_offload(args);
     let rudp = endpoints.rudp_stats();
     endpoints.stop()?;
     // Every echo of the run, warm-up and drain included, as the relay saw the whole run.
@@ -328,6 +329,7 @@ fn measure_inner<E: Stack>(
         drain_timeouts: u64::from(!drained),
         udp_kernel: kernel,
         udp_batch: (args.protocol == Protocol::Udp).then_some(udp_batched),
+        udp_offload,
         udp_server_send_buffer_bytes: udp_server_buffers.map(|b| b.0),
         udp_server_receive_buffer_bytes: udp_server_buffers.map(|b| b.1),
         link,

@@ -55,6 +55,13 @@ pub trait Stack: Sized {
     /// Whether UDP traffic uses batched syscalls (`recvmmsg`/`sendmmsg`).
     fn udp_batched(&self, args: &Args) -> bool;
 
+    /// udp and rudp: whether `--udp-offload` (ark-udp's GSO/GRO) applied; `None` for other
+    /// protocols and for implementations without the switch.
+    fn udp_offload(&self, args: &Args) -> Option<bool> {
+        let _ = args;
+        None
+    }
+
     /// For reliable UDP runs: what the transport did (its FEC mode, retransmissions, FEC
     /// recoveries, ...), as the record's `rudp` object; `None` where it does not say.
     fn rudp_stats(&self) -> Option<serde_json::Value> {
@@ -187,6 +194,7 @@ impl Stack for ArkStack {
                         Some(args.udp_server_receive_buffer),
                     )
                     .batching(args.udp_batch == Switch::On, 32)
+                    .gso(args.udp_offload == Switch::On)
                     .pool(pool)
                     .start(move |_| echo.clone())?,
             ),
@@ -203,6 +211,10 @@ impl Stack for ArkStack {
                     )
                     .max_datagram(args.payload as usize + 1)
                     .batching(args.udp_batch == Switch::On, 32)
+                    .offload(
+                        args.udp_offload == Switch::On,
+                        args.udp_offload == Switch::On,
+                    )
                     .pool(pool)
                     .start(move |_| echo.clone())?,
             ),
@@ -260,6 +272,7 @@ impl Stack for ArkStack {
                     .config(self.rudp_config.clone())
                     .socket_buffers(Some(args.udp_send_buffer), Some(args.udp_receive_buffer))
                     .batching(args.udp_batch == Switch::On, 32)
+                    .gso(args.udp_offload == Switch::On)
                     .pool(pool)
                     .connect(server, clients::RudpClient(core))?;
                 let buffers = client.socket_buffers();
@@ -270,6 +283,10 @@ impl Stack for ArkStack {
                     .socket_buffers(Some(args.udp_send_buffer), Some(args.udp_receive_buffer))
                     .max_datagram(args.payload as usize + 1)
                     .batching(args.udp_batch == Switch::On, 8)
+                    .offload(
+                        args.udp_offload == Switch::On,
+                        args.udp_offload == Switch::On,
+                    )
                     .pool(pool);
                 // Placed by the pool round-robin, as client `index` of the peers is.
                 if let Some(socket) = args.udp_client_socket(server, self.clients.len())? {
@@ -337,6 +354,17 @@ impl Stack for ArkStack {
         let per_side = (json(&server_side), json(&client_side));
         server_side.add(&client_side);
         let mut total = json(&server_side);
+        let (offload, udp) = (server.offload(), server.udp_stats());
+        total["udp_offload"] = serde_json::json!({"gso": offload.gso, "gro": offload.gro});
+        total["udp_server"] = serde_json::json!({
+            "datagrams_in": udp.datagrams_in,
+            "datagrams_sent": udp.datagrams_sent,
+            "receives": udp.receives,
+            "sends": udp.sends,
+            "trains_sent": udp.trains_sent,
+            "gso_fallbacks": udp.gso_fallbacks,
+            "coalesced_receives": udp.coalesced_receives,
+        });
         total["fec"] = self.rudp_fec.clone().into();
         total["fec_residual"] = self.rudp_config.fec_residual.into();
         total["fec_max_delay_ms"] = (self.rudp_config.fec_max_delay.as_secs_f64() * 1000.0).into();
@@ -347,6 +375,11 @@ impl Stack for ArkStack {
 
     fn udp_batched(&self, args: &Args) -> bool {
         args.udp_batch == Switch::On
+    }
+
+    fn udp_offload(&self, args: &Args) -> Option<bool> {
+        matches!(args.protocol, Protocol::Udp | Protocol::Rudp)
+            .then_some(args.udp_offload == Switch::On)
     }
 
     fn stop(mut self) -> std::io::Result<()> {
@@ -401,9 +434,20 @@ impl ArkStack {
     }
 }
 
-/// The reliable-UDP settings of a run: `--rudp-fec` on both ends, the rest the defaults.
+/// The reliable-UDP settings of a run: `--rudp-fec` on both ends, and room for the run's
+/// messages (as the quinn peer sizes its windows): a message up to `--payload`, and a send
+/// buffer and receive window for `--window` whole messages in flight (twice over in the
+/// window, which holds fragments past the delivery point), where the defaults are smaller.
+/// The rest the defaults; small-message runs keep them all.
 fn rudp_config(args: &Args) -> ark_rudp::RudpConfig {
     let mut config = ark_rudp::RudpConfig::default();
+    let payload = args.payload as usize;
+    let window = args.window as usize;
+    let fragments = payload.div_ceil(config.mtu).max(1);
+    config.max_message = config.max_message.max(payload);
+    config.send_buffer = config.send_buffer.max(window * payload);
+    let want = (2 * window * fragments).min(usize::from(u16::MAX));
+    config.receive_window = config.receive_window.max(want as u16);
     config.fec = match args.rudp_fec {
         RudpFec::Off => ark_rudp::Fec::Off,
         RudpFec::Fixed { k, m } => ark_rudp::Fec::Fixed { k, m },
@@ -415,6 +459,7 @@ fn rudp_config(args: &Args) -> ark_rudp::RudpConfig {
     if let Some(ms) = args.rudp_fec_delay_ms {
         config.fec_max_delay = Duration::from_secs_f64(ms / 1000.0);
     }
+    config.gro = args.udp_offload == Switch::On;
     config
 }
 

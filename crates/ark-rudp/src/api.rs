@@ -34,6 +34,13 @@ macro_rules! rudp_options {
             self
         }
 
+        /// UDP GSO where the kernel has it (ark-udp's `UdpConfig::gso`, default on); GRO is
+        /// [`RudpConfig::gro`].
+        pub fn gso(mut self, on: bool) -> Self {
+            self.udp = self.udp.offload(on, true);
+            self
+        }
+
         /// Batched `recvmmsg`/`sendmmsg` with up to `batch` datagrams per call (on by
         /// default).
         pub fn batching(mut self, on: bool, batch: usize) -> Self {
@@ -90,7 +97,7 @@ impl RudpServerBuilder {
             factory: Box::new(factory),
         };
         let driver = Driver::new(role, &config, mailbox.clone());
-        let socket = self.udp.max_datagram(config.mtu + 128).start(driver)?;
+        let socket = self.udp.max_datagram(config.receive_slot()).start(driver)?;
         let _ = mailbox.mailbox.attach(socket.waker());
         Ok(RudpServerHandle { socket, mailbox })
     }
@@ -112,6 +119,17 @@ impl RudpServerHandle {
     /// The granted `(SO_SNDBUF, SO_RCVBUF)`.
     pub fn socket_buffers(&self) -> (usize, usize) {
         self.socket.socket_buffers()
+    }
+
+    /// The datagram offloads the UDP socket uses (GSO trains out, GRO-coalesced receives in).
+    pub fn offload(&self) -> ark_udp::UdpOffload {
+        self.socket.offload()
+    }
+
+    /// The UDP socket's counters: datagrams and syscalls each way, GSO trains sent and
+    /// GRO-coalesced receives.
+    pub fn udp_stats(&self) -> ark_udp::UdpStats {
+        self.socket.stats()
     }
 
     /// Every session's counters summed (closed sessions included), read on the socket's
@@ -180,7 +198,7 @@ impl RudpClientBuilder {
         let driver = Driver::new(role, &config, mailbox.clone());
         let socket = self
             .udp
-            .max_datagram(config.mtu + 128)
+            .max_datagram(config.receive_slot())
             .connect(server, driver)?;
         let _ = mailbox.mailbox.attach(socket.waker());
         Ok(RudpClientHandle {
@@ -211,6 +229,17 @@ impl RudpClientHandle {
     /// The granted `(SO_SNDBUF, SO_RCVBUF)`.
     pub fn socket_buffers(&self) -> (usize, usize) {
         self.socket.socket_buffers()
+    }
+
+    /// The datagram offloads the UDP socket uses (GSO trains out, GRO-coalesced receives in).
+    pub fn offload(&self) -> ark_udp::UdpOffload {
+        self.socket.offload()
+    }
+
+    /// The UDP socket's counters: datagrams and syscalls each way, GSO trains sent and
+    /// GRO-coalesced receives.
+    pub fn udp_stats(&self) -> ark_udp::UdpStats {
+        self.socket.stats()
     }
 
     /// Sends a message from any thread (see [`RudpSessionHandle::send`]).

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use ark_reactor::{Lifecycle, ReactorConfig, ReactorPool, Runtime, Stopping};
 
-use crate::config::UdpConfig;
+use crate::config::{UdpConfig, UdpOffload};
 use crate::error::SendError;
 use crate::handle::{UdpSessionHandle, UdpShared};
 use crate::proto::sessions::Mode;
@@ -103,6 +103,7 @@ pub type UdpClientHandle = UdpSocketHandle;
 pub struct UdpSocketHandle {
     pub(crate) local_addr: SocketAddr,
     pub(crate) socket_buffers: (usize, usize),
+    pub(crate) offload: UdpOffload,
     pub(crate) counters: Arc<UdpCounters>,
     /// A client's session (its connected peer).
     pub(crate) session: Option<UdpSessionHandle>,
@@ -133,10 +134,11 @@ impl UdpSocketHandle {
             counters: Arc::new(UdpCounters::default()),
             life: Lifecycle::new(),
         };
-        let shared = register(pool.next(), socket, mode, &placement, true)?;
+        let (shared, offload) = register(pool.next(), socket, mode, &placement, true)?;
         Ok(UdpSocketHandle {
             local_addr,
             socket_buffers,
+            offload,
             counters: placement.counters,
             session: peer.map(|peer| UdpSessionHandle::new(shared.clone(), peer, true)),
             shared,
@@ -154,6 +156,11 @@ impl UdpSocketHandle {
     /// The granted `(SO_SNDBUF, SO_RCVBUF)` sizes.
     pub fn socket_buffers(&self) -> (usize, usize) {
         self.socket_buffers
+    }
+
+    /// The datagram offloads the socket uses.
+    pub fn offload(&self) -> UdpOffload {
+        self.offload
     }
 
     /// A copy of the counters.

@@ -31,6 +31,35 @@ pub struct UdpConfig {
     pub max_sessions: usize,
     /// Most bytes queued for sending per socket before `SendError::Full`. Default 4 MiB.
     pub send_queue_limit: usize,
+    /// UDP GSO (Linux 4.18+): datagrams of one size queued one after another to one peer
+    /// (and [`UdpSession::send_train`]) leave as one message that the kernel cuts
+    /// (`UDP_SEGMENT`), up to 64 datagrams and 65,507 bytes. Default on; used where the
+    /// kernel has it (see [`UdpOffload`]), datagram by datagram elsewhere and on the portable
+    /// path. A train the kernel refuses (a device without checksum offload, segments over the
+    /// path MTU) is sent datagram by datagram and counted in `UdpStats::gso_fallbacks`.
+    ///
+    /// [`UdpSession::send_train`]: crate::UdpSession::send_train
+    pub gso: bool,
+    /// UDP GRO (Linux 5.0+): the kernel may hand over several datagrams of one peer as one
+    /// buffer, which ark-udp splits by the segment size the kernel reports; handlers still
+    /// see one datagram per call. Default on; used only with `batching` and a
+    /// `max_datagram` of at least [`GRO_MIN_DATAGRAM`] (a coalesced buffer must never be
+    /// cut), see [`UdpOffload`].
+    pub gro: bool,
+}
+
+/// The smallest `max_datagram` with which GRO is turned on: a coalesced buffer holds up to
+/// 64 KiB.
+pub const GRO_MIN_DATAGRAM: usize = 65_536;
+
+/// The datagram offloads a socket uses, decided when it is bound: what [`UdpConfig`] asked
+/// for and the kernel has.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UdpOffload {
+    /// Trains of datagrams leave as one message (`UDP_SEGMENT`).
+    pub gso: bool,
+    /// Received datagrams may come coalesced (`UDP_GRO`) and are split.
+    pub gro: bool,
 }
 
 impl Default for UdpConfig {
@@ -44,6 +73,8 @@ impl Default for UdpConfig {
             session_expiry: Some(Duration::from_secs(60)),
             max_sessions: 100_000,
             send_queue_limit: 4 * 1024 * 1024,
+            gso: true,
+            gro: true,
         }
     }
 }

@@ -11,6 +11,10 @@
 //! * Batched syscalls: `recvmmsg` receives up to `batch` datagrams per call and the replies
 //!   queued during a readiness turn leave with `sendmmsg`; batching can be turned off to
 //!   compare.
+//! * Offloads (Linux): datagrams of one size to one peer leave as one GSO message
+//!   (`UDP_SEGMENT`, or explicitly with [`UdpSession::send_train`]), and GRO-coalesced
+//!   receives are split back into datagrams ([`UdpConfig::gso`], [`UdpConfig::gro`],
+//!   [`UdpOffload`]).
 //! * Sizes and loss: sends over the UDP maximum are a typed error ([`SendError::TooLarge`]),
 //!   truncated receives are detected (`MSG_TRUNC`), counted and never delivered as whole,
 //!   empty datagrams are messages, and [`NetCounters`] reads the kernel's drop counters.
@@ -64,7 +68,7 @@ mod stats;
 pub use ark_reactor::{IoModel, ReactorConfig, ReactorPool, Runtime, Stopping, TimerId};
 pub use cast::{UdpCast, UdpCastBuilder, UdpCastHandle};
 pub use client::{UdpClient, UdpClientBuilder, UdpClientHandle, UdpSocketHandle, UdpWaker};
-pub use config::UdpConfig;
+pub use config::{GRO_MIN_DATAGRAM, UdpConfig, UdpOffload};
 pub use driver::steering::{Steering, bind_for_shard, steer_by_peer_port};
 pub use error::{CloseReason, DatagramError, SendError};
 pub use handle::UdpSessionHandle;

@@ -10,7 +10,7 @@ use ark_reactor::{
 };
 use mio::net::UdpSocket;
 
-use crate::config::UdpConfig;
+use crate::config::{UdpConfig, UdpOffload};
 use crate::driver::socket::UdpDriver;
 use crate::driver::steering::{Steering, steer_by_peer_port};
 use crate::handle::UdpShared;
@@ -67,6 +67,14 @@ macro_rules! udp_options {
         pub fn batching(mut self, on: bool, batch: usize) -> Self {
             self.config.batching = on;
             self.config.batch = batch.clamp(1, 1024);
+            self
+        }
+
+        /// UDP GSO and GRO where the kernel has them (see [`UdpConfig::gso`] and
+        /// [`UdpConfig::gro`]; both on by default).
+        pub fn offload(mut self, gso: bool, gro: bool) -> Self {
+            self.config.gso = gso;
+            self.config.gro = gro;
             self
         }
 
@@ -162,22 +170,29 @@ pub(crate) struct Placement {
 
 /// Registers a socket in `mode` on `reactor` as a member of the owner's lifecycle; with
 /// `wake`, it gets a first turn at once (so `on_open` runs before any datagram). Returns what
-/// its handles share with it.
+/// its handles share with it, and the offloads it turned on.
 pub(crate) fn register<H: UdpHandler>(
     reactor: &ReactorHandle,
     socket: UdpSocket,
     mode: Mode<H>,
     placement: &Placement,
     wake: bool,
-) -> io::Result<Arc<UdpShared>> {
+) -> io::Result<(Arc<UdpShared>, UdpOffload)> {
     let shared = UdpShared::new(placement.config.send_queue_limit);
+    let offload = crate::driver::sys::enable_offload(&socket, &placement.config);
     let make = |id| -> Box<dyn ark_reactor::Handler> {
         let source = SourceRef::new(reactor.clone(), id);
         shared.attach(source.clone());
         let member = placement.life.join(Some(source));
         let parts = (shared.clone(), placement.life.clone(), member);
         let (config, counters) = (placement.config.clone(), placement.counters.clone());
-        Box::new(UdpDriver::new(socket, mode, config, counters, parts))
+        Box::new(UdpDriver::new(
+            socket,
+            mode,
+            (config, offload),
+            counters,
+            parts,
+        ))
     };
     // Writability is asked for only while a send would block (`UdpDriver::want_writable`).
     let interest = mio::Interest::READABLE;
@@ -187,7 +202,7 @@ pub(crate) fn register<H: UdpHandler>(
     if wake {
         reactor.wake(id);
     }
-    Ok(shared)
+    Ok((shared, offload))
 }
 
 impl UdpServerBuilder {
@@ -248,6 +263,7 @@ impl UdpServerBuilder {
         let mut handle = UdpServerHandle {
             local_addr,
             socket_buffers,
+            offload: UdpOffload::default(),
             shards: Vec::new(),
             life: life.clone(),
             pool: Some(pool.clone()),
@@ -260,13 +276,16 @@ impl UdpServerBuilder {
                 life: life.clone(),
             };
             let reactor = &pool.handles()[i % pool.handles().len()];
-            register(
+            let (_, offload) = register(
                 reactor,
                 socket,
                 Mode::server(factory.clone()),
                 &placement,
                 false,
             )?;
+            if i == 0 {
+                handle.offload = offload;
+            }
             handle.shards.push(placement.counters);
         }
         Ok(handle)
@@ -278,6 +297,7 @@ impl UdpServerBuilder {
 pub struct UdpServerHandle {
     local_addr: SocketAddr,
     socket_buffers: (usize, usize),
+    offload: UdpOffload,
     shards: Vec<Arc<UdpCounters>>,
     life: Arc<Lifecycle>,
     pool: Option<Arc<ReactorPool>>,
@@ -293,6 +313,11 @@ impl UdpServerHandle {
     /// The granted `(SO_SNDBUF, SO_RCVBUF)` sizes.
     pub fn socket_buffers(&self) -> (usize, usize) {
         self.socket_buffers
+    }
+
+    /// The datagram offloads the sockets use (every shard's alike).
+    pub fn offload(&self) -> UdpOffload {
+        self.offload
     }
 
     /// Counters of all shards added up. Each reactor turn publishes its receive-side

@@ -126,6 +126,70 @@ impl UdpSession<'_> {
         self.queue(to, payload)
     }
 
+    /// Queues `payload` as a train of datagrams of `segment` bytes each (the last may be
+    /// shorter) to the peer: with GSO (see [`UdpConfig::gso`]) they leave as messages of up
+    /// to 64 datagrams that the kernel cuts, otherwise datagram by datagram. The peer
+    /// receives the same datagrams either way. The bulk sender's call: one call and one copy
+    /// for a whole window of fragments.
+    ///
+    /// [`UdpConfig::gso`]: crate::UdpConfig::gso
+    ///
+    /// # Errors
+    /// [`SendError::TooLarge`] when `segment` is 0 or over the UDP maximum;
+    /// [`SendError::Full`] when the whole train does not fit the queue (nothing is queued).
+    pub fn send_train(&mut self, payload: &[u8], segment: usize) -> Result<(), SendError> {
+        let peer = self.peer;
+        self.queue_train(peer, payload, segment)
+    }
+
+    /// [`send_train`](Self::send_train) to any address (unconnected sockets).
+    ///
+    /// # Errors
+    /// As [`send_train`](Self::send_train), plus [`SendError::Connected`] on a client's
+    /// connected socket.
+    pub fn send_train_to(
+        &mut self,
+        to: SocketAddr,
+        payload: &[u8],
+        segment: usize,
+    ) -> Result<(), SendError> {
+        if self.connected {
+            return Err(SendError::Connected);
+        }
+        self.queue_train(to, payload, segment)
+    }
+
+    fn queue_train(
+        &mut self,
+        to: SocketAddr,
+        payload: &[u8],
+        segment: usize,
+    ) -> Result<(), SendError> {
+        let max = max_payload(&to);
+        if segment == 0 || segment > max {
+            return Err(SendError::TooLarge { len: segment, max });
+        }
+        let queued = self.io.out.bytes();
+        if queued > 0 && queued + payload.len() > self.io.send_limit {
+            return Err(SendError::Full {
+                queued,
+                limit: self.io.send_limit,
+            });
+        }
+        let to = (!self.connected).then_some(to);
+        for datagram in payload.chunks(segment) {
+            self.io.out.push(to, datagram);
+            self.io.datagrams_out += 1;
+        }
+        Ok(())
+    }
+
+    /// The time of the current turn (the reactor's clock, read once per turn): what a
+    /// protocol on top takes as "now" instead of reading the clock per datagram.
+    pub fn now(&self) -> Instant {
+        self.io.now
+    }
+
     fn queue(&mut self, to: SocketAddr, payload: &[u8]) -> Result<(), SendError> {
         let max = max_payload(&to);
         if payload.len() > max {

@@ -31,5 +31,12 @@ ark_reactor::counters! {
         send_errors,
         /// Receive errors (ICMP-reported errors on connected sockets, ...).
         receive_errors,
+        /// Trains of several datagrams sent as one message with UDP GSO (`datagrams_sent /
+        /// sends` is the datagrams per send syscall).
+        trains_sent,
+        /// Trains the kernel refused, sent datagram by datagram instead.
+        gso_fallbacks,
+        /// Received buffers that held several datagrams (UDP GRO), each split.
+        coalesced_receives,
     }
 }

@@ -25,6 +25,8 @@ struct Entry<H> {
     /// The connection's own timer and its deadline.
     timer: Option<(TimerId, Instant)>,
     opened: bool,
+    /// In the driver's `dirty` list (touched this turn).
+    dirty: bool,
 }
 
 /// The server's or the client's side.
@@ -74,16 +76,31 @@ impl<H: RudpHandler> Driver<H> {
         }
     }
 
+    /// Marks `peer`'s connection to be serviced at the end of the turn (a flag on its entry:
+    /// no search of the list per datagram).
     fn touch(&mut self, peer: SocketAddr) {
-        if !self.dirty.contains(&peer) {
-            self.dirty.push(peer);
+        if let Some(e) = self.entries.get_mut(&peer) {
+            Self::touch_entry(&mut self.dirty, peer, e);
         }
     }
 
-    /// A datagram from `peer`.
-    fn on_datagram(&mut self, udp: &mut UdpSession<'_>, peer: SocketAddr, datagram: &[u8]) {
-        let now = Instant::now();
-        if let Role::Server { listener, .. } = &self.role
+    fn touch_entry(dirty: &mut Vec<SocketAddr>, peer: SocketAddr, e: &mut Entry<H>) {
+        if !e.dirty {
+            e.dirty = true;
+            dirty.push(peer);
+        }
+    }
+
+    /// A datagram from `peer`, at the turn's time `now` (read once per turn by ark-udp).
+    fn on_datagram(
+        &mut self,
+        udp: &mut UdpSession<'_>,
+        (peer, now): (SocketAddr, Instant),
+        datagram: &[u8],
+    ) {
+        let hello = datagram.first().map(|b| b & 0xF0) == Some(crate::proto::packet::KIND_HELLO);
+        if hello
+            && let Role::Server { listener, .. } = &self.role
             && let Some(entry) = self.entries.get(&peer)
             && listener.is_new_handshake(SystemTime::now(), peer, datagram)
             && !hello_of(datagram, entry.conn.nonce())
@@ -96,7 +113,7 @@ impl<H: RudpHandler> Driver<H> {
             if let Err(error) = &_result {
                 tracing::debug!(%peer, %error, "rudp datagram dropped");
             }
-            self.touch(peer);
+            Self::touch_entry(&mut self.dirty, peer, entry);
             return;
         }
         self.accept(udp, peer, datagram, now);
@@ -148,6 +165,7 @@ impl<H: RudpHandler> Driver<H> {
             handler,
             timer: None,
             opened: false,
+            dirty: false,
         };
         self.entries.insert(peer, entry);
         self.touch(peer);
@@ -185,8 +203,7 @@ impl<H: RudpHandler> Driver<H> {
     }
 
     /// Runs due timers.
-    fn on_timers(&mut self) {
-        let now = Instant::now();
+    fn on_timers(&mut self, now: Instant) {
         self.armed = None;
         while let Some(timer) = self.timers.deadlines.pop_due(now) {
             let Some((peer, owner)) = self.timers.owners.remove(&timer) else {
@@ -217,7 +234,7 @@ impl<H: RudpHandler> Driver<H> {
 
     /// The end of a turn: each touched connection delivers, reports and sends.
     fn flush(&mut self, udp: &mut UdpSession<'_>) {
-        let now = Instant::now();
+        let now = udp.now();
         while let Some(peer) = self.dirty.pop() {
             self.service(udp, peer, now);
         }
@@ -228,6 +245,7 @@ impl<H: RudpHandler> Driver<H> {
         let Some(e) = self.entries.get_mut(&peer) else {
             return;
         };
+        e.dirty = false;
         let mut session = RudpSession {
             peer,
             conn: &mut e.conn,
@@ -359,12 +377,12 @@ impl<H: RudpHandler> UdpHandler for Driver<H> {
     }
 
     fn on_message(&mut self, session: &mut UdpSession<'_>, datagram: &[u8]) {
-        let peer = session.peer_addr();
-        self.on_datagram(session, peer, datagram);
+        let at = (session.peer_addr(), session.now());
+        self.on_datagram(session, at, datagram);
     }
 
-    fn on_timer(&mut self, _: &mut UdpSession<'_>, _: TimerId) {
-        self.on_timers();
+    fn on_timer(&mut self, session: &mut UdpSession<'_>, _: TimerId) {
+        self.on_timers(session.now());
     }
 
     fn on_wake(&mut self, _: &mut UdpSession<'_>) {

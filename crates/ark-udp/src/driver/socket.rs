@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use ark_reactor::{Context, Handler, Lifecycle, Member, Ready, TimerId, Turn};
 use mio::net::UdpSocket;
 
-use crate::config::UdpConfig;
-use crate::driver::sys::{RecvBatch, SendBatch};
+use crate::config::{UdpConfig, UdpOffload};
+use crate::driver::sys::{MAX_TRAIN_SEGMENTS, RecvBatch, SendBatch};
 use crate::handle::UdpShared;
 use crate::proto::sessions::{Mode, UdpSessions};
 use crate::session::{SessionIo, SessionTimers, UdpHandler};
@@ -42,7 +42,7 @@ impl<H: UdpHandler> UdpDriver<H> {
     pub(crate) fn new(
         socket: UdpSocket,
         mode: Mode<H>,
-        config: Arc<UdpConfig>,
+        (config, offload): (Arc<UdpConfig>, UdpOffload),
         counters: Arc<UdpCounters>,
         (shared, life, member): (Arc<UdpShared>, Arc<Lifecycle>, Member),
     ) -> Self {
@@ -50,8 +50,14 @@ impl<H: UdpHandler> UdpDriver<H> {
             .local_addr()
             .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
         let slots = if config.batching { config.batch } else { 1 };
+        let mut out = SendBatch::default();
+        if offload.gso {
+            out.set_max_segments(MAX_TRAIN_SEGMENTS);
+        }
+        let mut recv = RecvBatch::new(slots, config.max_datagram);
+        recv.set_gro(offload.gro);
         let io = SessionIo {
-            out: SendBatch::default(),
+            out,
             timers: SessionTimers::default(),
             shared,
             send_limit: config.send_queue_limit,
@@ -59,7 +65,7 @@ impl<H: UdpHandler> UdpDriver<H> {
             datagrams_out: 0,
         };
         UdpDriver {
-            recv: RecvBatch::new(slots, config.max_datagram),
+            recv,
             sessions: UdpSessions::new(mode, local, config.clone(), io),
             socket,
             config,
@@ -77,7 +83,8 @@ impl<H: UdpHandler> UdpDriver<H> {
     /// `recvfrom` until `EAGAIN`, and with `recvmmsg` once a second datagram shows that they
     /// queue up: for one datagram, `recvmmsg` costs more in the kernel than two `recvfrom`
     /// (it copies in and checks a message header for the datagram and again for the empty
-    /// slot after it).
+    /// slot after it). With GRO on, every read is a `recvmmsg`: only it reads the segment
+    /// size of a coalesced buffer.
     fn receive(&mut self, cx: &mut Context<'_>, tally: &mut UdpStats) -> bool {
         let mut got = 0;
         let mut budget_out = true;
@@ -85,7 +92,8 @@ impl<H: UdpHandler> UdpDriver<H> {
             if round > 0 {
                 self.release_received(cx, tally);
             }
-            let batched = self.config.batching && (!self.receive_singly || got >= 2);
+            let batched =
+                self.config.batching && (self.recv.gro() || !self.receive_singly || got >= 2);
             let result = if batched {
                 self.recv.recv_batch(&self.socket)
             } else {
@@ -113,6 +121,7 @@ impl<H: UdpHandler> UdpDriver<H> {
             }
         }
         self.receive_singly = got <= 1;
+        tally.coalesced_receives += std::mem::take(&mut self.recv.coalesced);
         budget_out
     }
 
@@ -150,8 +159,9 @@ impl<H: UdpHandler> UdpDriver<H> {
         let received = &self.recv.data;
         while !out.is_empty() {
             // One datagram goes out with `sendto`: `sendmmsg` of one costs more in the
-            // kernel (the message header copied in and its iovec imported).
-            let result = if self.config.batching && out.queued() > 1 {
+            // kernel (the message header copied in and its iovec imported). A train needs
+            // `sendmmsg` (its segment size rides in a control message).
+            let result = if self.config.batching && (out.queued() > 1 || out.next_is_train()) {
                 out.send_batch(&self.socket, self.config.batch, received)
             } else {
                 out.send_one(&self.socket, received)
@@ -160,7 +170,10 @@ impl<H: UdpHandler> UdpDriver<H> {
             cx.counters().add_sends(1);
             match result {
                 Ok(n) => tally.datagrams_sent += n as u64,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    Self::take_train_counts(out, tally);
+                    return true;
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 // The first datagram of the batch failed for good (refused, unreachable):
                 // drop it and go on.
@@ -170,7 +183,14 @@ impl<H: UdpHandler> UdpDriver<H> {
                 }
             }
         }
+        Self::take_train_counts(out, tally);
         false
+    }
+
+    /// Moves the send queue's GSO counts into `tally`.
+    fn take_train_counts(out: &mut SendBatch, tally: &mut UdpStats) {
+        tally.trains_sent += std::mem::take(&mut out.trains_sent);
+        tally.gso_fallbacks += std::mem::take(&mut out.gso_fallbacks);
     }
 
     /// The socket's first turns: the expiry timer of a server's sessions, and a client's or

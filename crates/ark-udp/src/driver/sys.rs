@@ -3,6 +3,11 @@
 //! with `recvmmsg`/`sendmmsg` and carry the `SO_REUSEPORT` steering program (the only `unsafe`
 //! of the crate); the portable path ([`portable`]: macOS, Windows, the BSDs, and Linux built
 //! with `--cfg ark_portable`) moves one datagram per `recv_from`/`send_to` through mio.
+//!
+//! Offloads (Linux, probed per socket, [`enable_offload`]): consecutive datagrams of one size
+//! to one destination queue as one *train*, sent as one message with `UDP_SEGMENT` (GSO);
+//! with `UDP_GRO` the kernel hands over several datagrams of one peer as one buffer, which
+//! the receive batch splits by the segment size it reports.
 
 use std::net::SocketAddr;
 
@@ -15,12 +20,21 @@ mod portable;
 #[cfg(not(all(target_os = "linux", not(ark_portable))))]
 use portable as imp;
 
-pub(crate) use imp::steer_by_source_port;
+pub(crate) use imp::{enable_offload, steer_by_source_port};
 
-/// One received datagram, in slot `slot` of a [`RecvBatch`].
+/// The most datagrams in one GSO train (the kernel's `UDP_MAX_SEGMENTS`).
+pub(crate) const MAX_TRAIN_SEGMENTS: usize = 64;
+
+/// The most payload bytes in one GSO train: one IPv4 UDP datagram's worth (the kernel builds
+/// the train as one such datagram before cutting it).
+pub(crate) const MAX_TRAIN_BYTES: usize = crate::MAX_PAYLOAD_V4;
+
+/// One received datagram of a [`RecvBatch`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Received {
-    /// Bytes stored in the slot (at most the slot size).
+    /// Where its bytes start in the batch's `data`.
+    pub(crate) start: usize,
+    /// Bytes stored (at most the slot size).
     pub(crate) len: usize,
     pub(crate) from: SocketAddr,
     /// The datagram was longer than the slot: the tail was cut off.
@@ -63,6 +77,10 @@ pub(crate) struct RecvBatch {
         allow(dead_code, reason = "the portable path keeps nothing between syscalls")
     )]
     scratch: imp::RecvScratch,
+    /// The socket has `UDP_GRO` on: a slot may hold several datagrams, split on receipt.
+    gro: bool,
+    /// Buffers that held several datagrams (GRO), since the driver last took the count.
+    pub(crate) coalesced: u64,
     pub(crate) received: Vec<Received>,
 }
 
@@ -82,7 +100,59 @@ impl RecvBatch {
             offset,
             slots,
             scratch: imp::RecvScratch::new(slots),
+            gro: false,
+            coalesced: 0,
             received: Vec::with_capacity(slots),
+        }
+    }
+
+    /// Receives with the socket's `UDP_GRO` on (see [`enable_offload`]): every receive then
+    /// reads the segment size, so a coalesced buffer is split, never delivered whole.
+    pub(crate) fn set_gro(&mut self, on: bool) {
+        self.gro = on;
+    }
+
+    /// Whether a slot may hold several datagrams (receive only with `recv_batch` then).
+    pub(crate) fn gro(&self) -> bool {
+        self.gro
+    }
+
+    /// Where slot `i` starts in `data`.
+    fn slot_start(&self, i: usize) -> usize {
+        self.offset + i * self.stride
+    }
+
+    /// Records the `len` bytes received into slot `slot` from `from`: one datagram, or with a
+    /// GRO `segment` size shorter than `len`, one datagram per segment (the last may be
+    /// shorter). A cut buffer's last datagram is reported truncated.
+    fn push_received(
+        &mut self,
+        slot: usize,
+        len: usize,
+        from: SocketAddr,
+        (segment, truncated): (usize, bool),
+    ) {
+        let start = self.slot_start(slot);
+        if segment == 0 || segment >= len {
+            self.received.push(Received {
+                start,
+                len,
+                from,
+                truncated,
+            });
+            return;
+        }
+        self.coalesced += 1;
+        let mut at = 0;
+        while at < len {
+            let n = segment.min(len - at);
+            self.received.push(Received {
+                start: start + at,
+                len: n,
+                from,
+                truncated: truncated && at + n == len,
+            });
+            at += n;
         }
     }
 
@@ -94,20 +164,19 @@ impl RecvBatch {
     /// The bytes of received datagram `i`.
     pub(crate) fn datagram(&self, i: usize) -> &[u8] {
         let r = &self.received[i];
-        let start = self.offset + i * self.stride;
-        &self.data[start..start + r.len]
+        &self.data[r.start..r.start + r.len]
     }
 }
 
-/// Datagrams queued for sending: contiguous bytes plus (destination, bytes, length) entries.
-/// A datagram sent back unchanged from the receive batch being delivered (an echo) is queued by
-/// its place there instead of copied ([`push_received`](Self::push_received)); such entries
-/// are sent, or copied in by [`settle`](Self::settle), before the receive batch is reused.
-#[derive(Default)]
+/// Datagrams queued for sending: contiguous bytes plus entries saying where each message's
+/// bytes are. A datagram sent back unchanged from the receive batch being delivered (an echo)
+/// is queued by its place there instead of copied ([`push_received`](Self::push_received));
+/// such entries are sent, or copied in by [`settle`](Self::settle), before the receive batch
+/// is reused. With GSO on, datagrams of one size to one destination pushed one after another
+/// share an entry (a train, sent as one message with `UDP_SEGMENT`).
 pub(crate) struct SendBatch {
     pub(crate) data: Vec<u8>,
-    /// Destination (`None`: the connected peer), where the bytes are, length.
-    entries: Vec<(Option<socket2::SockAddr>, Bytes, usize)>,
+    entries: Vec<Entry>,
     /// Entries before this one were sent.
     sent: usize,
     /// Bytes of the entries queued by their place in the receive batch (since the last reset).
@@ -118,6 +187,61 @@ pub(crate) struct SendBatch {
         allow(dead_code, reason = "the portable path keeps nothing between syscalls")
     )]
     scratch: imp::SendScratch,
+    /// Most datagrams per train: 1 without GSO.
+    max_segments: usize,
+    /// Trains of several datagrams sent as one message, since the driver last took the count.
+    pub(crate) trains_sent: u64,
+    /// Trains the kernel refused and that went datagram by datagram instead.
+    pub(crate) gso_fallbacks: u64,
+    /// Tests: the next train's send fails with this OS error, as a kernel refusing GSO would.
+    #[cfg(test)]
+    pub(crate) fail_next_train: Option<i32>,
+}
+
+impl Default for SendBatch {
+    fn default() -> Self {
+        SendBatch {
+            data: Vec::new(),
+            entries: Vec::new(),
+            sent: 0,
+            received_bytes: 0,
+            scratch: imp::SendScratch::default(),
+            max_segments: 1,
+            trains_sent: 0,
+            gso_fallbacks: 0,
+            #[cfg(test)]
+            fail_next_train: None,
+        }
+    }
+}
+
+/// One queued message: a datagram, or a train of datagrams of `segment` bytes (the last may
+/// be shorter) to one destination.
+#[derive(Debug, Clone)]
+struct Entry {
+    /// The destination (`None`: the connected peer).
+    to: Option<socket2::SockAddr>,
+    bytes: Bytes,
+    /// Bytes of the whole message.
+    len: usize,
+    /// Bytes per datagram: `len` for a single datagram.
+    segment: usize,
+}
+
+impl Entry {
+    /// Several datagrams in one message.
+    fn is_train(&self) -> bool {
+        self.len > self.segment
+    }
+
+    /// Datagrams in the message.
+    fn datagrams(&self) -> usize {
+        if self.segment == 0 {
+            1
+        } else {
+            self.len.div_ceil(self.segment)
+        }
+    }
 }
 
 /// Where a queued datagram's bytes are.
@@ -134,9 +258,19 @@ impl SendBatch {
         self.sent == self.entries.len()
     }
 
-    /// Datagrams queued and not yet sent.
+    /// Messages (datagrams or trains) queued and not yet sent.
     pub(crate) fn queued(&self) -> usize {
         self.entries.len() - self.sent
+    }
+
+    /// Queues trains of up to `segments` datagrams (1: no GSO).
+    pub(crate) fn set_max_segments(&mut self, segments: usize) {
+        self.max_segments = segments.clamp(1, MAX_TRAIN_SEGMENTS);
+    }
+
+    /// Whether the next message to send is a train.
+    pub(crate) fn next_is_train(&self) -> bool {
+        self.entries.get(self.sent).is_some_and(Entry::is_train)
     }
 
     /// Bytes queued (those queued by their place in the receive batch included), sent ones
@@ -154,15 +288,96 @@ impl SendBatch {
     pub(crate) fn push(&mut self, to: Option<SocketAddr>, payload: &[u8]) {
         let start = self.data.len();
         self.data.extend_from_slice(payload);
-        let to = to.map(socket2::SockAddr::from);
-        self.entries.push((to, Bytes::Queued(start), payload.len()));
+        self.push_entry(to, Bytes::Queued(start), payload.len());
     }
 
-    /// Queues the `len` bytes at `offset` of the receive batch's buffer, by their place.
+    /// Queues the `len` bytes at `offset` of the receive batch's buffer, by their place (the
+    /// datagrams of a coalesced receive sit back to back there: echoed, they form a train).
     pub(crate) fn push_received(&mut self, to: Option<SocketAddr>, offset: usize, len: usize) {
-        let to = to.map(socket2::SockAddr::from);
-        self.entries.push((to, Bytes::Received(offset), len));
+        self.push_entry(to, Bytes::Received(offset), len);
         self.received_bytes += len;
+    }
+
+    /// Queues a datagram of `len` bytes at `bytes`: onto the last entry's train where it
+    /// joins it, else as an entry of its own.
+    fn push_entry(&mut self, to: Option<SocketAddr>, bytes: Bytes, len: usize) {
+        let to = to.map(socket2::SockAddr::from);
+        if self.max_segments > 1 && self.joins_last_train(&to, bytes, len) {
+            if let Some(last) = self.entries.last_mut() {
+                last.len += len;
+            }
+            return;
+        }
+        self.entries.push(Entry {
+            to,
+            bytes,
+            len,
+            segment: len,
+        });
+    }
+
+    /// Whether `len` bytes to `to`, at `bytes`, extend the last entry's train: it is unsent,
+    /// its bytes end where these start (in the same buffer), it goes to `to`, its datagrams
+    /// are `len` bytes (or longer, for a short last one that ends the train) and it has room.
+    fn joins_last_train(&self, to: &Option<socket2::SockAddr>, bytes: Bytes, len: usize) -> bool {
+        let Some(last) = self.entries.last() else {
+            return false;
+        };
+        let contiguous = match (last.bytes, bytes) {
+            (Bytes::Queued(a), Bytes::Queued(b)) | (Bytes::Received(a), Bytes::Received(b)) => {
+                a + last.len == b
+            }
+            _ => false,
+        };
+        self.entries.len() > self.sent
+            && contiguous
+            && len > 0
+            && last.len % last.segment == 0
+            && len <= last.segment
+            && last.datagrams() < self.max_segments
+            && last.len + len <= MAX_TRAIN_BYTES
+            && last.to == *to
+    }
+
+    /// The kernel refused the train at the head of the queue: it is split into its datagrams;
+    /// `for_good` (the refusal is the socket's or the device's: no GSO there) splits every
+    /// later train too and forms no new one.
+    #[cfg_attr(
+        not(all(target_os = "linux", not(ark_portable))),
+        allow(dead_code, reason = "the portable path forms no trains")
+    )]
+    fn split_refused_train(&mut self, for_good: bool) {
+        self.gso_fallbacks += 1;
+        let end = if for_good {
+            self.max_segments = 1;
+            self.entries.len()
+        } else {
+            self.sent + 1
+        };
+        let mut split = Vec::with_capacity(self.entries.len());
+        for entry in self.entries.drain(self.sent..end) {
+            if !entry.is_train() {
+                split.push(entry);
+                continue;
+            }
+            let mut at = 0;
+            while at < entry.len {
+                let n = entry.segment.min(entry.len - at);
+                let bytes = match entry.bytes {
+                    Bytes::Queued(start) => Bytes::Queued(start + at),
+                    Bytes::Received(start) => Bytes::Received(start + at),
+                };
+                split.push(Entry {
+                    to: entry.to.clone(),
+                    bytes,
+                    len: n,
+                    segment: n,
+                });
+                at += n;
+            }
+        }
+        let sent = self.sent;
+        self.entries.splice(sent..sent, split);
     }
 
     /// Copies the unsent datagrams queued by their place in `received` (the receive batch's
@@ -171,21 +386,21 @@ impl SendBatch {
         if self.received_bytes == 0 {
             return;
         }
-        for (_, bytes, len) in &mut self.entries[self.sent..] {
-            if let Bytes::Received(offset) = *bytes {
-                *bytes = Bytes::Queued(self.data.len());
+        for entry in &mut self.entries[self.sent..] {
+            if let Bytes::Received(offset) = entry.bytes {
+                entry.bytes = Bytes::Queued(self.data.len());
                 self.data
-                    .extend_from_slice(&received[offset..offset + *len]);
+                    .extend_from_slice(&received[offset..offset + entry.len]);
             }
         }
         self.received_bytes = 0;
     }
 
     /// The bytes of an entry (`data`: the queue's own bytes).
-    fn bytes_of<'a>(data: &'a [u8], received: &'a [u8], bytes: Bytes, len: usize) -> &'a [u8] {
-        match bytes {
-            Bytes::Queued(start) => &data[start..start + len],
-            Bytes::Received(offset) => &received[offset..offset + len],
+    fn bytes_of<'a>(data: &'a [u8], received: &'a [u8], entry: &Entry) -> &'a [u8] {
+        match entry.bytes {
+            Bytes::Queued(start) => &data[start..start + entry.len],
+            Bytes::Received(offset) => &received[offset..offset + entry.len],
         }
     }
 
@@ -198,7 +413,7 @@ impl SendBatch {
         }
     }
 
-    /// Drops the next queued datagram (it failed for a reason a retry will not fix).
+    /// Drops the next queued message (it failed for a reason a retry will not fix).
     pub(crate) fn skip_one(&mut self) {
         if self.sent < self.entries.len() {
             self.sent += 1;
@@ -273,5 +488,154 @@ mod tests {
             let n = peer.recv(&mut buf).unwrap();
             assert_eq!(&buf[..n], expected);
         }
+    }
+
+    /// A queue with GSO on, and a connected sender and a plain receiver on loopback.
+    #[cfg(all(target_os = "linux", not(ark_portable)))]
+    fn gso_pair() -> (SendBatch, UdpSocket, std::net::UdpSocket) {
+        let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        peer.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        let sender = UdpSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        sender.connect(peer.local_addr().unwrap()).unwrap();
+        let offload = enable_offload(&sender, &crate::UdpConfig::default());
+        assert!(offload.gso, "the kernel here (Linux ≥ 4.18) has UDP GSO");
+        let mut out = SendBatch::default();
+        out.set_max_segments(MAX_TRAIN_SEGMENTS);
+        (out, sender, peer)
+    }
+
+    /// Datagram `i` of a test train: `len` bytes of `i`.
+    #[cfg(all(target_os = "linux", not(ark_portable)))]
+    fn datagram(i: usize, len: usize) -> Vec<u8> {
+        vec![i as u8; len]
+    }
+
+    /// Receives `sizes.len()` datagrams on `peer` and checks each one's size and bytes.
+    #[cfg(all(target_os = "linux", not(ark_portable)))]
+    fn expect_datagrams(peer: &std::net::UdpSocket, sizes: &[usize]) {
+        let mut buf = vec![0u8; 65_536];
+        for (i, &len) in sizes.iter().enumerate() {
+            let n = peer.recv(&mut buf).unwrap();
+            assert_eq!(&buf[..n], &datagram(i, len)[..], "datagram {i}");
+        }
+    }
+
+    #[test]
+    #[cfg(all(target_os = "linux", not(ark_portable)))]
+    fn a_train_with_a_short_last_segment_reaches_a_receiver_without_gro_as_its_datagrams() {
+        let (mut out, sender, peer) = gso_pair();
+        let sizes = [1200, 1200, 1200, 1200, 1200, 500];
+        for (i, &len) in sizes.iter().enumerate() {
+            out.push(None, &datagram(i, len));
+        }
+        assert_eq!(out.queued(), 1, "one train");
+        assert_eq!(send_up_to(&mut out, &sender, 64, &[]), 6);
+        assert_eq!(out.trains_sent, 1);
+        expect_datagrams(&peer, &sizes);
+    }
+
+    #[test]
+    #[cfg(all(target_os = "linux", not(ark_portable)))]
+    fn trains_form_only_of_one_size_to_one_destination_within_the_kernels_limits() {
+        let mut out = SendBatch::default();
+        out.set_max_segments(MAX_TRAIN_SEGMENTS);
+        let a: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let b: SocketAddr = "127.0.0.1:2".parse().unwrap();
+        out.push(Some(a), &[1; 100]);
+        out.push(Some(a), &[1; 100]);
+        out.push(Some(b), &[1; 100]); // another destination
+        out.push(Some(b), &[1; 200]); // longer: a new train
+        out.push(Some(b), &[1; 200]);
+        out.push(Some(b), &[1; 50]); // short: ends the train
+        out.push(Some(b), &[1; 50]);
+        out.push(Some(b), &[]); // empty datagrams stay alone
+        let shape: Vec<(usize, usize)> = out.entries.iter().map(|e| (e.len, e.segment)).collect();
+        assert_eq!(
+            shape,
+            [(200, 100), (100, 100), (450, 200), (50, 50), (0, 0)]
+        );
+        let mut out = SendBatch::default();
+        out.set_max_segments(MAX_TRAIN_SEGMENTS);
+        for _ in 0..MAX_TRAIN_SEGMENTS + 1 {
+            out.push(None, &[2; 10]);
+        }
+        assert_eq!(out.queued(), 2, "64 datagrams per train at most");
+        let mut out = SendBatch::default();
+        out.set_max_segments(MAX_TRAIN_SEGMENTS);
+        for _ in 0..10 {
+            out.push(None, &[3; 8_000]);
+        }
+        assert_eq!(out.entries[0].datagrams(), MAX_TRAIN_BYTES / 8_000);
+        let mut out = SendBatch::default(); // GSO off: no trains
+        out.push(None, &[4; 10]);
+        out.push(None, &[4; 10]);
+        assert_eq!(out.queued(), 2);
+    }
+
+    #[test]
+    #[cfg(all(target_os = "linux", not(ark_portable)))]
+    fn a_train_the_kernel_refuses_goes_datagram_by_datagram() {
+        // EINVAL (segments over the path MTU): that train is split, later trains still form.
+        let (mut out, sender, peer) = gso_pair();
+        let sizes = [1000, 1000, 1000, 300];
+        for (i, &len) in sizes.iter().enumerate() {
+            out.push(None, &datagram(i, len));
+        }
+        out.fail_next_train = Some(libc::EINVAL);
+        assert_eq!(send_up_to(&mut out, &sender, 64, &[]), 4);
+        assert_eq!((out.gso_fallbacks, out.trains_sent), (1, 0));
+        expect_datagrams(&peer, &sizes);
+        out.push(None, &datagram(0, 10));
+        out.push(None, &datagram(0, 10));
+        assert_eq!(out.queued(), 1, "GSO stays on after EINVAL");
+        assert_eq!(send_up_to(&mut out, &sender, 64, &[]), 2);
+        expect_datagrams(&peer, &[10]);
+        expect_datagrams(&peer, &[10]);
+        // EIO (a device without checksum offload): GSO is off for the socket from then on.
+        out.push(None, &datagram(0, 700));
+        out.push(None, &datagram(1, 700));
+        out.fail_next_train = Some(libc::EIO);
+        assert_eq!(send_up_to(&mut out, &sender, 64, &[]), 2);
+        expect_datagrams(&peer, &[700, 700]);
+        out.push(None, &datagram(0, 10));
+        out.push(None, &datagram(1, 10));
+        assert_eq!(out.queued(), 2, "no train forms after EIO");
+        assert_eq!(out.gso_fallbacks, 2);
+    }
+
+    #[test]
+    #[cfg(all(target_os = "linux", not(ark_portable)))]
+    fn a_coalesced_receive_is_split_into_its_datagrams() {
+        let (mut out, sender, _) = gso_pair();
+        let receiver = UdpSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let offload = enable_offload(&receiver, &crate::UdpConfig::default());
+        assert!(offload.gro, "the kernel here (Linux ≥ 5.0) has UDP GRO");
+        sender.connect(receiver.local_addr().unwrap()).unwrap();
+        let sizes = [1200, 1200, 1200, 1200, 77];
+        for (i, &len) in sizes.iter().enumerate() {
+            out.push(None, &datagram(i, len));
+        }
+        assert_eq!(send_up_to(&mut out, &sender, 64, &[]), sizes.len());
+        let mut batch = RecvBatch::new(4, crate::GRO_MIN_DATAGRAM);
+        batch.set_gro(true);
+        let mut got = Vec::new();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while got.len() < sizes.len() && std::time::Instant::now() < deadline {
+            match batch.recv_batch(&receiver) {
+                Ok(_) => got.extend((0..batch.received.len()).map(|i| batch.datagram(i).to_vec())),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        let expected: Vec<Vec<u8>> = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| datagram(i, n))
+            .collect();
+        assert_eq!(got, expected);
+        assert_eq!(batch.coalesced, 1, "loopback hands the train over whole");
     }
 }

@@ -9,16 +9,24 @@ use std::os::fd::AsRawFd;
 
 use mio::net::UdpSocket;
 
-use super::{Received, RecvBatch, SendBatch};
+use super::{RecvBatch, SendBatch};
 
 /// `recvmmsg` and `sendmmsg` take several datagrams per call.
 pub(super) const BATCHED: bool = true;
 
-/// The message headers, iovecs and addresses of a receive batch.
+/// Room for one control message of up to 8 bytes (`UDP_SEGMENT`'s `u16`, `UDP_GRO`'s `int`),
+/// aligned as `cmsghdr`.
+#[derive(Clone, Copy)]
+#[repr(C, align(8))]
+struct Control([u8; 32]);
+
+/// The message headers, iovecs, addresses and control buffers of a receive batch.
 pub(super) struct RecvScratch {
     addrs: Vec<libc::sockaddr_storage>,
     iovecs: Vec<libc::iovec>,
     headers: Vec<libc::mmsghdr>,
+    /// `UDP_GRO`'s segment size per slot (used with GRO on).
+    controls: Vec<Control>,
 }
 
 // SAFETY: the raw pointers inside the headers and iovecs point only into the receive batch's
@@ -34,15 +42,113 @@ impl RecvScratch {
             addrs: (0..slots).map(|_| unsafe { zeroed() }).collect(),
             iovecs: (0..slots).map(|_| unsafe { zeroed() }).collect(),
             headers: (0..slots).map(|_| unsafe { zeroed() }).collect(),
+            controls: vec![Control([0; 32]); slots],
         }
     }
 }
 
-/// The message headers and iovecs of a `sendmmsg`, grown to the largest batch sent.
+/// The message headers, iovecs and control buffers of a `sendmmsg`, grown to the largest
+/// batch sent.
 #[derive(Default)]
 pub(super) struct SendScratch {
     iovecs: Vec<libc::iovec>,
     headers: Vec<libc::mmsghdr>,
+    controls: Vec<Control>,
+}
+
+/// Turns on what the kernel offers of the datagram offloads `config` asks for, on `socket`
+/// (both only with batching: without it every datagram is its own syscall, as documented):
+/// GSO is probed with `getsockopt(UDP_SEGMENT)` (Linux 4.18; nothing is set: a train asks
+/// for segmentation per message), GRO set with `UDP_GRO` (Linux 5.0) where batched receives
+/// have slots of a whole UDP datagram (a coalesced buffer is never cut).
+pub(crate) fn enable_offload(socket: &UdpSocket, config: &crate::UdpConfig) -> crate::UdpOffload {
+    let fd = socket.as_raw_fd();
+    let mut value: libc::c_int = 0;
+    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `value` and `len` are live locals of the sizes passed; the kernel writes at most
+    // `len` bytes into `value`.
+    let gso = config.gso
+        && config.batching
+        && unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_UDP,
+                libc::UDP_SEGMENT,
+                (&mut value as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        } == 0;
+    let on: libc::c_int = 1;
+    let gro = config.gro
+        && config.batching
+        && config.max_datagram >= crate::config::GRO_MIN_DATAGRAM
+        // SAFETY: `on` is a live `c_int` whose size is passed; the kernel only reads it.
+        && unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_UDP,
+                libc::UDP_GRO,
+                (&on as *const libc::c_int).cast(),
+                size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        } == 0;
+    crate::UdpOffload { gso, gro }
+}
+
+/// Whether a train refused with `errno` means no GSO on this socket at all: `EIO` (the device
+/// cannot checksum the segments) or `ENOPROTOOPT`, against `EINVAL`/`EMSGSIZE` (this train's
+/// segments are over the path's MTU, or the train too long).
+fn refused_for_good(errno: i32) -> bool {
+    matches!(errno, libc::EIO | libc::ENOPROTOOPT)
+}
+
+/// The segment size in a received control buffer's `UDP_GRO` message (0: none).
+fn gro_segment(header: &libc::msghdr) -> usize {
+    // SAFETY: `header` is the header the kernel just filled: `msg_control` points at a live
+    // control buffer and `msg_controllen` says how much of it holds messages; the CMSG_*
+    // functions stay within that length and each message's data within its `cmsg_len`.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(header);
+        while !cmsg.is_null() {
+            let c = &*cmsg;
+            if c.cmsg_level == libc::SOL_UDP && c.cmsg_type == libc::UDP_GRO {
+                let data = libc::CMSG_DATA(cmsg);
+                let room = c.cmsg_len as usize - (data as usize - cmsg as usize);
+                return if room >= size_of::<libc::c_int>() {
+                    data.cast::<libc::c_int>().read_unaligned().max(0) as usize
+                } else if room >= size_of::<u16>() {
+                    usize::from(data.cast::<u16>().read_unaligned())
+                } else {
+                    0
+                };
+            }
+            cmsg = libc::CMSG_NXTHDR(header, cmsg);
+        }
+    }
+    0
+}
+
+/// Writes a `UDP_SEGMENT` control message of `segment` into `control`; its length.
+fn write_segment(control: &mut Control, segment: u16) -> usize {
+    // SAFETY: CMSG_SPACE/CMSG_LEN are pure arithmetic.
+    let (space, len) = unsafe {
+        (
+            libc::CMSG_SPACE(size_of::<u16>() as u32) as usize,
+            libc::CMSG_LEN(size_of::<u16>() as u32) as usize,
+        )
+    };
+    debug_assert!(space <= control.0.len());
+    control.0 = [0; 32];
+    let cmsg = control.0.as_mut_ptr().cast::<libc::cmsghdr>();
+    // SAFETY: `control` is 8-byte aligned and `space` (24) ≤ its 32 bytes, so the header and
+    // its data lie within it; CMSG_DATA points just past the header.
+    unsafe {
+        (*cmsg).cmsg_level = libc::SOL_UDP;
+        (*cmsg).cmsg_type = libc::UDP_SEGMENT;
+        (*cmsg).cmsg_len = len as _;
+        libc::CMSG_DATA(cmsg).cast::<u16>().write_unaligned(segment);
+    }
+    space
 }
 
 // SAFETY: as for `RecvScratch`: scratch space rewritten before every `sendmmsg`, pointing into
@@ -58,7 +164,9 @@ impl RecvBatch {
             addrs,
             iovecs,
             headers,
+            controls,
         } = &mut self.scratch;
+        let gro = self.gro;
         let base = self.data.as_mut_ptr();
         for i in 0..headers.len() {
             iovecs[i] = libc::iovec {
@@ -73,8 +181,13 @@ impl RecvBatch {
             header.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
             header.msg_iov = &mut iovecs[i];
             header.msg_iovlen = 1;
-            header.msg_control = std::ptr::null_mut();
-            header.msg_controllen = 0;
+            if gro {
+                header.msg_control = controls[i].0.as_mut_ptr().cast();
+                header.msg_controllen = controls[i].0.len();
+            } else {
+                header.msg_control = std::ptr::null_mut();
+                header.msg_controllen = 0;
+            }
             header.msg_flags = 0;
             headers[i].msg_len = 0;
         }
@@ -93,14 +206,13 @@ impl RecvBatch {
             return Err(io::Error::last_os_error());
         }
         for i in 0..n as usize {
-            let header = &headers[i];
-            let from = sockaddr_to_std(&addrs[i])
+            let header = &self.scratch.headers[i];
+            let from = sockaddr_to_std(&self.scratch.addrs[i])
                 .ok_or_else(|| io::Error::other("datagram from a non-IP address"))?;
-            self.received.push(Received {
-                len: header.msg_len as usize,
-                from,
-                truncated: header.msg_hdr.msg_flags & libc::MSG_TRUNC != 0,
-            });
+            let segment = if gro { gro_segment(&header.msg_hdr) } else { 0 };
+            let truncated = header.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
+            let len = header.msg_len as usize;
+            self.push_received(i, len, from, (segment, truncated));
         }
         Ok(n as usize)
     }
@@ -131,46 +243,88 @@ impl RecvBatch {
         let real = n as usize;
         let from = sockaddr_to_std(&addr)
             .ok_or_else(|| io::Error::other("datagram from a non-IP address"))?;
-        self.received.push(Received {
-            len: real.min(self.slot),
-            from,
-            truncated: real > self.slot,
-        });
+        self.push_received(0, real.min(self.slot), from, (0, real > self.slot));
         Ok(1)
     }
 }
 
 impl SendBatch {
-    /// Sends up to `max` queued datagrams with one `sendmmsg`; returns how many went out.
-    /// `received` is the receive batch's buffer (for the entries queued by their place in it).
+    /// Sends up to `max` queued messages (datagrams or trains) with one `sendmmsg`; returns
+    /// how many datagrams went out. `received` is the receive batch's buffer (for the entries
+    /// queued by their place in it). A train the kernel refuses is split into its datagrams
+    /// (see `split_refused_train`) and `Ok(0)` returned: the caller's next call sends them.
     pub(crate) fn send_batch(
         &mut self,
         socket: &UdpSocket,
         max: usize,
         received: &[u8],
     ) -> io::Result<usize> {
-        let fd = socket.as_raw_fd();
         let count = (self.entries.len() - self.sent).min(max.max(1));
         if count == 0 {
             return Ok(0);
         }
+        #[cfg(test)]
+        if self.next_is_train()
+            && let Some(errno) = self.fail_next_train.take()
+        {
+            self.split_refused_train(refused_for_good(errno));
+            return Ok(0);
+        }
+        self.prepare_headers(count, received);
+        // SAFETY: `count` headers, each pointing at a live iovec over `data` or `received`
+        // (both borrowed for this call), at a live socket address (or none) and at a live
+        // control buffer (or none); the kernel only reads them and writes `msg_len`.
+        let n = unsafe {
+            libc::sendmmsg(
+                socket.as_raw_fd(),
+                self.scratch.headers.as_mut_ptr(),
+                count as libc::c_uint,
+                0,
+            )
+        };
+        if n < 0 {
+            let error = io::Error::last_os_error();
+            return match error.raw_os_error() {
+                Some(errno @ (libc::EIO | libc::EINVAL | libc::EMSGSIZE | libc::ENOPROTOOPT))
+                    if self.next_is_train() =>
+                {
+                    self.split_refused_train(refused_for_good(errno));
+                    Ok(0)
+                }
+                _ => Err(error),
+            };
+        }
+        let mut datagrams = 0;
+        for entry in &self.entries[self.sent..self.sent + n as usize] {
+            datagrams += entry.datagrams();
+            self.trains_sent += u64::from(entry.is_train());
+        }
+        self.sent += n as usize;
+        self.reset_if_done();
+        Ok(datagrams)
+    }
+
+    /// Fills the first `count` message headers of the scratch space for the unsent entries:
+    /// an iovec over each message's bytes, its destination, and for a train a `UDP_SEGMENT`
+    /// control message with its segment size.
+    fn prepare_headers(&mut self, count: usize, received: &[u8]) {
         let scratch = &mut self.scratch;
         while scratch.headers.len() < count {
             // SAFETY: plain C structs; all-zero is valid (see `RecvScratch::new`).
             scratch.headers.push(unsafe { zeroed() });
             scratch.iovecs.push(unsafe { zeroed() });
+            scratch.controls.push(Control([0; 32]));
         }
         for i in 0..count {
-            let (_, bytes, len) = self.entries[self.sent + i];
-            let bytes = Self::bytes_of(&self.data, received, bytes, len).as_ptr();
+            let entry = &self.entries[self.sent + i];
+            let bytes = Self::bytes_of(&self.data, received, entry).as_ptr();
             // `sendmmsg` only reads the bytes (the pointer is `*mut` for C's sake).
             scratch.iovecs[i] = libc::iovec {
                 iov_base: bytes as *mut libc::c_void,
-                iov_len: len,
+                iov_len: entry.len,
             };
-            let (to, _, _) = &self.entries[self.sent + i];
             let header = &mut scratch.headers[i].msg_hdr;
-            match to {
+            match &entry.to {
                 Some(addr) => {
                     header.msg_name = addr.as_ptr() as *mut libc::c_void;
                     header.msg_namelen = addr.len();
@@ -182,31 +336,32 @@ impl SendBatch {
             }
             header.msg_iov = &mut scratch.iovecs[i];
             header.msg_iovlen = 1;
-            header.msg_control = std::ptr::null_mut();
-            header.msg_controllen = 0;
+            if entry.is_train() {
+                // A train's segment is at most MAX_TRAIN_BYTES / 2 (it holds two or more).
+                let segment = u16::try_from(entry.segment).unwrap_or(u16::MAX);
+                let len = write_segment(&mut scratch.controls[i], segment);
+                header.msg_control = scratch.controls[i].0.as_mut_ptr().cast();
+                header.msg_controllen = len;
+            } else {
+                header.msg_control = std::ptr::null_mut();
+                header.msg_controllen = 0;
+            }
             header.msg_flags = 0;
         }
-        // SAFETY: `count` headers, each pointing at a live iovec over `data` or `received`
-        // (both borrowed for this call) and at a live socket address (or none); the kernel only
-        // reads them and writes `msg_len`.
-        let n =
-            unsafe { libc::sendmmsg(fd, scratch.headers.as_mut_ptr(), count as libc::c_uint, 0) };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        self.sent += n as usize;
-        self.reset_if_done();
-        Ok(n as usize)
     }
 
-    /// Sends the next queued datagram with one `sendto`/`send`.
+    /// Sends the next queued datagram with one `sendto`/`send` (a train with `sendmmsg`,
+    /// which carries its segment size). Returns the datagrams sent.
     pub(crate) fn send_one(&mut self, socket: &UdpSocket, received: &[u8]) -> io::Result<usize> {
+        if self.next_is_train() {
+            return self.send_batch(socket, 1, received);
+        }
         let fd = socket.as_raw_fd();
-        let Some((to, bytes, len)) = self.entries.get(self.sent) else {
+        let Some(entry) = self.entries.get(self.sent) else {
             return Ok(0);
         };
-        let bytes = Self::bytes_of(&self.data, received, *bytes, *len);
-        let (name, name_len) = match to {
+        let bytes = Self::bytes_of(&self.data, received, entry);
+        let (name, name_len) = match &entry.to {
             Some(addr) => (addr.as_ptr(), addr.len()),
             None => (std::ptr::null(), 0),
         };

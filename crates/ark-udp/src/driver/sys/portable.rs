@@ -6,7 +6,7 @@ use std::io;
 
 use mio::net::UdpSocket;
 
-use super::{Received, RecvBatch, SendBatch};
+use super::{RecvBatch, SendBatch};
 
 /// One datagram per syscall: a receive batch has one slot, a send batch one datagram.
 pub(super) const BATCHED: bool = false;
@@ -40,11 +40,7 @@ impl RecvBatch {
         self.received.clear();
         let buffer = &mut self.data[self.offset..self.offset + self.slot + 1];
         let (len, from) = socket.recv_from(buffer)?;
-        self.received.push(Received {
-            len: len.min(self.slot),
-            from,
-            truncated: len > self.slot,
-        });
+        self.push_received(0, len.min(self.slot), from, (0, len > self.slot));
         Ok(1)
     }
 }
@@ -62,11 +58,11 @@ impl SendBatch {
 
     /// Sends the next queued datagram with one `send_to` (or `send` to the connected peer).
     pub(crate) fn send_one(&mut self, socket: &UdpSocket, received: &[u8]) -> io::Result<usize> {
-        let Some((to, bytes, len)) = self.entries.get(self.sent) else {
+        let Some(entry) = self.entries.get(self.sent) else {
             return Ok(0);
         };
-        let bytes = Self::bytes_of(&self.data, received, *bytes, *len);
-        match to {
+        let bytes = Self::bytes_of(&self.data, received, entry);
+        match &entry.to {
             Some(addr) => {
                 let addr = addr
                     .as_socket()
@@ -81,6 +77,11 @@ impl SendBatch {
         self.reset_if_done();
         Ok(1)
     }
+}
+
+/// No datagram offloads on this path: every datagram is its own syscall.
+pub(crate) fn enable_offload(_socket: &UdpSocket, _config: &crate::UdpConfig) -> crate::UdpOffload {
+    crate::UdpOffload::default()
 }
 
 /// [`Steering::PeerPort`](crate::Steering::PeerPort) needs Linux's
