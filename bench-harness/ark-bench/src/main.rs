@@ -15,6 +15,9 @@
 //! ratios ark/tokio and ark/raw. For reliable UDP (`--matrix rudp`), `--implementations
 //! ark,kcp-fast,kcp-default` adds `peer-kcp-loopback` in KCP's two modes
 //! (`PEER_KCP_MODE=fast|default`); KCP has no FEC, so it runs only the cases without FEC.
+//! `quinn,quinn-stream` adds `peer-quinn-loopback`, QUIC in its two modes
+//! (`PEER_QUINN_MODE=stream-per-message|one-stream`), on every rudp case (FEC is ark's own:
+//! quinn runs the same with or without it).
 
 mod pair;
 mod report;
@@ -104,10 +107,12 @@ struct RunArgs {
     /// Implementations to run for every case, one after the other within each repetition
     /// (the order rotated per repetition): `ark` (`ark-bench loopback`), `tokio`
     /// (`peer-tokio-loopback`), `raw` (`peer-raw-loopback`), `kcp-fast` and `kcp-default`
-    /// (`peer-kcp-loopback` with `PEER_KCP_MODE=fast` or `default`), the peers built next to
-    /// ark-bench; `ark-portable`, ark on the portable IO path (`--ark-portable`). Each runs
-    /// the cases it can: tokio and raw all but rudp, KCP the rudp cases without FEC
-    /// (`rudp_fec` `off` or not given).
+    /// (`peer-kcp-loopback` with `PEER_KCP_MODE=fast` or `default`), `quinn` and
+    /// `quinn-stream` (`peer-quinn-loopback` with `PEER_QUINN_MODE=stream-per-message` or
+    /// `one-stream`), the peers built next to ark-bench; `ark-portable`, ark on the portable
+    /// IO path (`--ark-portable`); `ark-no-offload`, ark without GSO/GRO (udp and rudp).
+    /// Each runs the cases it can: tokio and raw all but rudp, KCP the rudp cases without FEC
+    /// (`rudp_fec` `off` or not given), quinn every rudp case.
     #[arg(long, value_delimiter = ',', default_value = "ark")]
     implementations: Vec<Implementation>,
     /// The portable build of ark-bench that `ark-portable` runs (default: `portable/release/
@@ -126,9 +131,10 @@ struct RunArgs {
     connect: Option<String>,
     /// With `--connect`: a shell command that starts each case's server, e.g. `ssh -tt hostA
     /// /opt/ark/target/release/{program} {flags}`. `{program}` becomes `ark-bench loopback`,
-    /// `peer-tokio-loopback`, `peer-raw-loopback` or `peer-kcp-loopback`; `{env}` the
-    /// program's environment (`PEER_KCP_MODE=fast` or `=default` for KCP, else nothing: write
-    /// `ssh hostA env {env} .../{program} {flags}` to run KCP through ssh; a local command
+    /// `peer-tokio-loopback`, `peer-raw-loopback`, `peer-kcp-loopback` or
+    /// `peer-quinn-loopback`; `{env}` the program's environment (`PEER_KCP_MODE=fast` or
+    /// `=default` for KCP, `PEER_QUINN_MODE=...` for quinn, else nothing: write `ssh hostA env
+    /// {env} .../{program} {flags}` to run KCP or quinn through ssh; a local command
     /// inherits it anyway); `{flags}` the case's flags with
     /// `--role server --bind` the unspecified address and the port of `--connect`.
     #[arg(long, requires = "connect")]
@@ -160,6 +166,10 @@ enum Implementation {
     /// ark-bench with `--cfg ark_portable`, run as `<that build> loopback <flags>` (see
     /// `--ark-portable`).
     ArkPortable,
+    /// ark's udp and rudp with the kernel's datagram offloads off (no GSO trains, no GRO),
+    /// `ark-bench loopback --udp-offload off <flags>`: what GSO/GRO bring, in the same run.
+    #[value(name = "ark-no-offload")]
+    ArkNoOffload,
     /// The tokio peer, `peer-tokio-loopback <flags>`.
     Tokio,
     /// The tokio peer sized for many connections: 4 KiB buffers per connection that grow
@@ -172,6 +182,12 @@ enum Implementation {
     KcpFast,
     /// KCP's default mode (rudp), `PEER_KCP_MODE=default peer-kcp-loopback <flags>`.
     KcpDefault,
+    /// QUIC (rudp), a stream per message,
+    /// `PEER_QUINN_MODE=stream-per-message peer-quinn-loopback <flags>`.
+    Quinn,
+    /// QUIC (rudp), one length-prefixed stream per client,
+    /// `PEER_QUINN_MODE=one-stream peer-quinn-loopback <flags>`.
+    QuinnStream,
 }
 
 impl Implementation {
@@ -179,29 +195,37 @@ impl Implementation {
         match self {
             Implementation::Ark => "ark",
             Implementation::ArkPortable => "ark-portable",
+            Implementation::ArkNoOffload => "ark-no-offload",
             Implementation::Tokio => "tokio",
             Implementation::Tokio4k => "tokio-4k",
             Implementation::Raw => "raw",
             Implementation::KcpFast => "kcp-fast",
             Implementation::KcpDefault => "kcp-default",
+            Implementation::Quinn => "quinn",
+            Implementation::QuinnStream => "quinn-stream",
         }
     }
 
     /// The peer program's name (`None`: ark, which is `ark-bench loopback`, on either path).
     fn peer(self) -> Option<&'static str> {
         match self {
-            Implementation::Ark | Implementation::ArkPortable => None,
+            Implementation::Ark | Implementation::ArkPortable | Implementation::ArkNoOffload => {
+                None
+            }
             Implementation::Tokio | Implementation::Tokio4k => Some("peer-tokio-loopback"),
             Implementation::Raw => Some("peer-raw-loopback"),
             Implementation::KcpFast | Implementation::KcpDefault => Some("peer-kcp-loopback"),
+            Implementation::Quinn | Implementation::QuinnStream => Some("peer-quinn-loopback"),
         }
     }
 
-    /// The environment the program needs: KCP's mode.
+    /// The environment the program needs: KCP's or quinn's mode, the tokio peer's buffers.
     fn env(self) -> Vec<(String, String)> {
         let (name, value) = match self {
             Implementation::KcpFast => ("PEER_KCP_MODE", "fast"),
             Implementation::KcpDefault => ("PEER_KCP_MODE", "default"),
+            Implementation::Quinn => ("PEER_QUINN_MODE", "stream-per-message"),
+            Implementation::QuinnStream => ("PEER_QUINN_MODE", "one-stream"),
             Implementation::Tokio4k => ("PEER_TOKIO_BUF", "4096"),
             _ => return Vec::new(),
         };
@@ -210,11 +234,14 @@ impl Implementation {
 
     /// Whether this implementation runs `case`. The tokio and raw peers have no reliable UDP;
     /// KCP is reliable UDP only, and has no FEC: it runs the rudp cases without
-    /// (`rudp_fec` `off` or not given), once per link setting, beside ark's ARQ.
+    /// (`rudp_fec` `off` or not given), once per link setting, beside ark's ARQ. quinn is
+    /// reliable UDP only too, and runs every rudp case: FEC is ark's own, and quinn, which
+    /// ignores `--rudp-fec`, is measured beside each of ark's FEC modes.
     fn runs(self, case: &LoopbackCase) -> bool {
         let rudp = case.protocol == "rudp";
         match self {
             Implementation::Ark | Implementation::ArkPortable => true,
+            Implementation::ArkNoOffload => rudp || case.protocol == "udp",
             Implementation::Tokio | Implementation::Tokio4k => !rudp && !case.ark_only(),
             // The floor on raw syscalls has no TLS and no HTTP (hyper is the HTTP peer).
             Implementation::Raw => {
@@ -223,6 +250,7 @@ impl Implementation {
                     && !matches!(case.protocol.as_str(), "tcps" | "wss" | "http" | "https")
             }
             Implementation::KcpFast | Implementation::KcpDefault => rudp && !case.asks_for_fec(),
+            Implementation::Quinn | Implementation::QuinnStream => rudp,
         }
     }
 
@@ -242,6 +270,10 @@ impl Implementation {
                     ark_portable.display()
                 ))
             };
+        }
+        if self == Implementation::ArkNoOffload {
+            let args = ["loopback", "--udp-offload", "off"].map(String::from);
+            return Ok((ark_bench.to_path_buf(), args.to_vec()));
         }
         match self.peer() {
             None => Ok((ark_bench.to_path_buf(), vec!["loopback".to_string()])),
@@ -344,7 +376,7 @@ fn run(args: &RunArgs) -> Result<(), String> {
         && implementations.iter().any(|i| !i.env().is_empty())
     {
         eprintln!(
-            "warning: --server-command has no {{env}}: PEER_KCP_MODE reaches the server only if the command passes its environment on (ssh does not)"
+            "warning: --server-command has no {{env}}: PEER_KCP_MODE and PEER_QUINN_MODE reach the server only if the command passes its environment on (ssh does not)"
         );
     }
     let root = repo_root();
@@ -505,8 +537,8 @@ fn settings(args: &RunArgs, run: RunDescription<'_>, root: &Path) -> serde_json:
         "keep_going": args.keep_going,
         "implementations": run.implementations.iter().map(|i| i.name()).collect::<Vec<_>>(),
         "sources_sha256": sources_sha256(root),
-        "order": "repetition-major; every case in a fresh process (`ark-bench loopback ...`, `peer-tokio-loopback ...`, `peer-raw-loopback ...`, `PEER_KCP_MODE=fast|default peer-kcp-loopback ...`); within a repetition each case runs every implementation that runs it back to back, in the listed order rotated by (repetition - 1)",
-        "implementations_run": "ark every case; tokio and raw every case but rudp; kcp-fast and kcp-default the rudp cases without FEC (rudp_fec off or not given): KCP has none",
+        "order": "repetition-major; every case in a fresh process (`ark-bench loopback ...`, `peer-tokio-loopback ...`, `peer-raw-loopback ...`, `PEER_KCP_MODE=fast|default peer-kcp-loopback ...`, `PEER_QUINN_MODE=stream-per-message|one-stream peer-quinn-loopback ...`); within a repetition each case runs every implementation that runs it back to back, in the listed order rotated by (repetition - 1)",
+        "implementations_run": "ark every case; tokio and raw every case but rudp; kcp-fast and kcp-default the rudp cases without FEC (rudp_fec off or not given): KCP has none; quinn and quinn-stream every rudp case (they ignore rudp_fec: FEC is ark's own); ark-no-offload (ark with --udp-offload off) the udp and rudp cases",
         "runs_per_repetition": run.per_implementation,
     })
 }
@@ -664,10 +696,12 @@ fn run_plan(
 }
 
 /// Whether `record` is one of `implementation`'s: ark on the portable path writes `"ark"`
-/// with `"io_path": "portable"`, the tokio peer with small buffers `"tokio"`.
+/// with `"io_path": "portable"` (and `"udp_offload": false` without offloads), the tokio
+/// peer with small buffers `"tokio"`.
 fn names(record: &serde_json::Value, implementation: &str) -> bool {
     match implementation {
         "ark-portable" => record["implementation"] == "ark" && record["io_path"] == "portable",
+        "ark-no-offload" => record["implementation"] == "ark" && record["udp_offload"] == false,
         "tokio-4k" => record["implementation"] == "tokio",
         _ => record["implementation"] == implementation,
     }
@@ -740,7 +774,8 @@ fn finished_metadata(
     metadata.finished_utc = Some(ark_bench::metadata::utc_now());
     metadata.settings["binary_sha256"] = sha256_file(binary).unwrap_or_default().into();
     for (implementation, (program, _)) in implementations.iter().zip(programs) {
-        // kcp-fast and kcp-default: one program, its hash under both names.
+        // kcp-fast and kcp-default (quinn and quinn-stream): one program, its hash under both
+        // names.
         metadata.settings[format!("{}_program_sha256", implementation.name())] =
             sha256_file(program).unwrap_or_default().into();
     }
@@ -931,8 +966,8 @@ fn placement(
 
 /// `template` with `{program}`, `{env}` and `{flags}` filled for one case of
 /// `implementation`: its server listens on the unspecified address of the case's family and
-/// `connect`'s port; `{env}` is the program's environment as `NAME=value` words (KCP's mode),
-/// empty for the others.
+/// `connect`'s port; `{env}` is the program's environment as `NAME=value` words (KCP's or
+/// quinn's mode), empty for the others.
 fn server_command(
     template: &str,
     implementation: Implementation,
@@ -1023,6 +1058,73 @@ mod tests {
         assert!(Implementation::KcpDefault.runs(&given_none));
         let tcp = &builtin("baseline").unwrap()[0];
         assert!(Implementation::Tokio.runs(tcp) && !Implementation::KcpFast.runs(tcp));
+    }
+
+    #[test]
+    fn ark_without_offloads_runs_the_datagram_cases_and_names_its_records() {
+        let rudp = builtin("rudp").unwrap();
+        let runs = |i: Implementation| rudp.iter().filter(|c| i.runs(c)).count();
+        assert_eq!(runs(Implementation::ArkNoOffload), runs(Implementation::Ark));
+        let tcp = &builtin("baseline").unwrap()[0];
+        assert!(!Implementation::ArkNoOffload.runs(tcp));
+        let binary = Path::new("/w/target/release/ark-bench");
+        let (program, args) = Implementation::ArkNoOffload.program(binary, binary).unwrap();
+        assert_eq!(program, binary);
+        assert_eq!(args, ["loopback", "--udp-offload", "off"]);
+        let off = serde_json::json!({"implementation": "ark", "udp_offload": false});
+        let on = serde_json::json!({"implementation": "ark", "udp_offload": true});
+        assert!(names(&off, "ark-no-offload") && !names(&on, "ark-no-offload"));
+        assert!(names(&on, "ark"));
+    }
+
+    #[test]
+    fn quinn_runs_every_rudp_case_fec_or_not_and_nothing_else() {
+        let rudp = builtin("rudp").unwrap();
+        let rudp_cases = rudp.iter().filter(|c| c.protocol == "rudp").count();
+        for quinn in [Implementation::Quinn, Implementation::QuinnStream] {
+            let runs: Vec<_> = rudp.iter().filter(|c| quinn.runs(c)).collect();
+            assert_eq!(runs.len(), rudp_cases);
+            assert!(runs.iter().any(|c| c.asks_for_fec()), "FEC cases too");
+            assert!(runs.iter().all(|c| c.protocol == "rudp"));
+        }
+        assert_eq!(rudp_cases, 60);
+        let tcp = &builtin("baseline").unwrap()[0];
+        assert!(!Implementation::Quinn.runs(tcp) && !Implementation::QuinnStream.runs(tcp));
+    }
+
+    #[test]
+    fn quinn_modes_go_to_the_environment_the_program_and_the_server_template() {
+        assert_eq!(
+            Implementation::Quinn.env(),
+            [(
+                "PEER_QUINN_MODE".to_string(),
+                "stream-per-message".to_string()
+            )]
+        );
+        assert_eq!(
+            Implementation::QuinnStream.env(),
+            [("PEER_QUINN_MODE".to_string(), "one-stream".to_string())]
+        );
+        assert_eq!(Implementation::Quinn.name(), "quinn");
+        assert_eq!(Implementation::QuinnStream.name(), "quinn-stream");
+        for quinn in [Implementation::Quinn, Implementation::QuinnStream] {
+            assert_eq!(quinn.peer(), Some("peer-quinn-loopback"));
+        }
+        let cli = Cli::try_parse_from([
+            "ark-bench",
+            "run",
+            "--matrix",
+            "rudp",
+            "--implementations",
+            "ark,quinn,quinn-stream",
+        ]);
+        assert!(cli.is_ok(), "both names parse");
+        let flags = ["--protocol".to_string(), "rudp".to_string()];
+        let template = "ssh -tt a env {env} /opt/{program} {flags}";
+        assert_eq!(
+            server_command(template, Implementation::QuinnStream, "h:9", false, &flags),
+            "ssh -tt a env PEER_QUINN_MODE=one-stream /opt/peer-quinn-loopback --protocol rudp --role server --bind 0.0.0.0:9"
+        );
     }
 
     #[test]

@@ -3,10 +3,11 @@
 //! The programs `ark-bench` compares ark with: the same loopback benchmark, flags and record
 //! as ark-loopback, on other stacks. `peer-tokio-loopback` runs on tokio (hyper for HTTP,
 //! tokio-tungstenite or tokio-websockets for WebSocket, tokio-rustls for TLS),
-//! `peer-raw-loopback` on raw syscalls (the floor), `peer-kcp-loopback` on KCP (reliable UDP).
+//! `peer-raw-loopback` on raw syscalls (the floor), `peer-kcp-loopback` on KCP and
+//! `peer-quinn-loopback` on QUIC (quinn; both reliable UDP).
 //! This crate is the only one in the workspace that depends on those stacks.
 //!
-//! The library holds what the three programs share: [`peer_io`] (receive buffers and
+//! The library holds what the programs share: [`peer_io`] (receive buffers and
 //! length-prefixed frames), [`peer_ws`] (the WebSocket handshake and frames the raw peer and
 //! the tokio peer's TLS path speak by hand), [`peer_net`] (sockets and their buffers) and
 //! [`peer_main`], every peer's `main`.

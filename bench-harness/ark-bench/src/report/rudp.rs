@@ -58,7 +58,7 @@ pub(super) fn fec_of(r: &Value) -> Option<&str> {
 }
 
 /// The column of a run: `ark ARQ` (FEC off), `ark fixed:8,2`, `ark adaptive`, or the peer
-/// (`kcp-fast`, `kcp-default`).
+/// (`kcp-fast`, `kcp-default`, `quinn`, `quinn-stream`).
 fn column(r: &Value) -> String {
     match (implementation(r), fec_of(r)) {
         ("ark", Some("off")) => "ark ARQ".to_string(),
@@ -67,7 +67,8 @@ fn column(r: &Value) -> String {
     }
 }
 
-/// Column order: ark's ARQ, fixed, adaptive, then KCP fast and default, then the rest.
+/// Column order: ark's ARQ, fixed, adaptive, then KCP fast and default, then quinn's stream
+/// per message and one stream, then the rest.
 fn column_rank(column: &str) -> u8 {
     match column {
         "ark ARQ" => 0,
@@ -76,7 +77,9 @@ fn column_rank(column: &str) -> u8 {
         c if c.starts_with("ark") => 3,
         "kcp-fast" => 4,
         "kcp-default" => 5,
-        _ => 6,
+        "quinn" => 6,
+        "quinn-stream" => 7,
+        _ => 8,
     }
 }
 
@@ -219,7 +222,7 @@ pub(super) fn section(
     }
     let _ = writeln!(
         out,
-        "### Reliable UDP\n\nRound trips of reliable, ordered messages through a conditioned link (ark-link's relay between the clients and the server: the loss, delay and jitter apply each way). ark runs with FEC off (ARQ only), fixed Reed–Solomon FEC and adaptive FEC; KCP (`peer-kcp-loopback`) has no FEC and runs beside ark's ARQ. Each cell lists the columns named above the table, ` / ` between: medians over the ok runs; lost (messages unfinished after the drain) and order errors over every run that measured, since such a run fails; `–` not run, `failed` no ok run, `—` not counted by the implementation. Wire B/B: bytes the endpoints offered the link, both ways (payloads, headers, acknowledgements, retransmissions, parity), per payload byte delivered; none without a link (no loss, no delay). Retransmissions and FEC recoveries are the transport's own counters (`rudp`).\n"
+        "### Reliable UDP\n\nRound trips of reliable, ordered messages through a conditioned link (ark-link's relay between the clients and the server: the loss, delay and jitter apply each way). ark runs with FEC off (ARQ only), fixed Reed–Solomon FEC and adaptive FEC; KCP (`peer-kcp-loopback`) has no FEC and runs beside ark's ARQ; QUIC (`peer-quinn-loopback`, `quinn` and `quinn-stream`) has none either, and runs beside each of ark's modes (its column gathers them). Each cell lists the columns named above the table, ` / ` between: medians over the ok runs; lost (messages unfinished after the drain) and order errors over every run that measured, since such a run fails; `–` not run, `failed` no ok run, `—` not counted by the implementation. Wire B/B: bytes the endpoints offered the link, both ways (payloads, headers, acknowledgements, retransmissions, parity), per payload byte delivered; none without a link (no loss, no delay). Retransmissions and FEC recoveries are the transport's own counters (`rudp`).\n"
     );
     for (panel, rows) in &panels {
         let columns = columns(rows);

@@ -50,7 +50,7 @@ impl Stack for RawStack {
         if args.protocol == Protocol::Rudp {
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,
-                "--protocol rudp is compared with KCP: peer-kcp-loopback",
+                "--protocol rudp is compared with KCP and QUIC: peer-kcp-loopback, peer-quinn-loopback",
             ));
         }
         if matches!(args.protocol, Protocol::Http | Protocol::Https) {

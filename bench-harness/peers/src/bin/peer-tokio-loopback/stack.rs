@@ -151,7 +151,7 @@ impl Stack for TokioStack {
         if args.protocol == Protocol::Rudp {
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,
-                "--protocol rudp is compared with KCP: peer-kcp-loopback",
+                "--protocol rudp is compared with KCP and QUIC: peer-kcp-loopback, peer-quinn-loopback",
             ));
         }
         if args.reconnect_every > 0 && args.protocol != Protocol::Tcps {
