@@ -1064,11 +1064,16 @@ mod tests {
     fn ark_without_offloads_runs_the_datagram_cases_and_names_its_records() {
         let rudp = builtin("rudp").unwrap();
         let runs = |i: Implementation| rudp.iter().filter(|c| i.runs(c)).count();
-        assert_eq!(runs(Implementation::ArkNoOffload), runs(Implementation::Ark));
+        assert_eq!(
+            runs(Implementation::ArkNoOffload),
+            runs(Implementation::Ark)
+        );
         let tcp = &builtin("baseline").unwrap()[0];
         assert!(!Implementation::ArkNoOffload.runs(tcp));
         let binary = Path::new("/w/target/release/ark-bench");
-        let (program, args) = Implementation::ArkNoOffload.program(binary, binary).unwrap();
+        let (program, args) = Implementation::ArkNoOffload
+            .program(binary, binary)
+            .unwrap();
         assert_eq!(program, binary);
         assert_eq!(args, ["loopback", "--udp-offload", "off"]);
         let off = serde_json::json!({"implementation": "ark", "udp_offload": false});
