@@ -75,6 +75,25 @@ fn other_protocols_and_modes_are_refused() {
     let error = record["error"].as_str().unwrap_or_default();
     assert!(error.contains("rudp only"), "{record}");
 
+    // 1 MiB is 750 segments at KCP's MTU: message mode refuses 128 or more, so the peer says so
+    // before it starts instead of failing every send.
+    let out = kcp("fast")
+        .args([
+            "--protocol",
+            "rudp",
+            "--payload",
+            "1048576",
+            "--seconds",
+            "0.1",
+        ])
+        .output()
+        .unwrap();
+    let refused = self::record(&out);
+    assert!(!out.status.success());
+    assert_eq!(refused["ok"], false, "{refused}");
+    let error = refused["error"].as_str().unwrap_or_default();
+    assert!(error.contains("KCP's largest message"), "{refused}");
+
     let out = kcp("turbo").args(["--protocol", "rudp"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }

@@ -7,6 +7,10 @@ use kcp::{KCP_OVERHEAD, Kcp};
 /// KCP's default MTU (kept: a 1024-byte payload fits one segment).
 const MTU: usize = 1400;
 
+/// The most payload one KCP message carries in message mode: `send` refuses a message of
+/// 128 segments or more (the crate's `KCP_WND_RCV`, as ikcp's `IKCP_WND_RCV`), at this MTU.
+pub const MAX_MESSAGE: usize = 127 * (MTU - KCP_OVERHEAD);
+
 /// The smallest send and receive window set (KCP's defaults are 32 and 128 segments).
 const MIN_WINDOW: usize = 256;
 

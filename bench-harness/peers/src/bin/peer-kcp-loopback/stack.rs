@@ -73,6 +73,16 @@ impl<M: Mode> Stack for KcpStack<M> {
                 "peer-kcp-loopback runs --protocol rudp only (KCP is reliable UDP)",
             ));
         }
+        if args.payload as usize > crate::mode::MAX_MESSAGE {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!(
+                    "--payload {} is over KCP's largest message, {} bytes: in message mode KCP's send refuses 128 segments or more",
+                    args.payload,
+                    crate::mode::MAX_MESSAGE
+                ),
+            ));
+        }
         let mut endpoints = KcpStack {
             model: args.io_model,
             config: Config::of::<M>(args),
