@@ -9,13 +9,15 @@
 //!
 //! The library holds what the programs share: [`peer_io`] (receive buffers and
 //! length-prefixed frames), [`peer_ws`] (the WebSocket handshake and frames the raw peer and
-//! the tokio peer's TLS path speak by hand), [`peer_net`] (sockets and their buffers) and
-//! [`peer_main`], every peer's `main`.
+//! the tokio peer's TLS path speak by hand), [`peer_net`] (sockets and their buffers),
+//! [`peer_runtime`] (the tokio runtimes of the tokio and QUIC peers) and [`peer_main`], every
+//! peer's `main`.
 
 #![warn(missing_docs, missing_debug_implementations)]
 
 pub mod peer_io;
 pub mod peer_net;
+pub mod peer_runtime;
 pub mod peer_ws;
 
 use ark_bench::runner::without_repetition;

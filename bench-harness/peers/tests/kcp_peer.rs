@@ -1,18 +1,12 @@
 //! The KCP peer (`peer-kcp-loopback`) end to end: both modes complete a reliable-UDP run over a
 //! lossy, delayed link cleanly, and it refuses every other protocol.
 
-use std::process::{Command, Output};
-
-use serde_json::Value;
+use std::process::Command;
 
 fn kcp(mode: &str) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_peer-kcp-loopback"));
     command.env("PEER_KCP_MODE", mode);
     command
-}
-
-fn record(out: &Output) -> Value {
-    ark_testkit::last_record(&out.stdout)
 }
 
 const LOSSY_RUN: [&str; 16] = [
@@ -38,22 +32,8 @@ const LOSSY_RUN: [&str; 16] = [
 fn both_modes_run_clean_over_a_lossy_link() {
     for (mode, implementation) in [("fast", "kcp-fast"), ("default", "kcp-default")] {
         let out = kcp(mode).args(LOSSY_RUN).output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let record = record(&out);
-        assert!(out.status.success(), "{mode}: {stderr} {record}");
-        assert_eq!(record["ok"], true, "{mode}: {record}");
-        assert_eq!(record["implementation"], implementation);
+        let record = ark_testkit::clean_record(&out, mode, implementation);
         assert_eq!(record["protocol"], "rudp");
-        assert!(record["messages"].as_u64().unwrap() > 0, "{mode}: {record}");
-        for field in [
-            "content_errors",
-            "order_errors",
-            "unexpected_messages",
-            "disconnect_errors",
-            "unfinished_messages",
-        ] {
-            assert_eq!(record[field], 0, "{mode}: {field} in {record}");
-        }
         let rudp = &record["rudp"];
         assert_eq!(rudp["mode"], mode, "{record}");
         assert!(rudp["fec"].is_null(), "KCP has no FEC: {record}");
@@ -69,11 +49,7 @@ fn other_protocols_and_modes_are_refused() {
         .args(["--protocol", "udp", "--seconds", "0.1"])
         .output()
         .unwrap();
-    let record = record(&out);
-    assert!(!out.status.success());
-    assert_eq!(record["ok"], false, "{record}");
-    let error = record["error"].as_str().unwrap_or_default();
-    assert!(error.contains("rudp only"), "{record}");
+    ark_testkit::refused_record(&out, "rudp only");
 
     // 1 MiB is 750 segments at KCP's MTU: message mode refuses 128 or more, so the peer says so
     // before it starts instead of failing every send.
@@ -88,11 +64,7 @@ fn other_protocols_and_modes_are_refused() {
         ])
         .output()
         .unwrap();
-    let refused = self::record(&out);
-    assert!(!out.status.success());
-    assert_eq!(refused["ok"], false, "{refused}");
-    let error = refused["error"].as_str().unwrap_or_default();
-    assert!(error.contains("KCP's largest message"), "{refused}");
+    ark_testkit::refused_record(&out, "KCP's largest message");
 
     let out = kcp("turbo").args(["--protocol", "rudp"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));

@@ -2,7 +2,7 @@
 //! with the largest payload and a window of 8, cleanly and in order, straight and over a lossy,
 //! delayed link; it refuses every other protocol and an unknown mode.
 
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value;
 
@@ -11,11 +11,6 @@ fn quinn(mode: &str) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_peer-quinn-loopback"));
     command.env("PEER_QUINN_MODE", mode);
     command
-}
-
-/// The record a run printed.
-fn record(out: &Output) -> Value {
-    ark_testkit::last_record(&out.stdout)
 }
 
 /// The modes and the implementation names their records carry.
@@ -66,22 +61,8 @@ fn locked_version(package: &str) -> String {
 /// Runs `mode` with `flags` and checks a clean, ordered, complete run; returns the record.
 fn run_clean(mode: &str, implementation: &str, flags: &[&str]) -> Value {
     let out = quinn(mode).args(flags).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let record = record(&out);
-    assert!(out.status.success(), "{mode}: {stderr} {record}");
-    assert_eq!(record["ok"], true, "{mode}: {record}");
-    assert_eq!(record["implementation"], implementation);
+    let record = ark_testkit::clean_record(&out, mode, implementation);
     assert_eq!(record["protocol"], "rudp");
-    assert!(record["messages"].as_u64().unwrap() > 0, "{mode}: {record}");
-    for field in [
-        "content_errors",
-        "order_errors",
-        "unexpected_messages",
-        "disconnect_errors",
-        "unfinished_messages",
-    ] {
-        assert_eq!(record[field], 0, "{mode}: {field} in {record}");
-    }
     let rudp = &record["rudp"];
     assert_eq!(rudp["mode"], mode, "{record}");
     assert!(rudp["fec"].is_null(), "QUIC has no FEC: {record}");
@@ -143,11 +124,7 @@ fn other_protocols_and_modes_are_refused() {
         .args(["--protocol", "udp", "--seconds", "0.1"])
         .output()
         .unwrap();
-    let record = record(&out);
-    assert!(!out.status.success());
-    assert_eq!(record["ok"], false, "{record}");
-    let error = record["error"].as_str().unwrap_or_default();
-    assert!(error.contains("rudp only"), "{record}");
+    ark_testkit::refused_record(&out, "rudp only");
 
     let out = quinn("datagrams")
         .args(["--protocol", "rudp"])

@@ -161,6 +161,50 @@ pub fn last_record(stdout: &[u8]) -> serde_json::Value {
         .unwrap_or(serde_json::Value::Null)
 }
 
+/// Checks that a loopback program's run ended cleanly and returns its record: the program
+/// exited 0, its record says `ok` under `implementation` and counts messages, and none was
+/// wrong in content or order, unexpected, cut by a disconnect or left unanswered. `label`
+/// names the run in a failure's message.
+pub fn clean_record(
+    out: &std::process::Output,
+    label: &str,
+    implementation: &str,
+) -> serde_json::Value {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let record = last_record(&out.stdout);
+    assert!(out.status.success(), "{label}: {stderr} {record}");
+    assert_eq!(record["ok"], true, "{label}: {record}");
+    assert_eq!(
+        record["implementation"], implementation,
+        "{label}: {record}"
+    );
+    assert!(
+        record["messages"].as_u64().unwrap_or(0) > 0,
+        "{label}: {record}"
+    );
+    for field in [
+        "content_errors",
+        "order_errors",
+        "unexpected_messages",
+        "disconnect_errors",
+        "unfinished_messages",
+    ] {
+        assert_eq!(record[field], 0, "{label}: {field} in {record}");
+    }
+    record
+}
+
+/// Checks that a loopback program refused its run: it exited non-zero, and its record says
+/// not `ok` with an error that contains `cause`. Returns the record.
+pub fn refused_record(out: &std::process::Output, cause: &str) -> serde_json::Value {
+    let record = last_record(&out.stdout);
+    assert!(!out.status.success(), "{record}");
+    assert_eq!(record["ok"], false, "{record}");
+    let error = record["error"].as_str().unwrap_or_default();
+    assert!(error.contains(cause), "not refused for {cause:?}: {record}");
+    record
+}
+
 /// The program `name` of the workspace package `package`, for a test that runs a program of
 /// another package (`env!("CARGO_BIN_EXE_..")` names only the test's own package's programs):
 /// `<target>/<profile>/<name>`, next to the `deps/` directory of the running test.

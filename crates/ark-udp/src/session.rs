@@ -169,13 +169,7 @@ impl UdpSession<'_> {
         if segment == 0 || segment > max {
             return Err(SendError::TooLarge { len: segment, max });
         }
-        let queued = self.io.out.bytes();
-        if queued > 0 && queued + payload.len() > self.io.send_limit {
-            return Err(SendError::Full {
-                queued,
-                limit: self.io.send_limit,
-            });
-        }
+        self.check_room(payload.len())?;
         let to = (!self.connected).then_some(to);
         for datagram in payload.chunks(segment) {
             self.io.out.push(to, datagram);
@@ -190,6 +184,19 @@ impl UdpSession<'_> {
         self.io.now
     }
 
+    /// Refuses `len` more bytes when the send queue holds some and they would take it past its
+    /// limit (an empty queue takes any datagram, so one larger than the limit still goes).
+    fn check_room(&self, len: usize) -> Result<(), SendError> {
+        let queued = self.io.out.bytes();
+        if queued > 0 && queued + len > self.io.send_limit {
+            return Err(SendError::Full {
+                queued,
+                limit: self.io.send_limit,
+            });
+        }
+        Ok(())
+    }
+
     fn queue(&mut self, to: SocketAddr, payload: &[u8]) -> Result<(), SendError> {
         let max = max_payload(&to);
         if payload.len() > max {
@@ -198,13 +205,7 @@ impl UdpSession<'_> {
                 max,
             });
         }
-        let queued = self.io.out.bytes();
-        if queued > 0 && queued + payload.len() > self.io.send_limit {
-            return Err(SendError::Full {
-                queued,
-                limit: self.io.send_limit,
-            });
-        }
+        self.check_room(payload.len())?;
         let to = (!self.connected).then_some(to);
         match offset_in(self.received, payload) {
             Some(offset) => self.io.out.push_received(to, offset, payload.len()),

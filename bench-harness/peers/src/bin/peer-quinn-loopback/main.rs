@@ -36,7 +36,7 @@
 //!   and `--role client`, must share them, or the clients refuse the server); rustls with the workspace's provider, `ring` (TLS 1.3,
 //!   as QUIC requires; AES-128-GCM is negotiated first, as for ark's tcps), the clients
 //!   verifying the server's certificate.
-//! * Runtimes ([`runtime`]), as the tokio peer lays them out: `--io-model shared
+//! * Runtimes (`ark_peers::peer_runtime`), as the tokio peer's: `--io-model shared
 //!   --io-threads 1` (the matrix's) is a current-thread runtime running the server and every
 //!   client; `shared N` a multi-thread runtime of N workers; `sharded N` N current-thread
 //!   runtimes, clients round-robin over them, each with a server endpoint on a
@@ -62,7 +62,6 @@
 mod client;
 mod error;
 mod mode;
-mod runtime;
 mod server;
 mod stack;
 mod stats;

@@ -1,7 +1,6 @@
 //! quinn's servers and clients for `ark_loopback::run::measure`, on the run's tokio runtimes
 //! ([`crate::runtime`]).
 
-use std::future::Future;
 use std::io;
 use std::marker::PhantomData;
 use std::net::SocketAddr;
@@ -17,10 +16,16 @@ use tokio::runtime::Handle;
 
 use crate::error::SessionError;
 use crate::mode::{CONGESTION_CONTROLLER, Config, Mode, QUINN_VERSION};
-use crate::runtime::{Runtimes, run_on};
 use crate::server::{self, Connections};
 use crate::stats::Totals;
 use crate::tls::{Crypto, SERVER_NAME};
+use ark_peers::peer_runtime::{RuntimeKind, Runtimes, run_on, start_task};
+
+/// The QUIC peer's runtimes: quinn needs timers.
+const RUNTIMES: RuntimeKind = RuntimeKind {
+    name: "quinn-io",
+    timers: true,
+};
 
 /// quinn's servers and clients in mode `M`.
 pub struct QuinnStack<M: Mode> {
@@ -53,31 +58,6 @@ fn endpoint(socket: std::net::UdpSocket, server: Option<ServerConfig>) -> io::Re
         socket,
         Arc::new(TokioRuntime),
     )
-}
-
-/// Runs a client: `setup` connects (the handshake), its output runs the client. One by one
-/// (up to ark-loopback's connect batch), the setup is waited for here, so a failure is the
-/// run's error; past that the whole client is one task, as the tokio peer does.
-fn start_task<T>(
-    handle: &Handle,
-    one_by_one: bool,
-    index: usize,
-    setup: impl Future<Output = io::Result<T>> + Send + 'static,
-) -> io::Result<()>
-where
-    T: Future<Output = ()> + Send + 'static,
-{
-    if one_by_one {
-        handle.spawn(run_on(handle, setup)?);
-        return Ok(());
-    }
-    handle.spawn(async move {
-        match setup.await {
-            Ok(client) => client.await,
-            Err(e) => eprintln!("client {index}: {e}"),
-        }
-    });
-    Ok(())
 }
 
 impl<M: Mode> QuinnStack<M> {
@@ -132,7 +112,7 @@ impl<M: Mode> Stack for QuinnStack<M> {
             model: args.io_model,
             config: Config::of::<M>(args),
             crypto: Crypto::of(args.certs.as_deref())?,
-            runtimes: Runtimes::start(args.io_model, args.io_threads as usize)?,
+            runtimes: Runtimes::start(args.io_model, args.io_threads as usize, RUNTIMES)?,
             clients: 0,
             server_connections: Connections::default(),
             client_connections: Connections::default(),

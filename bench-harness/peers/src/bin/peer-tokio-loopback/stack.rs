@@ -1,10 +1,7 @@
 //! tokio's servers and clients for `ark_loopback::run::measure`.
 
-use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
-use std::thread::JoinHandle;
-use std::time::Duration;
 
 use crate::{http, tcp, tls, udp, ws};
 use ark_loopback::args::{Args, IoModelArg, Protocol};
@@ -13,93 +10,30 @@ use ark_loopback::servers::Echo;
 use ark_loopback::stack::Stack;
 use ark_loopback::tls::TlsMaterial;
 use ark_peers::peer_net::{buffers, udp_client_socket, udp_server_socket};
+use ark_peers::peer_runtime::{RuntimeKind, Runtimes, run_on, start_task};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
-use tokio::runtime::{Builder, Handle, Runtime};
+use tokio::runtime::Handle;
 use tokio_rustls::rustls::pki_types::ServerName;
 
-/// How long setup steps (bind, connect, handshake) may take.
-const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// A current-thread runtime's thread and its stop signal.
-type CurrentThread = (tokio::sync::oneshot::Sender<()>, JoinHandle<()>);
+/// The tokio peer's runtimes: IO only (no timers, as a plain tokio echo server needs none).
+const RUNTIMES: RuntimeKind = RuntimeKind {
+    name: "tokio-io",
+    timers: false,
+};
 
 /// tokio's servers and clients.
 pub struct TokioStack {
     model: IoModelArg,
-    /// The multi-thread runtime (`--io-model shared`, more than one thread).
-    multi: Option<Runtime>,
-    /// Current-thread runtimes, each driven by a thread of its own until its stop signal.
-    current: Vec<CurrentThread>,
     /// Where the run's tasks go: one handle per runtime (owned: none, each endpoint starts
     /// its own).
-    handles: Vec<Handle>,
+    runtimes: Runtimes,
     next_client: usize,
     udp_server_buffers: Option<(usize, usize)>,
     /// The certificates of a tcps or wss run.
     tls: Option<TlsMaterial>,
 }
 
-/// A current-thread runtime on a thread of its own.
-fn current_thread(
-    index: usize,
-) -> io::Result<(Handle, tokio::sync::oneshot::Sender<()>, JoinHandle<()>)> {
-    let runtime = Builder::new_current_thread().enable_io().build()?;
-    let handle = runtime.handle().clone();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let thread = std::thread::Builder::new()
-        .name(format!("tokio-io-{index}"))
-        .spawn(move || {
-            runtime.block_on(async {
-                let _ = stopped.await;
-            });
-        })?;
-    Ok((handle, stop, thread))
-}
-
-/// Runs `future` on `handle` and waits (bounded) for its result.
-fn run_on<T: Send + 'static>(
-    handle: &Handle,
-    future: impl Future<Output = io::Result<T>> + Send + 'static,
-) -> io::Result<T> {
-    let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    handle.spawn(async move {
-        let _ = tx.send(future.await);
-    });
-    rx.recv_timeout(SETUP_TIMEOUT).map_err(|_| {
-        io::Error::new(
-            io::ErrorKind::TimedOut,
-            format!("setup did not finish within {SETUP_TIMEOUT:?}"),
-        )
-    })?
-}
-
 /// A TCP connection to `server`, Nagle off.
-/// Runs a client: `setup` connects (and makes the handshakes), its output runs the client.
-/// One by one, the setup is waited for here (the server sees the clients in order); for more
-/// clients than ark-loopback starts one by one, the whole client is one task, so that a
-/// connection does not wait for a turn of a runtime busy with every client before it.
-fn start_task<T>(
-    handle: &Handle,
-    one_by_one: bool,
-    index: usize,
-    setup: impl Future<Output = io::Result<T>> + Send + 'static,
-) -> io::Result<()>
-where
-    T: Future<Output = ()> + Send + 'static,
-{
-    if one_by_one {
-        handle.spawn(run_on(handle, setup)?);
-        return Ok(());
-    }
-    handle.spawn(async move {
-        match setup.await {
-            Ok(client) => client.await,
-            Err(e) => eprintln!("client {index}: {e}"),
-        }
-    });
-    Ok(())
-}
-
 async fn connect_tcp(server: SocketAddr) -> io::Result<TcpStream> {
     let stream = TcpStream::connect(server).await?;
     stream.set_nodelay(true)?;
@@ -160,42 +94,20 @@ impl Stack for TokioStack {
                 "peer-tokio-loopback runs --reconnect-every with --protocol tcps only",
             ));
         }
-        let threads = args.io_threads as usize;
-        let mut endpoints = TokioStack {
+        Ok(TokioStack {
             model: args.io_model,
-            multi: None,
-            current: Vec::new(),
-            handles: Vec::new(),
+            runtimes: Runtimes::start(args.io_model, args.io_threads as usize, RUNTIMES)?,
             next_client: 0,
             udp_server_buffers: None,
             tls: TlsMaterial::for_args(args)?,
-        };
-        match (args.io_model, threads) {
-            (IoModelArg::Owned, _) => {}
-            (IoModelArg::Shared, 2..) => {
-                let runtime = Builder::new_multi_thread()
-                    .worker_threads(threads)
-                    .thread_name("tokio-io")
-                    .enable_io()
-                    .build()?;
-                endpoints.handles.push(runtime.handle().clone());
-                endpoints.multi = Some(runtime);
-            }
-            _ => {
-                for _ in 0..threads {
-                    let handle = endpoints.start_current()?;
-                    endpoints.handles.push(handle);
-                }
-            }
-        }
-        Ok(endpoints)
+        })
     }
 
     fn start_server(&mut self, args: &Args, echo: Echo) -> io::Result<SocketAddr> {
         let addr = args.server_addr();
         let handles = match self.model {
-            IoModelArg::Owned => vec![self.start_current()?],
-            _ => self.handles.clone(),
+            IoModelArg::Owned => vec![self.runtimes.add()?],
+            _ => self.runtimes.handles.clone(),
         };
         match args.protocol {
             Protocol::Udp => {
@@ -250,8 +162,11 @@ impl Stack for TokioStack {
         core: Core,
     ) -> io::Result<Option<(usize, usize)>> {
         let handle = match self.model {
-            IoModelArg::Owned => self.start_current()?,
-            _ => self.handles[self.next_client % self.handles.len()].clone(),
+            IoModelArg::Owned => self.runtimes.add()?,
+            _ => {
+                let handles = &self.runtimes.handles;
+                handles[self.next_client % handles.len()].clone()
+            }
         };
         let handle = &handle;
         let index = self.next_client;
@@ -318,25 +233,7 @@ impl Stack for TokioStack {
 
     fn stop(self) -> io::Result<()> {
         // Shutting a runtime down drops its tasks: clients, sessions, listeners.
-        if let Some(runtime) = self.multi {
-            runtime.shutdown_timeout(SETUP_TIMEOUT);
-        }
-        for (stop, thread) in self.current {
-            let _ = stop.send(());
-            thread
-                .join()
-                .map_err(|_| io::Error::other("a tokio IO thread panicked"))?;
-        }
-        Ok(())
-    }
-}
-
-impl TokioStack {
-    /// Starts a current-thread runtime on a thread of its own; returns its handle.
-    fn start_current(&mut self) -> io::Result<Handle> {
-        let (handle, stop, thread) = current_thread(self.current.len())?;
-        self.current.push((stop, thread));
-        Ok(handle)
+        self.runtimes.stop()
     }
 }
 

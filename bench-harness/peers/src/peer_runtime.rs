@@ -1,8 +1,8 @@
-//! The tokio runtimes of a run, as the tokio peer lays them out for `--io-model` and
-//! `--io-threads`: `shared 1` a current-thread runtime, `shared N` a multi-thread runtime
-//! with N workers, `sharded N` N current-thread runtimes, `owned` a current-thread runtime
-//! per endpoint. Each current-thread runtime runs on a thread of its own until stopped. IO
-//! and timers enabled (QUIC needs both).
+//! The tokio runtimes of a peer's run, laid out for `--io-model` and `--io-threads`:
+//! `shared 1` a current-thread runtime, `shared N` a multi-thread runtime with N workers,
+//! `sharded N` N current-thread runtimes, `owned` a current-thread runtime per endpoint. Each
+//! current-thread runtime runs on a thread of its own until stopped. The tokio peer and the
+//! QUIC peer (which also needs timers) share them, and the way a client's setup is started.
 
 use std::future::Future;
 use std::io;
@@ -12,15 +12,26 @@ use std::time::Duration;
 use ark_loopback::args::IoModelArg;
 use tokio::runtime::{Builder, Handle, Runtime};
 
-/// How long setup steps (binding an endpoint, a handshake) and the stop may take.
+/// How long setup steps (binding an endpoint, a connect, a handshake) and the stop may take.
 pub const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A current-thread runtime's stop signal and thread.
 type CurrentThread = (tokio::sync::oneshot::Sender<()>, JoinHandle<()>);
 
+/// What the runtimes are for: their threads' name and whether they drive timers.
+#[derive(Debug, Clone, Copy)]
+pub struct RuntimeKind {
+    /// The threads' name (`<name>` for a multi-thread runtime's workers, `<name>-<i>` for the
+    /// i-th current-thread runtime).
+    pub name: &'static str,
+    /// Whether tokio's timer driver is on (IO always is).
+    pub timers: bool,
+}
+
 /// The run's runtimes.
 #[derive(Debug)]
 pub struct Runtimes {
+    kind: RuntimeKind,
     /// The multi-thread runtime (`shared` with more than one thread).
     multi: Option<Runtime>,
     /// Current-thread runtimes, each driven by a thread of its own until its stop signal.
@@ -34,8 +45,9 @@ impl Runtimes {
     ///
     /// # Errors
     /// A runtime or its thread could not start.
-    pub fn start(model: IoModelArg, threads: usize) -> io::Result<Runtimes> {
+    pub fn start(model: IoModelArg, threads: usize, kind: RuntimeKind) -> io::Result<Runtimes> {
         let mut runtimes = Runtimes {
+            kind,
             multi: None,
             current: Vec::new(),
             handles: Vec::new(),
@@ -43,12 +55,15 @@ impl Runtimes {
         match (model, threads) {
             (IoModelArg::Owned, _) => {}
             (IoModelArg::Shared, 2..) => {
-                let runtime = Builder::new_multi_thread()
+                let mut builder = Builder::new_multi_thread();
+                builder
                     .worker_threads(threads)
-                    .thread_name("quinn-io")
-                    .enable_io()
-                    .enable_time()
-                    .build()?;
+                    .thread_name(kind.name)
+                    .enable_io();
+                if kind.timers {
+                    builder.enable_time();
+                }
+                let runtime = builder.build()?;
                 runtimes.handles.push(runtime.handle().clone());
                 runtimes.multi = Some(runtime);
             }
@@ -67,14 +82,16 @@ impl Runtimes {
     /// # Errors
     /// The runtime or its thread could not start.
     pub fn add(&mut self) -> io::Result<Handle> {
-        let runtime = Builder::new_current_thread()
-            .enable_io()
-            .enable_time()
-            .build()?;
+        let mut builder = Builder::new_current_thread();
+        builder.enable_io();
+        if self.kind.timers {
+            builder.enable_time();
+        }
+        let runtime = builder.build()?;
         let handle = runtime.handle().clone();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::Builder::new()
-            .name(format!("quinn-io-{}", self.current.len()))
+            .name(format!("{}-{}", self.kind.name, self.current.len()))
             .spawn(move || {
                 runtime.block_on(async {
                     let _ = stopped.await;
@@ -96,7 +113,7 @@ impl Runtimes {
             let _ = stop.send(());
             thread
                 .join()
-                .map_err(|_| io::Error::other("a quinn IO thread panicked"))?;
+                .map_err(|_| io::Error::other(format!("a {} thread panicked", self.kind.name)))?;
         }
         Ok(())
     }
@@ -120,4 +137,34 @@ pub fn run_on<T: Send + 'static>(
             format!("setup did not finish within {SETUP_TIMEOUT:?}"),
         )
     })?
+}
+
+/// Runs client `index`: `setup` connects (and makes the handshakes), its output runs the
+/// client. One by one (up to ark-loopback's connect batch), the setup is waited for here, so
+/// the server sees the clients in order and a failure is the run's error; past that the whole
+/// client is one task, so that a connection does not wait for a turn of a runtime busy with
+/// every client before it (a failed setup is then reported on stderr).
+///
+/// # Errors
+/// One by one: the setup's error or its timeout.
+pub fn start_task<T>(
+    handle: &Handle,
+    one_by_one: bool,
+    index: usize,
+    setup: impl Future<Output = io::Result<T>> + Send + 'static,
+) -> io::Result<()>
+where
+    T: Future<Output = ()> + Send + 'static,
+{
+    if one_by_one {
+        handle.spawn(run_on(handle, setup)?);
+        return Ok(());
+    }
+    handle.spawn(async move {
+        match setup.await {
+            Ok(client) => client.await,
+            Err(e) => eprintln!("client {index}: {e}"),
+        }
+    });
+    Ok(())
 }
