@@ -569,7 +569,7 @@ fn plan<'a>(
         cases: Vec::new(),
         groups: Vec::new(),
     };
-    for (index, c) in cases.iter().enumerate() {
+    for c in cases {
         plan.groups.push(0);
         for (implementation, program) in implementations.iter().zip(programs) {
             if !implementation.runs(c) {
@@ -577,6 +577,10 @@ fn plan<'a>(
             }
             *plan.groups.last_mut().expect("pushed") += 1;
             plan.specs.push((c, *implementation));
+            // A port of its own for each implementation's run of a case: a server that has
+            // not let go of its port (killed on a timeout, its connections closing) does
+            // not fail the next implementation's server with "Address already in use".
+            let index = plan.cases.len();
             let case = runner_case(args, (index, c), *implementation, program, binary, topology)?;
             plan.cases.push(case);
         }
@@ -584,7 +588,7 @@ fn plan<'a>(
     Ok(plan)
 }
 
-/// The runner's case for matrix case `c` (the `index`th) of `implementation`, whose program
+/// The runner's case for matrix case `c` of `implementation` (the plan's `index`th), whose program
 /// and arguments before the case's flags are `program`: the program itself, under its load
 /// generator, across `topology` or against the host of `--connect`.
 fn runner_case(
@@ -842,7 +846,7 @@ fn under_load_generator(
 }
 
 /// The case `command` of `program` as an `ark-bench pair` run across `topology`: the server
-/// in one namespace, listening on a port of its own for case `index` (on the IPv6 address if
+/// in one namespace, listening on a port of its own for run `index` (on the IPv6 address if
 /// `ipv6`), the clients in the other.
 fn across(
     topology: &netns::Topology,

@@ -109,16 +109,32 @@ pub fn run_with_env(
     }
 }
 
-/// Kills `child` and everything in its process group (it leads one: see `run_with_env`).
+/// How long a killed case's process group may take to be gone.
+const GROUP_EXIT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Kills `child` and everything in its process group (it leads one: see `run_with_env`),
+/// and waits (up to [`GROUP_EXIT_TIMEOUT`]) until no process of the group is left: a server
+/// with 10,000 connections takes a while to exit, and the next case must not start beside
+/// it (nor find its port taken).
 fn kill_group(child: &mut std::process::Child) {
+    #[cfg(unix)]
+    let group = child.id() as libc::pid_t;
     #[cfg(unix)]
     // SAFETY: `kill` with the negated pid of a group leader this process started and a valid
     // signal number has no memory effects.
     unsafe {
-        libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL);
+        libc::kill(-group, libc::SIGKILL);
     }
     let _ = child.kill();
     let _ = child.wait();
+    #[cfg(unix)]
+    {
+        let deadline = std::time::Instant::now() + GROUP_EXIT_TIMEOUT;
+        // SAFETY: signal 0 only asks whether the group still has a process.
+        while unsafe { libc::kill(-group, 0) } == 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }
 
 /// The order cases run in within `repetition` (from 1): list order, except that each run of

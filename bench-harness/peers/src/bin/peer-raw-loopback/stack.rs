@@ -1,6 +1,6 @@
 //! The raw peer's servers and clients for `ark_loopback::run::measure`.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -12,7 +12,7 @@ use ark_loopback::servers::Echo;
 use ark_loopback::stack::Stack;
 use ark_peers::peer_io::RecvBuf;
 use ark_peers::peer_net::{buffers, udp_client_socket, udp_server_socket};
-use ark_peers::peer_ws::{check_response, client_key, client_request};
+use ark_peers::peer_ws::{client_key, client_request};
 
 use crate::listener::Listener;
 use crate::poller::Poller;
@@ -146,9 +146,11 @@ impl Stack for RawStack {
                 Err(io::ErrorKind::Unsupported.into())
             }
             Protocol::Websocket => {
-                let (stream, buf) = ws_handshake(connect(server)?, server)?;
-                let conn = StreamConn::new(stream, buf, Codec::Ws, End::Client(core));
-                poller.add(Box::new(conn))?;
+                let mut stream = connect(server)?;
+                let key = client_key();
+                stream.write_all(client_request(&server.to_string(), &key).as_bytes())?;
+                stream.set_nonblocking(true)?;
+                poller.add(Box::new(StreamConn::ws_client(stream, key, core)))?;
                 Ok(None)
             }
             Protocol::Udp => {
@@ -238,25 +240,4 @@ fn connect(server: SocketAddr) -> io::Result<TcpStream> {
     stream.set_read_timeout(Some(SETUP_TIMEOUT))?;
     stream.set_write_timeout(Some(SETUP_TIMEOUT))?;
     Ok(stream)
-}
-
-/// The client's WebSocket opening handshake on blocking `stream`; returns the stream, now
-/// nonblocking, and any bytes that came after the server's response.
-fn ws_handshake(mut stream: TcpStream, server: SocketAddr) -> io::Result<(TcpStream, RecvBuf)> {
-    let key = client_key();
-    stream.write_all(client_request(&server.to_string(), &key).as_bytes())?;
-    let mut buf = RecvBuf::with_capacity(RECV_BUF);
-    loop {
-        let n = stream.read(buf.spare())?;
-        if n == 0 {
-            return Err(io::ErrorKind::UnexpectedEof.into());
-        }
-        buf.filled(n);
-        if let Some(len) = check_response(buf.data(), &key).map_err(io::Error::other)? {
-            buf.consume(len);
-            break;
-        }
-    }
-    stream.set_nonblocking(true)?;
-    Ok((stream, buf))
 }

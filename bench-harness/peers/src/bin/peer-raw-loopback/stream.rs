@@ -25,6 +25,11 @@ pub enum Codec {
     LengthPrefix,
     /// WebSocket, server side, before the opening request arrived.
     WsHandshake,
+    /// WebSocket, client side, its opening request sent and the server's response awaited
+    /// (in the loop, not blocking the thread that connects the next client: with 10,000
+    /// clients a blocking handshake per client behind the busy echo traffic of those already
+    /// connected took longer than the run).
+    WsClientHandshake,
     /// WebSocket frames.
     Ws,
 }
@@ -45,6 +50,8 @@ pub struct StreamConn {
     written: usize,
     codec: Codec,
     end: End,
+    /// The client's `Sec-WebSocket-Key` while its handshake is under way.
+    key: Option<String>,
 }
 
 impl StreamConn {
@@ -57,15 +64,35 @@ impl StreamConn {
             written: 0,
             codec,
             end,
+            key: None,
         };
-        if let End::Client(core) = &mut conn.end {
-            let (out, codec) = (&mut conn.out, conn.codec);
+        conn.pump();
+        conn
+    }
+
+    /// A WebSocket client whose opening request (with `key`) was sent on nonblocking
+    /// `stream`; its messages start when the server's response has been checked.
+    pub fn ws_client(stream: TcpStream, key: String, core: Box<Core>) -> Self {
+        StreamConn {
+            stream,
+            buf: RecvBuf::with_capacity(RECV_BUF),
+            out: Vec::with_capacity(RECV_BUF),
+            written: 0,
+            codec: Codec::WsClientHandshake,
+            end: End::Client(core),
+            key: Some(key),
+        }
+    }
+
+    /// A client's first messages (a window of them), encoded into `out`.
+    fn pump(&mut self) {
+        if let End::Client(core) = &mut self.end {
+            let (out, codec) = (&mut self.out, self.codec);
             core.pump(|m| {
                 encode(out, codec, m, true);
                 true
             });
         }
-        conn
     }
 
     /// Reads until a short read (or `WouldBlock`) drains the socket, serving each read.
@@ -131,6 +158,19 @@ impl StreamConn {
                 self.buf.consume(len);
                 self.out.extend_from_slice(response.as_bytes());
                 self.codec = Codec::Ws;
+                self.serve(syscalls)
+            }
+            (Codec::WsClientHandshake, _) => {
+                let key = self.key.as_deref().unwrap_or_default();
+                let Some(len) =
+                    ws::check_response(self.buf.data(), key).map_err(io::Error::other)?
+                else {
+                    return Ok(());
+                };
+                self.buf.consume(len);
+                self.key = None;
+                self.codec = Codec::Ws;
+                self.pump();
                 self.serve(syscalls)
             }
             (Codec::Ws, end) => {
