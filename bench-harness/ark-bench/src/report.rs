@@ -174,6 +174,11 @@ fn runs<'a, 'b>(case: Option<&'b Runs<'a>>, implementation: &str) -> &'b [&'a Va
 /// `name` of `a` over `name` of `b`, repetition by repetition (runs paired by their
 /// `repetition`, both ok), summarised: the median of per-repetition ratios, with min–max.
 fn ratio(a: &[&Value], b: &[&Value], name: &str) -> Option<Summary> {
+    ratio_by(a, b, |r| value(r, name))
+}
+
+/// What `of` reads from `a` over what it reads from `b`, as [`ratio`] does for a field.
+fn ratio_by(a: &[&Value], b: &[&Value], of: impl Fn(&Value) -> Option<f64>) -> Option<Summary> {
     let ratios: Vec<f64> = a
         .iter()
         .filter(|r| r["ok"] == true)
@@ -181,7 +186,7 @@ fn ratio(a: &[&Value], b: &[&Value], name: &str) -> Option<Summary> {
             let rb = b
                 .iter()
                 .find(|rb| rb["ok"] == true && rb["repetition"] == ra["repetition"])?;
-            let (x, y) = (value(ra, name)?, value(rb, name)?);
+            let (x, y) = (of(ra)?, of(rb)?);
             (y > 0.0).then(|| x / y)
         })
         .collect();

@@ -12,6 +12,8 @@ use serde_json::Value;
 
 use super::{field_by, implementation, ok_runs, ratio, ratio_cell, table_header, value};
 
+mod bulk;
+
 /// Whether `r` is a reliable-UDP run.
 pub(super) fn is_rudp(r: &Value) -> bool {
     r["protocol"] == "rudp"
@@ -272,6 +274,7 @@ pub(super) fn section(
         let _ = writeln!(out);
     }
     targets(&panels, out);
+    bulk::table(&panels, out);
     against_udp(&panels, others, out);
     charts(dir, matrix, &panels, out)
 }
@@ -348,6 +351,10 @@ fn against_udp(panels: &BTreeMap<Panel, Rows<'_>>, others: &[Value], out: &mut S
                     && r["payload_bytes"].as_u64() == Some(panel.payload)
             })
             .collect();
+        if plain.is_empty() {
+            // No plain udp of this shape in the set (the bulk matrix has none): no row.
+            continue;
+        }
         for column in columns(rows).iter().filter(|c| c.starts_with("ark")) {
             let r = ratio(runs_of(rows, 0, column), &plain, "roundtrips_per_second");
             let verdict = match r {
