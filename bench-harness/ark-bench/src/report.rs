@@ -1,5 +1,6 @@
 //! `ark-bench report` and `ark-bench compare`.
 
+mod many;
 mod rudp;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -556,6 +557,7 @@ fn matrix_section(
         headline(&cases, &names, out);
     }
     protocol_tables(&cases, &names, compared, out);
+    many::targets(&cases, out);
     if matrix.starts_with("mtu") {
         let mtu = metadata.and_then(|m| m.settings["topology"]["mtu"].as_u64());
         mtu_table(&cases, mtu, &names, out);
