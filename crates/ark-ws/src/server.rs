@@ -59,7 +59,8 @@ macro_rules! ws_options {
             self
         }
 
-        /// tungstenite's read buffer per session (default 4 KiB).
+        /// What a session's receive buffers keep when idle (default 4 KiB; see
+        /// [`WsConfig::read_buffer`](crate::WsConfig::read_buffer)).
         pub fn read_buffer(mut self, bytes: usize) -> Self {
             self.config.read_buffer = bytes;
             self
