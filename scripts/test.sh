@@ -3,7 +3,7 @@
 # crates' tests again in a debug build (debug assertions on, so a `debug_assert` in a
 # dependency cannot hide; with the `tracing` features on, where the release run has them off),
 # ark-tcp, ark-ws and ark-http once more without their `tls`
-# feature, and on the portable IO path (`--cfg ark_portable`) with ark-loopback's CLI tests;
+# feature, and on the portable IO path (`ARK_PORTABLE=1`) with ark-loopback's CLI tests;
 # `cargo package` of every library crate and `cargo doc -D warnings`; `cargo check` for macOS,
 # Windows and FreeBSD;
 # the criterion microbenchmarks run once each as tests (so they cannot rot); a short smoke run
@@ -51,15 +51,15 @@ if [ "$#" -eq 0 ]; then
     rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/ark-*
     cargo package --all-features "${libraries[@]}"
     RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --all-features "${libraries[@]}" -p ark-testkit
-    echo "== portable IO path (--cfg ark_portable): transport tests, ark-loopback's CLI smoke [${SECONDS}s]"
-    # What macOS, Windows and the BSDs run, forced on Linux in a target dir of its own (the
-    # cfg changes every crate's build).
-    portable_target="${CARGO_TARGET_DIR:-target}/portable"
-    RUSTFLAGS="--cfg ark_portable" CARGO_TARGET_DIR="$portable_target" cargo test \
+    echo "== portable IO path (ARK_PORTABLE=1: cfg ark_portable): transport tests, ark-loopback's CLI smoke [${SECONDS}s]"
+    # What macOS, Windows and the BSDs run, forced on Linux. ark-reactor's and ark-udp's build
+    # scripts set the cfg from ARK_PORTABLE, so only the ark crates rebuild here: every
+    # dependency is the debug stage's (`RUSTFLAGS="--cfg ark_portable"` would rebuild them all
+    # in a target dir of their own).
+    ARK_PORTABLE=1 cargo test \
         -p ark-reactor -p ark-tcp -p ark-udp -p ark-ws -p ark-http -p ark-link -p ark-rudp \
         --features ark-tcp/tls,ark-ws/tls,ark-http/tls
-    RUSTFLAGS="--cfg ark_portable" CARGO_TARGET_DIR="$portable_target" cargo test \
-        -p ark-loopback --test cli
+    ARK_PORTABLE=1 cargo test -p ark-loopback --test cli
     echo "== type-checked where it is not tested: macOS, Windows, FreeBSD [${SECONDS}s]"
     # No toolchain here links or runs for them; `cargo check` compiles every cfg they take.
     # ring (ark-tls, ark-rudp's cookies) needs the target's C headers: macOS and Windows check

@@ -24,8 +24,9 @@
 //! * [`IO_PATH`]: which IO path this build runs. mio is portable (epoll, kqueue, Windows'
 //!   IOCP): every ark transport runs on its portable API everywhere, and on Linux a few fast
 //!   paths sit beside it (here: a timerfd for far timer deadlines; in ark-udp: `recvmmsg`/
-//!   `sendmmsg` and reuseport steering). Building with `RUSTFLAGS="--cfg ark_portable"` makes
-//!   Linux run the portable path, so it is tested where the fast paths are.
+//!   `sendmmsg` and reuseport steering). Building with `ARK_PORTABLE=1` in the environment
+//!   (or `RUSTFLAGS="--cfg ark_portable"`) makes Linux run the portable path, so it is tested
+//!   where the fast paths are.
 //!
 //! ```
 //! use std::time::Duration;
