@@ -37,6 +37,11 @@ fn a_sessions_handle_counts_its_traffic_and_the_server_counts_closes_by_kind() {
     exchange(&mut client, 10, 100);
     let sessions = server.sessions();
     assert_eq!(sessions.len(), 1);
+    // A handle's counters are as of the end of the session's last turn: the echoes can reach
+    // us before that turn has published them.
+    assert!(ark_testkit::wait_until(Duration::from_secs(10), || {
+        sessions[0].stats().messages_out == 10
+    }));
     let session = sessions[0].stats();
     assert_eq!((session.messages_in, session.messages_out), (10, 10));
     assert_eq!((session.bytes_in, session.bytes_out), (1040, 1040));
