@@ -194,6 +194,16 @@ fn ratio_by(a: &[&Value], b: &[&Value], of: impl Fn(&Value) -> Option<f64>) -> O
     Summary::of(&ratios)
 }
 
+/// "met" when the ratio `r`'s median is at least (`at_least`) or at most `bound`, else
+/// "short (median)"; "no data" without a ratio.
+fn verdict(r: Option<Summary>, bound: f64, at_least: bool) -> String {
+    match r {
+        None => "no data".to_string(),
+        Some(r) if r.median == bound || (r.median > bound) == at_least => "met".to_string(),
+        Some(r) => format!("short ({:.2})", r.median),
+    }
+}
+
 fn ratio_cell(s: Option<Summary>) -> String {
     s.map_or("–".to_string(), |s| {
         format!("{:.2} ({:.2}–{:.2})", s.median, s.min, s.max)

@@ -6,9 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use ark_bench::stats::Summary;
-
-use super::{Key, Runs, label, ratio, ratio_cell, runs, table_header};
+use super::{Key, Runs, label, ratio, ratio_cell, runs, table_header, verdict};
 
 /// Connected clients the targets are set at.
 const MANY: u64 = 10_000;
@@ -63,14 +61,6 @@ pub(super) fn targets(cases: &BTreeMap<Key, Runs<'_>>, out: &mut String) {
         let _ = writeln!(out, "{line}");
     }
     let _ = writeln!(out);
-}
-
-fn verdict(r: Option<Summary>, bound: f64, at_least: bool) -> String {
-    match r {
-        None => "no data".to_string(),
-        Some(r) if r.median == bound || (r.median > bound) == at_least => "met".to_string(),
-        Some(r) => format!("short ({:.2})", r.median),
-    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use ark_bench::matrix::decimal;
 use ark_bench::stats::{Summary, thousands};
 use serde_json::Value;
 
-use super::{field_by, implementation, ok_runs, ratio, ratio_cell, table_header, value};
+use super::{field_by, implementation, ok_runs, ratio, ratio_cell, table_header, value, verdict};
 
 mod bulk;
 
@@ -319,11 +319,7 @@ fn targets(panels: &BTreeMap<Panel, Rows<'_>>, out: &mut String) {
         );
         for (figure, name, target) in [("p99", "rtt_p99_us", 0.8), ("wire B/B", WIRE, 1.0)] {
             let r = ratio(ark, kcp, name);
-            let verdict = match r {
-                None => "no data".to_string(),
-                Some(r) if r.median <= target => "met".to_string(),
-                Some(r) => format!("short ({:.2})", r.median),
-            };
+            let verdict = verdict(r, target, false);
             let _ = writeln!(
                 out,
                 "| {} | {figure} | {} | ≤ {} | {verdict} |",
@@ -357,11 +353,7 @@ fn against_udp(panels: &BTreeMap<Panel, Rows<'_>>, others: &[Value], out: &mut S
         }
         for column in columns(rows).iter().filter(|c| c.starts_with("ark")) {
             let r = ratio(runs_of(rows, 0, column), &plain, "roundtrips_per_second");
-            let verdict = match r {
-                None => "no data".to_string(),
-                Some(r) if r.median >= 0.8 => "met".to_string(),
-                Some(r) => format!("short ({:.2})", r.median),
-            };
+            let verdict = verdict(r, 0.8, true);
             lines.push(format!(
                 "| {}, window {} | {column} | {} | ≥ 0.8 | {verdict} |",
                 panel.shape(),
