@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# The project's test command (README.md): every crate's tests in release mode; the transport
-# crates' tests again in a debug build (debug assertions on, so a `debug_assert` in a
-# dependency cannot hide; with the `tracing` features on, where the release run has them off),
-# ark-tcp, ark-ws and ark-http once more without their `tls`
-# feature, and on the portable IO path (`ARK_PORTABLE=1`) with ark-loopback's CLI tests;
-# `cargo package` of every library crate and `cargo doc -D warnings`; `cargo check` for macOS,
-# Windows and FreeBSD;
-# the criterion microbenchmarks run once each as tests (so they cannot rot); a short smoke run
-# of every fuzz target.
+# The project's test command (README.md): every crate's tests in release mode, with the
+# criterion microbenchmarks run once each as tests (so they cannot rot) in the same build, and
+# the doc tests; the transport crates' tests again in a debug build (debug assertions on, so a
+# `debug_assert` in a dependency cannot hide; with the `tracing` features on, where the release
+# run has them off) without the `tls` feature of ark-tcp, ark-ws and ark-http (the build a
+# plain-TCP user compiles: checked to pull in no crypto); the same tests on the portable IO
+# path (`ARK_PORTABLE=1`) with `tls` on, and ark-loopback's CLI tests there; `cargo package` of
+# every library crate and `cargo doc -D warnings`; `cargo check` for macOS, Windows and
+# FreeBSD; a short smoke run of every fuzz target.
+# Every configuration runs once in debug: the Linux path without tls, the portable path with
+# it (its TLS code is the same on both paths and runs with debug assertions there); the release
+# run covers the Linux path with tls.
 # Extra arguments go to the release `cargo test` (e.g. `scripts/test.sh -p ark-frame`); with
 # arguments, only that run is made.
 set -euo pipefail
@@ -15,23 +18,31 @@ cd "$(dirname "$0")/.."
 # The independent peers of the interop tests: Python's websockets, openssl (apt).
 bash scripts/setup-test-deps.sh
 if [ "$#" -eq 0 ]; then
-    # ark-http's `json` and ark-ws's `http` features: their examples and tests.
-    cargo test --workspace --release --features ark-http/json,ark-ws/http
+    # ark-http's `json` and ark-ws's `http` features: their examples and tests. Every target
+    # but the examples (which the tests that run them include by path, and which clippy and
+    # the debug build compile): the benches too, run once each, with the features and so the
+    # build of the rest; then the doc tests.
+    release=(--workspace --release --features ark-http/json,ark-ws/http)
+    cargo test "${release[@]}" --lib --bins --tests --benches
+    echo "== doc tests [${SECONDS}s]"
+    cargo test "${release[@]}" --doc
 else
     cargo test --workspace --release "$@"
 fi
 if [ "$#" -eq 0 ]; then
-    echo "== microbenchmarks, each run once as a test [${SECONDS}s]"
-    cargo test --release -p ark-frame -p ark-tcp -p ark-ws --benches
-    echo "== debug build: transport crates (debug assertions on) [${SECONDS}s]"
-    cargo test -p ark-reactor -p ark-tcp -p ark-udp -p ark-ws -p ark-tls -p ark-http -p ark-link -p ark-rudp \
-        --features ark-tcp/tls,ark-ws/tls,ark-http/tls,ark-http/json,ark-ws/http,ark-http/tracing,ark-ws/tracing,ark-rudp/tracing
-    echo "== debug build without the tls feature: ark-tcp, ark-ws, ark-http [${SECONDS}s]"
+    echo "== debug build: transport crates (debug assertions on), without tls [${SECONDS}s]"
     if cargo tree -p ark-tcp -p ark-ws -p ark-http -e normal | grep -E '(rustls|ring) v'; then
         echo "the tls-less build of ark-tcp, ark-ws and ark-http pulls in crypto (above)" >&2
         exit 1
     fi
-    cargo test -p ark-tcp -p ark-ws -p ark-http
+    debug_features=ark-http/json,ark-ws/http,ark-http/tracing,ark-ws/tracing,ark-rudp/tracing
+    if cargo tree -p ark-reactor -p ark-tcp -p ark-udp -p ark-ws -p ark-http -p ark-link -p ark-rudp \
+        -e features,normal,dev --features "$debug_features" -i ark-tcp | grep -E 'ark-(tcp|ws|http) feature "tls"'; then
+        echo "the debug stage's build turns tls on (above): it is meant to test the build without it" >&2
+        exit 1
+    fi
+    cargo test -p ark-reactor -p ark-tcp -p ark-udp -p ark-ws -p ark-http -p ark-link -p ark-rudp \
+        --features "$debug_features"
     echo "== publishing: MSRV, cargo package of every library crate, cargo doc -D warnings [${SECONDS}s]"
     # The MSRV (workspace rust-version) is the pinned toolchain, so every build here checks it;
     # they must not drift apart.
@@ -51,13 +62,13 @@ if [ "$#" -eq 0 ]; then
     rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/ark-*
     cargo package --all-features "${libraries[@]}"
     RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --all-features "${libraries[@]}" -p ark-testkit
-    echo "== portable IO path (ARK_PORTABLE=1: cfg ark_portable): transport tests, ark-loopback's CLI smoke [${SECONDS}s]"
+    echo "== portable IO path (ARK_PORTABLE=1: cfg ark_portable), with tls: transport tests, ark-loopback's CLI smoke [${SECONDS}s]"
     # What macOS, Windows and the BSDs run, forced on Linux. ark-reactor's and ark-udp's build
     # scripts set the cfg from ARK_PORTABLE, so only the ark crates rebuild here: every
     # dependency is the debug stage's (`RUSTFLAGS="--cfg ark_portable"` would rebuild them all
     # in a target dir of their own).
     ARK_PORTABLE=1 cargo test \
-        -p ark-reactor -p ark-tcp -p ark-udp -p ark-ws -p ark-http -p ark-link -p ark-rudp \
+        -p ark-reactor -p ark-tcp -p ark-udp -p ark-ws -p ark-tls -p ark-http -p ark-link -p ark-rudp \
         --features ark-tcp/tls,ark-ws/tls,ark-http/tls
     ARK_PORTABLE=1 cargo test -p ark-loopback --test cli
     echo "== type-checked where it is not tested: macOS, Windows, FreeBSD [${SECONDS}s]"
