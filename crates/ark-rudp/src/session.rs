@@ -162,6 +162,12 @@ impl RudpSession<'_> {
         self.conn.stats()
     }
 
+    /// The time of the current turn (the reactor's clock, read once per turn): what
+    /// [`set_timer`](Self::set_timer) counts from, and a timestamp that costs no clock read.
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
     /// Starts a one-shot timer: [`RudpHandler::on_timer`] runs once `after` has passed.
     /// Timers end with the session.
     pub fn set_timer(&mut self, after: Duration) -> TimerId {

@@ -231,7 +231,8 @@ struct Timers {
 
 impl RudpHandler for Timers {
     fn on_open(&mut self, session: &mut RudpSession<'_>) {
-        self.opened = Some(Instant::now());
+        // The turn's time, which the timers count from (a clock read here would be later).
+        self.opened = Some(session.now());
         let kept = session.set_timer(Duration::from_millis(60));
         let cancelled = session.set_timer(Duration::from_millis(20));
         let after_close = session.set_timer(Duration::from_millis(400));

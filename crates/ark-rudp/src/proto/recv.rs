@@ -54,6 +54,23 @@ pub(crate) struct Receiver {
     limit: usize,
     /// The length of a message over `limit` that the peer sent: a protocol violation.
     pub(crate) oversized: Option<usize>,
+    /// The ordered message being assembled at the delivery point: its fragments up to `next`
+    /// are appended here as they come in order (one copy, not one into a slot and one more
+    /// into the message), their slots gone.
+    partial: Partial,
+}
+
+/// An ordered message assembled in order (see [`Receiver::partial`]).
+#[derive(Debug, Default)]
+struct Partial {
+    /// Between a FIRST fragment and its LAST one.
+    open: bool,
+    /// The bytes so far (none kept once `len` is over the limit).
+    bytes: Vec<u8>,
+    /// The message's length so far.
+    len: usize,
+    /// Its fragments appended: counted in `held` and off the window, as they were in slots.
+    fragments: usize,
 }
 
 impl Receiver {
@@ -69,6 +86,7 @@ impl Receiver {
             duplicates: 0,
             limit: usize::MAX,
             oversized: None,
+            partial: Partial::default(),
         }
     }
 
@@ -95,7 +113,9 @@ impl Receiver {
             return Arrival::Duplicate;
         }
         let offset = (seq - self.next) as usize;
-        if offset >= self.window {
+        // The message assembled at the front holds fragments the window held before they were
+        // appended: the window still bounds them all.
+        if offset + self.partial.fragments >= self.window {
             return Arrival::BeyondWindow;
         }
         if self.slots.len() <= offset {
@@ -106,7 +126,13 @@ impl Receiver {
             return Arrival::Duplicate;
         }
         let whole = flags & (FIRST | LAST) == FIRST | LAST;
-        if whole && (offset == 0 || flags & UNORDERED != 0) {
+        let ordered = flags & UNORDERED == 0;
+        if offset == 0 && ordered && (self.partial.open || flags & FIRST != 0) {
+            // In order: straight into the message (a whole one too).
+            self.held += 1;
+            self.append_in_order(flags, fragment);
+            self.slots[0] = Slot::Delivered;
+        } else if whole && !ordered {
             let message = self.copy(&[fragment]);
             self.inbox.push_back(message);
             self.slots[offset] = Slot::Delivered;
@@ -182,19 +208,51 @@ impl Receiver {
     /// Delivers what is in order at the front, and drops delivered slots.
     fn advance(&mut self) {
         loop {
-            match self.slots.front() {
-                Some(Slot::Delivered) => {
-                    self.slots.pop_front();
-                    self.next += 1;
-                }
-                Some(Slot::Held { flags, .. }) if flags & (FIRST | UNORDERED) == FIRST => {
-                    match self.complete_around(0) {
-                        Some((0, last)) => self.deliver_range(0, last),
-                        _ => return,
-                    }
+            match self.slots.front_mut() {
+                Some(Slot::Delivered) => {}
+                Some(Slot::Held { flags, fragment })
+                    if *flags & UNORDERED == 0 && (self.partial.open || *flags & FIRST != 0) =>
+                {
+                    let (flags, fragment) = (*flags, std::mem::take(fragment));
+                    self.append_in_order(flags, &fragment);
+                    self.spare.push(fragment);
                 }
                 _ => return,
             }
+            self.slots.pop_front();
+            self.next += 1;
+        }
+    }
+
+    /// Appends the next fragment in order (already counted in `held`) to the message
+    /// assembled at the front — a FIRST one opens it (a fragment that is not FIRST continues
+    /// it even if FIRST: a new message cannot begin before the last one's LAST) — and moves
+    /// it to the inbox on its LAST, or drops it there and records its length in `oversized`
+    /// if it is over the limit.
+    fn append_in_order(&mut self, flags: u8, fragment: &[u8]) {
+        if !self.partial.open {
+            self.partial.open = true;
+            self.partial.bytes = self.spare.pop().unwrap_or_default();
+            self.partial.bytes.clear();
+        }
+        let partial = &mut self.partial;
+        partial.len += fragment.len();
+        partial.fragments += 1;
+        if partial.len <= self.limit {
+            partial.bytes.extend_from_slice(fragment);
+        } else if !partial.bytes.is_empty() {
+            partial.bytes.clear();
+        }
+        if flags & LAST == 0 {
+            return;
+        }
+        let done = std::mem::take(partial);
+        self.held -= done.fragments;
+        if done.len <= self.limit {
+            self.inbox.push_back(done.bytes);
+        } else {
+            self.spare.push(done.bytes);
+            self.oversized = Some(done.len);
         }
     }
 
@@ -284,6 +342,54 @@ mod tests {
         );
         r.on_fragment(11, 0, b"cd");
         assert_eq!(drain(&mut r), vec![b"abcdef".to_vec()]);
+        assert_eq!(r.held(), 0);
+    }
+
+    #[test]
+    fn in_order_fragments_go_straight_into_the_message_and_count_against_the_window() {
+        let mut r = Receiver::new(0, 4);
+        r.on_fragment(0, FIRST, b"ab");
+        r.on_fragment(1, 0, b"cd");
+        r.on_fragment(2, 0, b"ef");
+        assert_eq!(r.held(), 3, "appended, still held");
+        assert_eq!(r.partial.bytes, b"abcdef", "no slot keeps a copy");
+        assert!(r.slots.is_empty());
+        let ack = r.ack(3);
+        assert_eq!((ack.next, ack.window), (3, 1));
+        assert_eq!(
+            r.on_fragment(4, LAST, b"h"),
+            Arrival::BeyondWindow,
+            "the window holds the message's fragments wherever they are"
+        );
+        assert_eq!(r.on_fragment(3, LAST, b"g"), Arrival::New);
+        assert_eq!(drain(&mut r), vec![b"abcdefg".to_vec()]);
+        assert_eq!((r.held(), r.ack(4).window), (0, 4));
+    }
+
+    #[test]
+    fn a_message_begun_in_order_takes_its_late_fragments_from_the_slots() {
+        let mut r = Receiver::new(0, 64);
+        r.on_fragment(0, FIRST, b"a");
+        r.on_fragment(3, LAST, b"d");
+        r.on_fragment(4, FIRST | LAST, b"next");
+        r.on_fragment(2, 0, b"c");
+        assert!(drain(&mut r).is_empty(), "1 is missing");
+        assert_eq!(r.held(), 4);
+        r.on_fragment(1, 0, b"b");
+        assert_eq!(drain(&mut r), vec![b"abcd".to_vec(), b"next".to_vec()]);
+        assert_eq!((r.held(), r.ack(5).next), (0, 5));
+    }
+
+    #[test]
+    fn an_oversized_message_in_order_keeps_no_bytes_past_the_limit() {
+        let mut r = Receiver::new(0, 64).with_limit(4);
+        r.on_fragment(0, FIRST, b"abc");
+        r.on_fragment(1, 0, b"def");
+        assert!(r.partial.bytes.is_empty(), "over the limit: nothing kept");
+        assert_eq!(r.oversized, None, "its length is known at its end");
+        r.on_fragment(2, LAST, b"g");
+        assert_eq!(r.oversized, Some(7));
+        assert!(r.inbox.is_empty());
         assert_eq!(r.held(), 0);
     }
 
