@@ -399,9 +399,7 @@ impl Connection {
         }
         match delivery {
             Delivery::Unreliable => {
-                let mut buf = self.recv.spare.pop().unwrap_or_default();
-                buf.clear();
-                buf.extend_from_slice(message);
+                let buf = self.recv.copy(&[message]);
                 self.unreliable.push_back(buf);
             }
             _ => self
@@ -511,9 +509,7 @@ impl Connection {
             }
             Packet::Unreliable(message) => {
                 self.implicit_accept();
-                let mut buf = self.recv.spare.pop().unwrap_or_default();
-                buf.clear();
-                buf.extend_from_slice(message);
+                let buf = self.recv.copy(&[message]);
                 self.recv.inbox.push_back(buf);
             }
             Packet::Close(_) => self.close_with(CloseReason::PeerClosed, false),

@@ -96,7 +96,8 @@ impl Receiver {
         self
     }
 
-    fn copy(&mut self, parts: &[&[u8]]) -> Vec<u8> {
+    /// A buffer from `spare` (or a new one) holding `parts`, one after the other.
+    pub(crate) fn copy(&mut self, parts: &[&[u8]]) -> Vec<u8> {
         let mut buf = self.spare.pop().unwrap_or_default();
         buf.clear();
         for p in parts {
@@ -126,13 +127,12 @@ impl Receiver {
             return Arrival::Duplicate;
         }
         let whole = flags & (FIRST | LAST) == FIRST | LAST;
-        let ordered = flags & UNORDERED == 0;
-        if offset == 0 && ordered && (self.partial.open || flags & FIRST != 0) {
+        if offset == 0 && self.takes_in_order(flags) {
             // In order: straight into the message (a whole one too).
             self.held += 1;
             self.append_in_order(flags, fragment);
             self.slots[0] = Slot::Delivered;
-        } else if whole && !ordered {
+        } else if whole && flags & UNORDERED != 0 {
             let message = self.copy(&[fragment]);
             self.inbox.push_back(message);
             self.slots[offset] = Slot::Delivered;
@@ -208,20 +208,26 @@ impl Receiver {
     /// Delivers what is in order at the front, and drops delivered slots.
     fn advance(&mut self) {
         loop {
-            match self.slots.front_mut() {
-                Some(Slot::Delivered) => {}
-                Some(Slot::Held { flags, fragment })
-                    if *flags & UNORDERED == 0 && (self.partial.open || *flags & FIRST != 0) =>
-                {
-                    let (flags, fragment) = (*flags, std::mem::take(fragment));
-                    self.append_in_order(flags, &fragment);
-                    self.spare.push(fragment);
-                }
-                _ => return,
+            let goes = match self.slots.front() {
+                Some(Slot::Delivered) => true,
+                Some(Slot::Held { flags, .. }) => self.takes_in_order(*flags),
+                _ => false,
+            };
+            if !goes {
+                return;
             }
-            self.slots.pop_front();
+            if let Some(Slot::Held { flags, fragment }) = self.slots.pop_front() {
+                self.append_in_order(flags, &fragment);
+                self.spare.push(fragment);
+            }
             self.next += 1;
         }
+    }
+
+    /// Whether the next fragment in order, with `flags`, goes into the message assembled at
+    /// the front: an ordered one that opens it (FIRST) or continues it.
+    fn takes_in_order(&self, flags: u8) -> bool {
+        flags & UNORDERED == 0 && (self.partial.open || flags & FIRST != 0)
     }
 
     /// Appends the next fragment in order (already counted in `held`) to the message
@@ -232,8 +238,7 @@ impl Receiver {
     fn append_in_order(&mut self, flags: u8, fragment: &[u8]) {
         if !self.partial.open {
             self.partial.open = true;
-            self.partial.bytes = self.spare.pop().unwrap_or_default();
-            self.partial.bytes.clear();
+            self.partial.bytes = self.copy(&[]);
         }
         let partial = &mut self.partial;
         partial.len += fragment.len();
