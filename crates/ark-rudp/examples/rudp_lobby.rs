@@ -1,7 +1,9 @@
 //! A game lobby on ark-rudp: players join, chat reliably (every player sees every line, in
 //! order) and send their positions unreliably (the newest matters, a lost one is not sent
 //! again); the server relays both to the other players through session handles, and a
-//! per-session timer sends each player the lobby's size every 100 ms.
+//! per-session timer sends each player the lobby's size every 100 ms, on a fixed cadence
+//! (each tick is due 100 ms after the last one was due, counted from the turn's time, so a
+//! busy turn does not push every later tick back).
 //!
 //! ```text
 //! cargo run --release -p ark-rudp --example rudp_lobby
@@ -13,7 +15,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ark_rudp::{
     CloseReason, Delivery, RudpClient, RudpHandler, RudpServer, RudpSession, RudpSessionHandle,
@@ -23,14 +25,24 @@ use ark_rudp::{
 /// Every player's session handle, by address.
 type Players = Arc<Mutex<HashMap<SocketAddr, RudpSessionHandle>>>;
 
+/// How often each player hears the lobby's size.
+const TICK: Duration = Duration::from_millis(100);
+
 /// The server's side of one player.
 struct Player {
     me: SocketAddr,
     players: Players,
-    tick: Option<TimerId>,
+    /// When the next size tick is due.
+    next_tick: Option<Instant>,
 }
 
 impl Player {
+    /// Sets the tick timer for `due` (at once if that has passed).
+    fn schedule(&mut self, session: &mut RudpSession<'_>, due: Instant) {
+        self.next_tick = Some(due);
+        session.set_timer(due.saturating_duration_since(session.now()));
+    }
+
     fn others(&self, me: SocketAddr) -> Vec<RudpSessionHandle> {
         let players = self.players.lock().unwrap_or_else(PoisonError::into_inner);
         players
@@ -46,7 +58,7 @@ impl RudpHandler for Player {
         let mut players = self.players.lock().unwrap_or_else(PoisonError::into_inner);
         players.insert(session.peer_addr(), session.handle());
         drop(players);
-        self.tick = Some(session.set_timer(Duration::from_millis(100)));
+        self.schedule(session, session.now() + TICK);
     }
 
     fn on_message(&mut self, session: &mut RudpSession<'_>, message: &[u8]) {
@@ -67,7 +79,8 @@ impl RudpHandler for Player {
             .unwrap_or_else(PoisonError::into_inner)
             .len();
         let _ = session.send_unreliable(format!("N{count}").as_bytes());
-        self.tick = Some(session.set_timer(Duration::from_millis(100)));
+        let due = self.next_tick.unwrap_or(session.now()) + TICK;
+        self.schedule(session, due);
     }
 
     fn on_close(&mut self, reason: &CloseReason) {
@@ -102,7 +115,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .start(move |peer| Player {
             me: peer,
             players: registry.clone(),
-            tick: None,
+            next_tick: None,
         })?;
     let (tx, rx) = mpsc::channel();
     let mut clients = Vec::new();
