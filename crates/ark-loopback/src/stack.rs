@@ -416,7 +416,7 @@ impl ArkStack {
     /// then the IO threads.
     fn stop_server(self, drain: Option<std::time::Duration>) -> std::io::Result<usize> {
         let wait = |s: ark_reactor::Stopping| match drain {
-            Some(d) => s.wait_timeout_cut(d),
+            Some(d) => s.report_timeout(d).map(|r| r.forced),
             None => s.wait().map(|()| 0),
         };
         let cut = match self.server {
@@ -480,10 +480,10 @@ fn tcp_client(
         .connect_timeout(Duration::from_secs(10));
     if args.reconnect_every > 0 {
         // The server closes after N echoes; connect again at once.
-        builder = builder.reconnect(Some(ark_tcp::Reconnect {
-            initial: Duration::ZERO,
-            max: Duration::ZERO,
-        }));
+        builder = builder.reconnect(Some(ark_tcp::Reconnect::new(
+            Duration::ZERO,
+            Duration::ZERO,
+        )));
     }
     if let Some((tls, name)) = tls {
         builder = builder.tls(tls, name);

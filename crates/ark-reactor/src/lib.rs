@@ -78,7 +78,7 @@ pub use config::ReactorConfig;
 pub use deadlines::{Deadlines, TimerSlot};
 pub use handler::{Budget, Context, Handler, ReactorHandle};
 pub use ids::{SourceId, TimerId};
-pub use lifecycle::{Lifecycle, Member, Stopping};
+pub use lifecycle::{Lifecycle, Member, Phase, StopReport, Stopping};
 pub use mailbox::{Mailbox, Wake};
 pub use pool::{IoModel, Placement, ReactorPool, Runtime, SourceRef, release_pool, resolve};
 pub use reactor::Reactor;

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::task::Poll;
 use std::time::{Duration, Instant};
@@ -17,7 +17,9 @@ use crate::pool::{ReactorPool, SourceRef, release_pool};
 /// are created — with the source that serves them — and leave when they are gone. A stop
 /// raises a flag and wakes every member's source, so each sees the flag on its own thread and
 /// winds down (a graceful close, a goodbye); the stopper waits until no member is left, or
-/// until its deadline, and then removes what is left.
+/// until its deadline, and then removes what is left. A drain comes before a stop: the phase
+/// becomes [`Phase::Draining`] and every member is woken to see it (sessions go on serving
+/// until their peers are done); the stop follows at the drain's deadline.
 ///
 /// ```
 /// use std::time::{Duration, Instant};
@@ -36,8 +38,21 @@ use crate::pool::{ReactorPool, SourceRef, release_pool};
 pub struct Lifecycle {
     members: Mutex<HashMap<u64, Option<SourceRef>>>,
     idle: Condvar,
-    stopping: AtomicBool,
+    /// The [`Phase`], as its `u8`.
+    phase: AtomicU8,
     next: AtomicU64,
+}
+
+/// Where a [`Lifecycle`] is: running, draining (no new members; those there finish their
+/// work), or stopping (members wind down now). It only moves forward.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Phase {
+    /// Serving.
+    Running = 0,
+    /// A drain began: take no new work, finish what is under way.
+    Draining = 1,
+    /// A stop began: wind down now.
+    Stopping = 2,
 }
 
 /// A member's place in a [`Lifecycle`]; dropping it leaves.
@@ -92,17 +107,38 @@ impl Lifecycle {
 
     /// Raises the stop flag and wakes every member's source; `true` the first time.
     pub fn begin_stop(&self) -> bool {
-        let first = !self.stopping.swap(true, Ordering::SeqCst);
+        self.advance(Phase::Stopping)
+    }
+
+    /// Enters [`Phase::Draining`] (unless a stop has begun) and wakes every member's source;
+    /// `true` if the phase changed.
+    pub fn begin_drain(&self) -> bool {
+        self.advance(Phase::Draining)
+    }
+
+    /// Moves the phase forward to `to` (never back) and wakes every member; `true` if it moved.
+    fn advance(&self, to: Phase) -> bool {
+        let before = self.phase.fetch_max(to as u8, Ordering::SeqCst);
         for source in self.sources() {
             source.wake();
         }
-        first
+        before < to as u8
+    }
+
+    /// The phase now (one atomic load: cheap enough for every turn of every member).
+    #[inline]
+    pub fn phase(&self) -> Phase {
+        match self.phase.load(Ordering::Relaxed) {
+            0 => Phase::Running,
+            1 => Phase::Draining,
+            _ => Phase::Stopping,
+        }
     }
 
     /// Whether a stop has begun.
     #[inline]
     pub fn is_stopping(&self) -> bool {
-        self.stopping.load(Ordering::Relaxed)
+        self.phase() == Phase::Stopping
     }
 
     fn sources(&self) -> Vec<SourceRef> {
@@ -164,38 +200,66 @@ pub struct Stopping {
     /// What is left to do, until it is done here or handed to a thread of its own.
     work: Option<StopWork>,
     /// The thread's result, once the work was handed to one (polled as a future).
-    answer: Option<Answer<io::Result<usize>>>,
+    answer: Option<Answer<io::Result<StopReport>>>,
     /// The lifecycles of this stop and of its parts, for [`is_finished`](Self::is_finished).
     lives: Vec<Arc<Lifecycle>>,
     timeout: Duration,
 }
 
-/// The rest of a stop: wait for the members (and parts), close what is left, release a pool.
+/// What a stop found at its deadlines: [`Stopping::report`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StopReport {
+    /// Members (sessions) still there when a drain's deadline passed: the stop then wound them
+    /// down (each handler's `on_stopping`, a graceful close), cutting off whatever their peers
+    /// had still to ask. Always 0 for a stop without a drain.
+    pub undrained: usize,
+    /// Members still there at the stop's deadline, closed at once (what they had queued was
+    /// dropped).
+    pub forced: usize,
+}
+
+impl std::ops::AddAssign for StopReport {
+    fn add_assign(&mut self, other: StopReport) {
+        self.undrained += other.undrained;
+        self.forced += other.forced;
+    }
+}
+
+/// The rest of a stop: wait for a drain, stop, wait for the members (and parts), close what is
+/// left, release a pool.
 #[derive(Debug)]
 struct StopWork {
     life: Arc<Lifecycle>,
     /// Stops of the owner's parts (an agent's connections), waited for before its pool.
     parts: Vec<Stopping>,
     pool: Option<(Arc<ReactorPool>, bool)>,
+    /// A drain's deadline: until then members finish their work; then the stop begins.
+    drain_until: Option<Instant>,
 }
 
 impl StopWork {
-    /// Waits at most `timeout` in all; returns how many members were closed at the deadline.
-    fn finish(self, timeout: Duration) -> io::Result<usize> {
+    /// Waits at most `timeout` in all; reports what was cut at the deadlines.
+    fn finish(self, timeout: Duration) -> io::Result<StopReport> {
         let deadline = Instant::now() + timeout;
-        let mut cut = 0;
+        let mut report = StopReport::default();
         for part in self.parts {
             let left = deadline.saturating_duration_since(Instant::now());
-            cut += part.finish_here(left)?;
+            report += part.finish_here(left)?;
+        }
+        if let Some(until) = self.drain_until
+            && !self.life.wait_idle(until.min(deadline))
+        {
+            report.undrained = self.life.live();
+            self.life.begin_stop();
         }
         if !self.life.wait_idle(deadline) {
-            cut = self.life.live();
+            report.forced = self.life.live();
             self.life.remove_all();
             self.life.wait_idle(Instant::now() + Duration::from_secs(1));
         }
         match self.pool {
-            Some((pool, owned)) => release_pool(pool, owned).map(|()| cut),
-            None => Ok(cut),
+            Some((pool, owned)) => release_pool(pool, owned).map(|()| report),
+            None => Ok(report),
         }
     }
 }
@@ -210,6 +274,26 @@ impl Stopping {
     ) -> Stopping {
         life.begin_stop();
         Stopping::of(life, Vec::new(), pool, timeout)
+    }
+
+    /// Begins a drain of `life`'s members ([`Phase::Draining`]): for `drain` from now they go
+    /// on with their work and leave when it is done; then the stop begins for those still
+    /// there, which get `close_timeout` more to wind down. The drain's deadline runs from now,
+    /// whenever the stop is waited for; [`wait`](Self::wait) gives `drain + close_timeout` in
+    /// all, [`wait_timeout`](Self::wait_timeout) ends the drain early if its own deadline
+    /// comes first.
+    pub fn drain(
+        life: Arc<Lifecycle>,
+        pool: Option<(Arc<ReactorPool>, bool)>,
+        drain: Duration,
+        close_timeout: Duration,
+    ) -> Stopping {
+        life.begin_drain();
+        let mut stopping = Stopping::of(life, Vec::new(), pool, drain + close_timeout);
+        if let Some(work) = stopping.work.as_mut() {
+            work.drain_until = Some(Instant::now() + drain);
+        }
+        stopping
     }
 
     /// One stop made of several already begun (an owner of many clients: each of its
@@ -230,8 +314,14 @@ impl Stopping {
     ) -> Stopping {
         let mut lives = vec![life.clone()];
         lives.extend(parts.iter().flat_map(|p| p.lives.iter().cloned()));
+        let work = StopWork {
+            life,
+            parts,
+            pool,
+            drain_until: None,
+        };
         Stopping {
-            work: Some(StopWork { life, parts, pool }),
+            work: Some(work),
             answer: None,
             lives,
             timeout,
@@ -243,13 +333,13 @@ impl Stopping {
         self.lives.iter().all(|life| life.live() == 0)
     }
 
-    /// Waits for the stop with the owner's default deadline (its sessions' close timeout).
+    /// Waits for the stop with the owner's default deadline (its sessions' close timeout;
+    /// for a drain, the drain's time and then the close timeout).
     ///
     /// # Errors
     /// Stopping an own pool failed.
     pub fn wait(self) -> io::Result<()> {
-        let timeout = self.timeout;
-        self.finish_here(timeout).map(|_| ())
+        self.report().map(|_| ())
     }
 
     /// Waits at most `timeout` for the members; what is left is closed at once.
@@ -257,28 +347,37 @@ impl Stopping {
     /// # Errors
     /// Stopping an own pool failed.
     pub fn wait_timeout(self, timeout: Duration) -> io::Result<()> {
-        self.finish_here(timeout).map(|_| ())
+        self.report_timeout(timeout).map(|_| ())
     }
 
-    /// As [`wait_timeout`](Self::wait_timeout); returns how many members (sessions, and a
-    /// listener that had not yet closed) were still there at the deadline and were closed at
-    /// once.
+    /// As [`wait`](Self::wait), and says what was cut: members still there when a drain
+    /// ended, and members closed at once at the deadline.
     ///
     /// # Errors
     /// Stopping an own pool failed.
-    pub fn wait_timeout_cut(self, timeout: Duration) -> io::Result<usize> {
+    pub fn report(self) -> io::Result<StopReport> {
+        let timeout = self.timeout;
+        self.finish_here(timeout)
+    }
+
+    /// As [`wait_timeout`](Self::wait_timeout), and says what was cut (see
+    /// [`report`](Self::report)).
+    ///
+    /// # Errors
+    /// Stopping an own pool failed.
+    pub fn report_timeout(self, timeout: Duration) -> io::Result<StopReport> {
         self.finish_here(timeout)
     }
 
     /// Finishes on this thread (or waits for the thread it was handed to, whose deadline was
     /// set when it was first polled).
-    fn finish_here(mut self, timeout: Duration) -> io::Result<usize> {
+    fn finish_here(mut self, timeout: Duration) -> io::Result<StopReport> {
         if let Some(work) = self.work.take() {
             return work.finish(timeout);
         }
         match self.answer.take() {
             Some(answer) => answer.wait().unwrap_or_else(|e| Err(io::Error::other(e))),
-            None => Ok(0),
+            None => Ok(StopReport::default()),
         }
     }
 
@@ -309,9 +408,9 @@ impl Stopping {
 }
 
 /// The work and where its result goes, taken once by whoever runs it.
-type Handed = Mutex<Option<(StopWork, Answerer<io::Result<usize>>)>>;
+type Handed = Mutex<Option<(StopWork, Answerer<io::Result<StopReport>>)>>;
 
-fn take(handed: &Handed) -> Option<(StopWork, Answerer<io::Result<usize>>)> {
+fn take(handed: &Handed) -> Option<(StopWork, Answerer<io::Result<StopReport>>)> {
     handed.lock().unwrap_or_else(PoisonError::into_inner).take()
 }
 
@@ -339,5 +438,73 @@ impl Drop for Stopping {
     /// its own waits for them (closing what is left at the deadline) and joins an own pool.
     fn drop(&mut self) {
         self.hand_off();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A member on a thread of its own: it leaves when `leave_at` says so for the phase it sees
+    /// (polled every millisecond, at most 10 s).
+    fn member(life: &Arc<Lifecycle>, leave_at: Phase) -> std::thread::JoinHandle<Phase> {
+        let member = life.join(None);
+        let life = life.clone();
+        std::thread::spawn(move || {
+            let until = Instant::now() + Duration::from_secs(10);
+            while life.phase() < leave_at && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            drop(member);
+            life.phase()
+        })
+    }
+
+    #[test]
+    fn a_drain_that_its_members_finish_cuts_nothing() {
+        let life = Lifecycle::new();
+        let finishing = member(&life, Phase::Draining);
+        let stop = Stopping::drain(life.clone(), None, Duration::from_secs(5), Duration::ZERO);
+        let report = stop.report().unwrap();
+        assert_eq!(report, StopReport::default());
+        // The member left in the drain; the stop never began.
+        assert_eq!(finishing.join().unwrap(), Phase::Draining);
+        assert_eq!(life.phase(), Phase::Draining);
+    }
+
+    #[test]
+    fn a_drain_stops_at_its_deadline_what_is_left_and_reports_it() {
+        let life = Lifecycle::new();
+        let stays = member(&life, Phase::Stopping);
+        let begun = Instant::now();
+        let stop = Stopping::drain(
+            life.clone(),
+            None,
+            Duration::from_millis(50),
+            Duration::from_secs(5),
+        );
+        let report = stop.report().unwrap();
+        assert!(begun.elapsed() >= Duration::from_millis(50));
+        // Stopped at the drain's deadline, it wound down within the close timeout.
+        assert_eq!(
+            report,
+            StopReport {
+                undrained: 1,
+                forced: 0
+            }
+        );
+        assert_eq!(stays.join().unwrap(), Phase::Stopping);
+    }
+
+    #[test]
+    fn phases_only_move_forward() {
+        let life = Lifecycle::new();
+        assert_eq!(life.phase(), Phase::Running);
+        assert!(life.begin_drain());
+        assert!(!life.begin_drain());
+        assert!(life.begin_stop());
+        assert!(!life.begin_drain());
+        assert_eq!(life.phase(), Phase::Stopping);
+        assert!(life.is_stopping());
     }
 }

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use ark_frame::LengthPrefix;
 use ark_reactor::{
-    Lifecycle, Reactor, ReactorConfig, ReactorHandle, ReactorPool, Runtime, SourceRef, Stopping,
+    Lifecycle, Phase, Reactor, ReactorConfig, ReactorHandle, ReactorPool, Runtime, SourceRef,
+    Stopping,
 };
 use mio::net::TcpStream;
 
@@ -24,22 +25,76 @@ use crate::server::tcp_options;
 use crate::session::{SessionInfo, TcpHandler};
 use crate::stats::{TcpCounters, TcpStats};
 
-/// Reconnection with exponential backoff.
+/// Reconnection with exponential backoff and jitter.
+///
+/// After a connection is lost or an attempt fails, the next attempt waits the current delay
+/// (`initial` at first), and the delay doubles, up to `max`. The delay goes back to `initial`
+/// only when a connection ends after staying up for `stable_after`: a server that accepts and
+/// closes at once, or answers and drops the connection, is an attempt that failed, and the
+/// delay keeps growing against it. With `jitter`, each wait is drawn at random between half
+/// the delay and all of it, so clients that lost the same server do not come back in step.
+///
+/// ```
+/// use std::time::Duration;
+/// use ark_tcp::Reconnect;
+///
+/// // 100 ms, 200 ms, ... up to 5 s; reset after a connection that lasted 5 s.
+/// let reconnect = Reconnect::new(Duration::from_millis(100), Duration::from_secs(5));
+/// assert_eq!(reconnect.stable_after, Duration::from_secs(5));
+/// assert!(reconnect.jitter);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reconnect {
     /// First delay after a connection is lost. Default 1 s.
     pub initial: Duration,
     /// Largest delay. Default 30 s.
     pub max: Duration,
+    /// How long a connection must have stayed up for its end to reset the delay to
+    /// `initial`. Default (and with [`new`](Self::new)): `max`.
+    pub stable_after: Duration,
+    /// Wait a random time between half the delay and the delay (default on).
+    pub jitter: bool,
+}
+
+impl Reconnect {
+    /// Backoff from `initial` doubling up to `max`, reset after a connection that stayed up
+    /// for `max`, with jitter.
+    pub fn new(initial: Duration, max: Duration) -> Reconnect {
+        Reconnect {
+            initial,
+            max,
+            stable_after: max,
+            jitter: true,
+        }
+    }
+
+    /// The wait for a backoff `delay`: with jitter, drawn in `[delay / 2, delay]`.
+    fn wait(&self, delay: Duration) -> Duration {
+        if !self.jitter || delay.is_zero() {
+            return delay;
+        }
+        let half = delay / 2;
+        let nanos = u64::try_from((delay - half).as_nanos()).unwrap_or(u64::MAX);
+        half + Duration::from_nanos(random_u64() % nanos.saturating_add(1))
+    }
 }
 
 impl Default for Reconnect {
     fn default() -> Self {
-        Reconnect {
-            initial: Duration::from_secs(1),
-            max: Duration::from_secs(30),
-        }
+        Reconnect::new(Duration::from_secs(1), Duration::from_secs(30))
     }
+}
+
+/// A random number for jitter (not for anything secret): std's randomly keyed hasher.
+fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64),
+    );
+    hasher.finish()
 }
 
 /// State a client shares with its connection.
@@ -50,6 +105,8 @@ pub(crate) struct ClientShared<C> {
     connect_timeout: Duration,
     reconnect: Option<Reconnect>,
     backoff: Mutex<Duration>,
+    /// When the live connection opened (its lifetime decides whether the backoff resets).
+    opened_at: Mutex<Option<Instant>>,
     connected: AtomicBool,
     addr: SocketAddr,
     config: Arc<TcpConfig>,
@@ -78,15 +135,24 @@ impl<C> ClientShared<C> {
         self.session.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The delay before the next attempt, doubling the one after it (capped).
+    /// The wait before the next attempt (the delay, with jitter), doubling the delay after
+    /// it (capped). A connection that stayed up for `stable_after` resets the delay first.
     fn next_backoff(&self) -> Duration {
         let Some(r) = self.reconnect else {
             return Duration::ZERO;
         };
+        let opened_at = self
+            .opened_at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
         let mut backoff = self.backoff.lock().unwrap_or_else(PoisonError::into_inner);
+        if opened_at.is_some_and(|at| at.elapsed() >= r.stable_after) {
+            *backoff = r.initial;
+        }
         let delay = *backoff;
         *backoff = (delay * 2).min(r.max);
-        delay
+        r.wait(delay)
     }
 }
 
@@ -95,30 +161,25 @@ impl<C: Framing, H: TcpHandler> Owner<H> for ClientShared<C> {
         &self.counters
     }
 
-    fn stopping(&self) -> bool {
-        self.life.is_stopping()
+    fn phase(&self) -> Phase {
+        self.life.phase()
     }
 
     fn opened(&self, _: u64) {
         self.connected.store(true, Ordering::SeqCst);
-        if let Some(r) = self.reconnect {
-            *self.backoff.lock().unwrap_or_else(PoisonError::into_inner) = r.initial;
-        }
+        *self
+            .opened_at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
     }
 
-    /// A connection that ended other than by this side's choice is made again after the
+    /// A connection that ended other than by this side's choice (as the handler's
+    /// [`reconnect_after`](TcpHandler::reconnect_after) decides) is made again after the
     /// backoff, with the same handler, when reconnecting is on.
     fn closed(self: Arc<Self>, _: u64, reason: &CloseReason, handler: H, reactor: &ReactorHandle) {
         self.connected.store(false, Ordering::SeqCst);
         *self.session() = None;
-        let chosen = matches!(
-            reason,
-            CloseReason::Local
-                | CloseReason::Aborted
-                | CloseReason::Stopped
-                | CloseReason::Panicked
-        );
-        if !chosen && !self.life.is_stopping() && self.reconnect.is_some() {
+        if self.reconnect.is_some() && !self.life.is_stopping() && handler.reconnect_after(reason) {
             reconnect_later(self, handler, reactor);
         }
     }
@@ -198,8 +259,11 @@ impl<C: Framing> TcpClientBuilder<C> {
         self
     }
 
-    /// Reconnect after a connection is lost or an attempt fails (default off). Data queued on
-    /// a lost connection is dropped (counted in `aborted_send_bytes`), never replayed.
+    /// Reconnect after a connection is lost or an attempt fails (default off), with the
+    /// backoff, reset and jitter [`Reconnect`] describes; which ends count as lost is the
+    /// handler's [`reconnect_after`](TcpHandler::reconnect_after) (by default every end but
+    /// this side's own close, abort, stop or panic). Data queued on a lost connection is
+    /// dropped (counted in `aborted_send_bytes`), never replayed.
     pub fn reconnect(mut self, reconnect: Option<Reconnect>) -> Self {
         self.reconnect = reconnect;
         self
@@ -238,6 +302,7 @@ impl<C: Framing> TcpClientBuilder<C> {
             connect_timeout: self.connect_timeout,
             reconnect: self.reconnect,
             backoff: Mutex::new(self.reconnect.map_or(Duration::ZERO, |r| r.initial)),
+            opened_at: Mutex::new(None),
             connected: AtomicBool::new(false),
             addr,
             config: Arc::new(self.config.normalized()),
@@ -494,5 +559,26 @@ impl Drop for TcpClientHandle {
         if self.pool.is_some() {
             drop(self.begin_stop());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jitter_draws_between_half_the_delay_and_the_delay() {
+        let jittered = Reconnect::new(Duration::from_millis(10), Duration::from_secs(1));
+        let delay = Duration::from_millis(400);
+        let waits: Vec<Duration> = (0..200).map(|_| jittered.wait(delay)).collect();
+        assert!(waits.iter().all(|w| *w >= delay / 2 && *w <= delay));
+        // Not one value: the waits are spread.
+        assert!(waits.iter().any(|w| *w != waits[0]));
+        let plain = Reconnect {
+            jitter: false,
+            ..jittered
+        };
+        assert_eq!(plain.wait(delay), delay);
+        assert_eq!(jittered.wait(Duration::ZERO), Duration::ZERO);
     }
 }

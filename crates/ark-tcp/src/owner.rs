@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use ark_reactor::ReactorHandle;
+use ark_reactor::{Phase, ReactorHandle};
 
 use crate::error::CloseReason;
 use crate::stats::TcpCounters;
@@ -14,8 +14,14 @@ pub(crate) trait Owner<H>: Send + Sync + 'static {
     /// Counters the session adds to.
     fn counters(&self) -> &TcpCounters;
 
+    /// Running, draining (sessions get `on_drain` and go on), or stopping (sessions close
+    /// gracefully).
+    fn phase(&self) -> Phase;
+
     /// Whether a stop has begun (sessions then close gracefully).
-    fn stopping(&self) -> bool;
+    fn stopping(&self) -> bool {
+        self.phase() == Phase::Stopping
+    }
 
     /// The session is established.
     fn opened(&self, id: u64) {

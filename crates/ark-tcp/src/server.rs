@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use ark_frame::LengthPrefix;
 use ark_reactor::{
-    Context, Handler, Lifecycle, ReactorConfig, ReactorHandle, ReactorPool, Ready, Runtime,
+    Context, Handler, Lifecycle, Phase, ReactorConfig, ReactorHandle, ReactorPool, Ready, Runtime,
     SourceRef, Stopping, TimerId, Turn,
 };
 use mio::net::TcpListener;
@@ -175,8 +175,8 @@ impl<H: TcpHandler> Owner<H> for ServerShared {
         &self.counters
     }
 
-    fn stopping(&self) -> bool {
-        self.life.is_stopping()
+    fn phase(&self) -> Phase {
+        self.life.phase()
     }
 
     fn closed(self: Arc<Self>, id: u64, _: &CloseReason, _: H, _: &ReactorHandle) {
@@ -448,6 +448,20 @@ impl TcpServerHandle {
     /// Stopping the own pool failed.
     pub fn stop_timeout(self, timeout: Duration) -> io::Result<()> {
         self.stop().wait_timeout(timeout)
+    }
+
+    /// Begins a drain and returns at once: the listener closes now (no new connections);
+    /// every session's handler gets [`on_drain`](crate::TcpHandler::on_drain) and the session
+    /// goes on serving — what its peer sends is still answered — until the peer or the
+    /// handler closes it. Sessions still open when `drain` has passed are stopped as
+    /// [`stop`](Self::stop) does (`on_stopping`, what is queued written, a graceful close
+    /// within the close timeout). [`Stopping::report`] waits for the end and says how many
+    /// sessions the drain's deadline cut off (`undrained`) and how many had to be closed at
+    /// once (`forced`). For SIGTERM: `examples/tcp_graceful_stop.rs`.
+    pub fn drain(mut self, drain: Duration) -> Stopping {
+        self.listener.remove();
+        let pool = self.pool.take().map(|pool| (pool, self.own_pool));
+        Stopping::drain(self.shared.life.clone(), pool, drain, self.close_timeout)
     }
 
     fn begin_stop(&mut self) -> Stopping {

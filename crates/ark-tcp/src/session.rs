@@ -278,10 +278,36 @@ pub trait TcpHandler: Send + 'static {
         let _ = (session, timer);
     }
 
+    /// The server is draining (`TcpServerHandle::drain`): it takes no new connections, and
+    /// this session goes on as before — messages, sends, timers — until its peer or the
+    /// handler closes it, or the drain's deadline passes (then `on_stopping` and a graceful
+    /// close follow). The moment to tell the peer to finish and go (a protocol's goodbye or
+    /// "reconnect elsewhere"), or to close a session that has nothing under way. Runs once,
+    /// when the drain begins or, for a session still opening then, once it opens.
+    fn on_drain(&mut self, session: &mut TcpSession<'_>) {
+        let _ = session;
+    }
+
     /// The server or client is stopping: the last moment to send a goodbye. The session then
     /// closes gracefully (what is queued is written first) with [`CloseReason::Stopped`].
     fn on_stopping(&mut self, session: &mut TcpSession<'_>) {
         let _ = session;
+    }
+
+    /// For a reconnecting client ([`TcpClientBuilder::reconnect`](crate::TcpClientBuilder::reconnect)):
+    /// whether to connect again after this connection ended for `reason` (asked after
+    /// [`on_close`](Self::on_close)). The default reconnects after every end this side did not
+    /// choose: not after its own [`close`](TcpSession::close), [`abort`](TcpSession::abort),
+    /// a stop or a handler's panic. A protocol layer overrides it: a WebSocket client aborts a
+    /// refused handshake itself and still reconnects, unless the refusal was final.
+    fn reconnect_after(&self, reason: &CloseReason) -> bool {
+        !matches!(
+            reason,
+            CloseReason::Local
+                | CloseReason::Aborted
+                | CloseReason::Stopped
+                | CloseReason::Panicked
+        )
     }
 
     /// The session ended. For a reconnecting client, `on_open` follows on the next connection.

@@ -200,10 +200,10 @@ fn a_client_reconnects_after_the_server_restarts() {
     let (tx, rx) = mpsc::channel();
     let opens = Arc::new(Mutex::new(0));
     let client = TcpClient::builder()
-        .reconnect(Some(Reconnect {
-            initial: Duration::from_millis(50),
-            max: Duration::from_millis(200),
-        }))
+        .reconnect(Some(Reconnect::new(
+            Duration::from_millis(50),
+            Duration::from_millis(200),
+        )))
         .connect(addr, Watch(tx, opens.clone()))
         .unwrap();
     assert!(client.wait_connected(TIMEOUT));

@@ -322,10 +322,10 @@ fn a_tls_client_reconnects_with_a_new_handshake() {
     }
     let client = TcpClient::builder()
         .tls(pki.client_tls().unwrap(), "localhost")
-        .reconnect(Some(ark_tcp::Reconnect {
-            initial: Duration::from_millis(10),
-            max: Duration::from_millis(10),
-        }))
+        .reconnect(Some(ark_tcp::Reconnect::new(
+            Duration::from_millis(10),
+            Duration::from_millis(10),
+        )))
         .connect(server.local_addr(), Count(tx))
         .unwrap();
     for _ in 0..3 {

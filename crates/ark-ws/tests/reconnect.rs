@@ -47,10 +47,7 @@ fn a_reconnecting_client_opens_a_new_session_after_the_server_closes_one() {
     let (server, _) = util::echo_server(1024 * 1024);
     let url = format!("ws://{}/", server.local_addr());
     let seen = Seen::default();
-    let reconnect = Reconnect {
-        initial: Duration::from_millis(20),
-        max: Duration::from_millis(100),
-    };
+    let reconnect = Reconnect::new(Duration::from_millis(20), Duration::from_millis(100));
     let client = WsClient::builder()
         .reconnect(Some(reconnect))
         .connect(&url, seen.clone())

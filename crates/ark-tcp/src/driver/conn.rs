@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
-use ark_reactor::{Context, Handler, Member, ReactorHandle, Ready, TimerId, TimerSlot, Turn};
+use ark_reactor::{
+    Context, Handler, Member, Phase, ReactorHandle, Ready, TimerId, TimerSlot, Turn,
+};
 use mio::net::TcpStream;
 
 #[cfg(feature = "tls")]
@@ -263,7 +265,8 @@ impl<C: Framing, H: TcpHandler, T: Transport<C, H>> Conn<C, H, T> {
             return Turn::Done;
         };
         core.handle_requests(now);
-        if self.owner.stopping() {
+        let phase = self.owner.phase();
+        if phase == Phase::Stopping {
             core.stop(now);
         }
         let mut turn = Turn::Done;
@@ -275,6 +278,13 @@ impl<C: Framing, H: TcpHandler, T: Transport<C, H>> Conn<C, H, T> {
         }
         if self.transport.take_opened() {
             self.count_open();
+        }
+        // After the read: a session that opened in it (a TLS handshake's end) hears of a drain
+        // under way at once.
+        if phase == Phase::Draining
+            && let Some(core) = self.core.as_mut()
+        {
+            core.drain(now);
         }
         self.finish_turn(cx, turn)
     }

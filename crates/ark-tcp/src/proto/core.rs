@@ -70,6 +70,8 @@ pub(crate) struct SessionCore<C: Framing, H: TcpHandler> {
     reported: bool,
     /// `on_open` has run (the session counts as opened until it is gone).
     opened: bool,
+    /// `on_drain` has run (once per session).
+    drained: bool,
 }
 
 /// How long a session's receive buffer must go unused (empty, no frame spanning reads) before
@@ -125,6 +127,7 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
             buffer_used_at: now,
             reported: false,
             opened: false,
+            drained: false,
         }
     }
 
@@ -565,6 +568,17 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
             }
             _ => {}
         }
+    }
+
+    /// The owner is draining: `on_drain` runs once the session is open (once), and the session
+    /// goes on serving until its peer or its handler closes it.
+    pub(crate) fn drain(&mut self, now: Instant) {
+        if self.drained || self.link.state != State::Open {
+            return;
+        }
+        self.drained = true;
+        self.link.now = now;
+        self.with_session(|h, s| h.on_drain(s));
     }
 
     /// The owner is stopping: `on_stopping` runs (a last chance to say goodbye), then the

@@ -140,6 +140,13 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
         result
     }
 
+    /// The session's owner drains (a server's drain): `on_drain` runs (once), and the session
+    /// goes on until its peer or its handler closes it.
+    pub fn drain(&mut self) {
+        self.core.drain(self.now);
+        self.run();
+    }
+
     /// The session's owner stops (a server or client stop): `on_stopping` runs, then the
     /// session closes gracefully with [`CloseReason::Stopped`].
     pub fn stop(&mut self) {

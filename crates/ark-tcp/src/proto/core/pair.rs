@@ -19,6 +19,7 @@ pub(super) enum Seen {
     Opened,
     Message(Vec<u8>),
     Writable,
+    Draining,
     Stopping,
     Timer(ark_reactor::TimerId),
     Closed(CloseReason),
@@ -77,6 +78,9 @@ impl TcpHandler for Scripted {
         if let Some(goodbye) = &self.idle_goodbye {
             session.send(goodbye).expect("room for the goodbye");
         }
+    }
+    fn on_drain(&mut self, _: &mut TcpSession<'_>) {
+        self.log.lock().unwrap().push(Seen::Draining);
     }
     fn on_stopping(&mut self, session: &mut TcpSession<'_>) {
         self.log.lock().unwrap().push(Seen::Stopping);
@@ -274,6 +278,13 @@ impl Pair {
     pub(super) fn server_abort(&mut self) {
         self.sync_windows();
         self.server.sim.with_session(|_, s| s.abort());
+    }
+
+    /// The server's owner drains: `on_drain`, and the session goes on.
+    pub(super) fn server_drain(&mut self) {
+        self.sync_windows();
+        self.server.sim.drain();
+        self.run();
     }
 
     /// The server's owner stops: `on_stopping`, then a graceful close.

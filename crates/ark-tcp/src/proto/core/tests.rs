@@ -292,6 +292,32 @@ fn stop_lets_the_handler_say_goodbye_then_closes_gracefully() {
 }
 
 #[test]
+fn a_drain_tells_the_handler_once_and_the_session_goes_on_until_its_peer_closes() {
+    let server = Scripted {
+        echo: true,
+        ..Scripted::default()
+    };
+    let mut pair = Pair::new(Scripted::default(), server, config());
+    pair.server_drain();
+    pair.server_drain();
+    pair.client_send(b"after the drain").unwrap();
+    pair.run();
+    assert_eq!(pair.client.messages(), [b"after the drain".to_vec()]);
+    assert_eq!(pair.server.closed(), None);
+    pair.client.sim.with_session(|_, s| s.close());
+    pair.run();
+    assert_eq!(pair.server.closed(), Some(CloseReason::PeerClosed));
+    let drains = pair
+        .server
+        .seen()
+        .iter()
+        .filter(|s| **s == Seen::Draining)
+        .count();
+    assert_eq!(drains, 1);
+    assert!(!pair.server.seen().contains(&Seen::Stopping));
+}
+
+#[test]
 fn sends_after_close_are_refused_and_abort_drops_the_queue() {
     let mut pair = Pair::new(Scripted::default(), Scripted::default(), config());
     pair.client.reading = false;
