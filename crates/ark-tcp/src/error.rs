@@ -105,6 +105,18 @@ pub enum CloseReason {
 }
 
 impl CloseReason {
+    /// Whether this side ended the session by its own choice: its close or abort, a stop, or
+    /// a handler's panic (what a reconnecting client does not reconnect after, by default).
+    pub fn is_local_choice(&self) -> bool {
+        matches!(
+            self,
+            CloseReason::Local
+                | CloseReason::Aborted
+                | CloseReason::Stopped
+                | CloseReason::Panicked
+        )
+    }
+
     /// Counts this close in `stats`'s `closed_*` counter of its kind.
     pub(crate) fn count(&self, stats: &mut crate::TcpStats) {
         let counter = match self {

@@ -301,13 +301,7 @@ pub trait TcpHandler: Send + 'static {
     /// a stop or a handler's panic. A protocol layer overrides it: a WebSocket client aborts a
     /// refused handshake itself and still reconnects, unless the refusal was final.
     fn reconnect_after(&self, reason: &CloseReason) -> bool {
-        !matches!(
-            reason,
-            CloseReason::Local
-                | CloseReason::Aborted
-                | CloseReason::Stopped
-                | CloseReason::Panicked
-        )
+        !reason.is_local_choice()
     }
 
     /// The session ended. For a reconnecting client, `on_open` follows on the next connection.

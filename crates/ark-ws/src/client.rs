@@ -10,7 +10,7 @@ use ark_tcp::{Reconnect, TcpClient, TcpClientHandle, TcpStats};
 use tungstenite::client::IntoClientRequest;
 
 use crate::config::WsConfig;
-use crate::driver::conn::WsConn;
+use crate::driver::conn::{ClientOf, WsConn};
 use crate::error::SendError;
 use crate::handle::{CurrentSession, WsSessionHandle, WsShared};
 use crate::server::ws_options;
@@ -31,6 +31,7 @@ impl WsClient {
             reactor_config: ReactorConfig::default(),
             connect_timeout: Duration::from_secs(30),
             reconnect: None,
+            final_status: refusal_is_final,
             #[cfg(feature = "tls")]
             tls: None,
             #[cfg(feature = "tls")]
@@ -47,10 +48,26 @@ pub struct WsClientBuilder {
     reactor_config: ReactorConfig,
     connect_timeout: Duration,
     reconnect: Option<Reconnect>,
+    final_status: fn(u16) -> bool,
     #[cfg(feature = "tls")]
     tls: Option<ark_tls::ClientTls>,
     #[cfg(feature = "tls")]
     tls_server_name: Option<String>,
+}
+
+/// The default of [`WsClientBuilder::final_status`]: the refusals of an upgrade that a
+/// reconnecting client does not retry — every 3xx and 4xx answer (the request is wrong, not
+/// allowed, or elsewhere: trying again changes nothing) but 408 (Request Timeout) and 429 (Too
+/// Many Requests). A 5xx answer (a proxy or a server in the middle of a deploy), a failed or
+/// timed-out handshake, and a failed connection are retried.
+///
+/// ```
+/// assert!(ark_ws::refusal_is_final(403));
+/// assert!(!ark_ws::refusal_is_final(503));
+/// assert!(!ark_ws::refusal_is_final(429));
+/// ```
+pub fn refusal_is_final(status: u16) -> bool {
+    (300..500).contains(&status) && status != 408 && status != 429
 }
 
 impl WsClientBuilder {
@@ -62,14 +79,26 @@ impl WsClientBuilder {
         self
     }
 
-    /// Connect again after the connection is lost or an attempt fails, with exponential
-    /// backoff (`Reconnect::default()`: from 1 s up to 30 s, as arknet's clients; default off,
-    /// as ark-tcp's).
+    /// Connect again after the connection is lost, an attempt fails, or the opening handshake
+    /// fails or is refused (unless the refusal is final: [`final_status`](Self::final_status)),
+    /// with exponential backoff and jitter (`Reconnect::default()`: from 1 s up to 30 s, as
+    /// arknet's clients; reset only after a connection that stayed up for
+    /// [`Reconnect::stable_after`], so a server that accepts and closes at once, or answers
+    /// 101 and drops the connection, meets a growing delay). Default off, as ark-tcp's. Not
+    /// after this side's own close or a stop.
     /// Each connection makes its own handshake with the same request; the handler gets
     /// `on_close` for the session that ended, then `on_open` for the next. Messages queued
     /// through a handle of the lost session are not replayed.
     pub fn reconnect(mut self, reconnect: Option<Reconnect>) -> Self {
         self.reconnect = reconnect;
+        self
+    }
+
+    /// Which HTTP statuses answering the upgrade end a reconnecting client for good
+    /// (`on_close(WsClose::Failed(OpenError::Rejected { status }))` and no more attempts).
+    /// Default [`refusal_is_final`]: 3xx and 4xx but 408 and 429.
+    pub fn final_status(mut self, is_final: fn(u16) -> bool) -> Self {
+        self.final_status = is_final;
         self
     }
 
@@ -159,12 +188,12 @@ impl WsClientBuilder {
         }
         let current = CurrentSession::new(WsShared::new(config.write_buffer_limit));
         let counters = Arc::new(WsCounters::default());
-        let conn = WsConn::client(
+        let client_of = ClientOf {
+            current: current.clone(),
             request,
-            (config, counters.clone()),
-            handler,
-            current.clone(),
-        );
+            final_status: self.final_status,
+        };
+        let conn = WsConn::client((config, counters.clone()), handler, client_of);
         let inner = tcp.connect(addr, conn)?;
         Ok(WsClientHandle {
             inner,

@@ -104,18 +104,25 @@ pub mod fuzzing {
         use tungstenite::client::IntoClientRequest;
         let request = url.into_client_request()?;
         let session = config.session_config();
-        let shared = crate::handle::CurrentSession::new(crate::handle::WsShared::new(
+        let current = crate::handle::CurrentSession::new(crate::handle::WsShared::new(
             config.write_buffer_limit,
         ));
+        let client_of = crate::driver::conn::ClientOf {
+            current,
+            request,
+            final_status: crate::refusal_is_final,
+        };
         let owner = (Arc::new(config), Arc::default());
-        let conn = crate::driver::conn::WsConn::client(request, owner, handler, shared);
+        let conn = crate::driver::conn::WsConn::client(owner, handler, client_of);
         Ok((conn, session))
     }
 }
 
-pub use ark_reactor::{IoModel, ReactorConfig, ReactorPool, Runtime, Stopping, TimerId};
+pub use ark_reactor::{
+    IoModel, ReactorConfig, ReactorPool, Runtime, StopReport, Stopping, TimerId,
+};
 pub use ark_tcp::Reconnect;
-pub use client::{WsClient, WsClientBuilder, WsClientHandle};
+pub use client::{WsClient, WsClientBuilder, WsClientHandle, refusal_is_final};
 pub use config::{UpgradeHook, WsConfig};
 pub use error::{Request, SendError};
 pub use handle::WsSessionHandle;

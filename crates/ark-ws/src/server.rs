@@ -227,6 +227,17 @@ impl WsServerHandle {
         self.inner.stop()
     }
 
+    /// Begins a drain and returns at once: no new connections; every open session's handler
+    /// gets [`on_drain`](crate::WsHandler::on_drain) and the session goes on — messages both
+    /// ways — until its peer or the handler closes it. Sessions still open when `drain` has
+    /// passed are stopped as [`stop`](Self::stop) does (`on_stopping`, a close with 1001,
+    /// the close handshake within the close timeout).
+    /// [`Stopping::report`](ark_reactor::Stopping::report) waits for the end and says how
+    /// many sessions the drain's deadline cut off.
+    pub fn drain(self, drain: std::time::Duration) -> ark_reactor::Stopping {
+        self.inner.drain(drain)
+    }
+
     /// Stops gracefully within `timeout` and waits for the end.
     ///
     /// # Errors

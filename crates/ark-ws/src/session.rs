@@ -267,6 +267,15 @@ pub trait WsHandler: Send + 'static {
         let _ = session;
     }
 
+    /// The server is draining (`WsServerHandle::drain`): it takes no new connections, and this
+    /// session goes on as before until its peer or the handler closes it, or the drain's
+    /// deadline passes (then `on_stopping` and a close with 1001 follow). The moment to tell
+    /// the peer to finish and go (to reconnect elsewhere, say), or to close a session with
+    /// nothing under way. Runs once.
+    fn on_drain(&mut self, session: &mut WsSession<'_>) {
+        let _ = session;
+    }
+
     /// The server or client is stopping: the last moment to send a goodbye. The session then
     /// closes with [`CloseCode::GOING_AWAY`] (1001) and waits, within the close timeout, for
     /// the peer's close.

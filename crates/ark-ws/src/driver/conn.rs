@@ -98,6 +98,17 @@ enum State {
     Done,
 }
 
+/// What a client's connections share across reconnections.
+pub(crate) struct ClientOf {
+    /// The handle's view of the current connection.
+    pub(crate) current: CurrentSession,
+    /// The upgrade request every connection's handshake sends.
+    pub(crate) request: Request,
+    /// Whether an upgrade refused with this status is final (not retried by a reconnecting
+    /// client).
+    pub(crate) final_status: fn(u16) -> bool,
+}
+
 pub(crate) struct WsConn<H> {
     state: State,
     handler: H,
@@ -127,9 +138,10 @@ pub(crate) struct WsConn<H> {
     tally: WsStats,
     /// The connection was failed for bad input (a close with 1002, 1007 or 1009).
     failed: bool,
-    /// A client's: its handle's view of the current connection, and the request each
-    /// connection's handshake sends (a reconnecting client makes one per connection).
-    client_of: Option<(CurrentSession, Request)>,
+    /// A client's: its handle's view of the current connection, the request each
+    /// connection's handshake sends (a reconnecting client makes one per connection), and
+    /// which refusals are final.
+    client_of: Option<ClientOf>,
     /// TCP connections this handler has run (more than one for a reconnecting client).
     connections: u64,
 }
@@ -214,30 +226,29 @@ impl<H: WsHandler> WsConn<H> {
     }
 
     pub(crate) fn client(
-        request: Request,
         (config, counters): (Arc<WsConfig>, Arc<WsCounters>),
         handler: H,
-        current: CurrentSession,
+        client_of: ClientOf,
     ) -> Self {
-        let original = copy_request(&request);
+        let request = copy_request(&client_of.request);
         let mut conn = Self::new(
             State::ClientPending(Some(Box::new(request))),
             handler,
             (config, counters),
-            current.get(),
+            client_of.current.get(),
         );
         conn.client = true;
-        conn.client_of = Some((current, original));
+        conn.client_of = Some(client_of);
         conn
     }
 
     /// A reconnecting client's next connection: a fresh session (state, handles, handshake).
     fn renew(&mut self) {
-        let Some((current, request)) = &self.client_of else {
+        let Some(client_of) = &self.client_of else {
             return;
         };
-        self.shared = current.renew(self.config.write_buffer_limit);
-        self.state = State::ClientPending(Some(Box::new(copy_request(request))));
+        self.shared = client_of.current.renew(self.config.write_buffer_limit);
+        self.state = State::ClientPending(Some(Box::new(copy_request(&client_of.request))));
         self.request = None;
         self.opened = false;
         self.close_sent = None;
@@ -803,12 +814,31 @@ impl<H: WsHandler> TcpHandler for WsConn<H> {
         self.drive(tcp, &mut []);
     }
 
+    fn on_drain(&mut self, tcp: &mut TcpSession<'_>) {
+        self.with_session(tcp, |h, s| h.on_drain(s));
+        self.flush(tcp);
+    }
+
     fn on_stopping(&mut self, tcp: &mut TcpSession<'_>) {
         self.with_session(tcp, |h, s| {
             h.on_stopping(s);
             s.close(CloseCode::GOING_AWAY, "going away");
         });
         self.flush(tcp);
+    }
+
+    /// A reconnecting client connects again after a failed opening handshake too (its own
+    /// abort ended the connection), unless the server refused the upgrade with a final
+    /// status ([`WsClientBuilder::final_status`](crate::WsClientBuilder::final_status)); after
+    /// an open session, as ark-tcp decides (not after this side's own close).
+    fn reconnect_after(&self, reason: &CloseReason) -> bool {
+        match (&self.failure, &self.client_of) {
+            (Some(OpenError::Rejected { status }), Some(client_of)) => {
+                !(client_of.final_status)(*status)
+            }
+            (Some(_), _) => true,
+            (None, _) => !reason.is_local_choice(),
+        }
     }
 
     fn on_close(&mut self, reason: &CloseReason) {
