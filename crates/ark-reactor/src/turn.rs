@@ -97,7 +97,9 @@ pub(crate) fn run_turn(
     }));
     #[cfg(feature = "tracing")]
     if let Err(payload) = &turn {
-        tracing::error!(
+        // Input a peer sends may be what makes a handler panic: rate-limited.
+        crate::log_limited!(
+            tracing::Level::ERROR,
             panic = panic_message(payload.as_ref()),
             "a handler panicked; its source is closed"
         );

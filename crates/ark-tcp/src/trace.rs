@@ -1,7 +1,10 @@
 //! Tracing (cargo feature `tracing`, off by default: then nothing here is compiled in): a
 //! span per session (`tcp_session`: id, peer, direction) entered around its turns, and events
 //! for its open, its close with the reason (INFO for an orderly end, WARN for a failure), and
-//! backpressure (DEBUG: reading paused while answers pile up, resumed).
+//! backpressure (DEBUG: reading paused while answers pile up, resumed). A peer can make every
+//! one of them happen at will (by connecting, closing, not reading): each is rate-limited
+//! per call site (`ark_reactor::log_limited!`: 10 a second, the next one written counting
+//! those left out in its `suppressed` field); `TcpStats` has the exact counts.
 
 use crate::error::CloseReason;
 use crate::session::SessionInfo;
@@ -64,7 +67,7 @@ pub(crate) fn enter(_: &SessionSpan) -> Entered {
 #[inline(always)]
 pub(crate) fn opened(info: &SessionInfo) {
     #[cfg(feature = "tracing")]
-    tracing::info!(local = %info.local, "tcp session opened");
+    ark_reactor::log_limited!(tracing::Level::INFO, local = %info.local, "tcp session opened");
     #[cfg(not(feature = "tracing"))]
     let _ = info;
 }
@@ -81,9 +84,11 @@ pub(crate) fn closed(info: &SessionInfo, reason: &CloseReason) {
             | CloseReason::PeerClosed
             | CloseReason::Stopped
             | CloseReason::IdleTimeout(_) => {
-                tracing::info!(id, %peer, %reason, "tcp session closed");
+                ark_reactor::log_limited!(tracing::Level::INFO, id, %peer, %reason, "tcp session closed");
             }
-            _ => tracing::warn!(id, %peer, %reason, "tcp session closed"),
+            _ => {
+                ark_reactor::log_limited!(tracing::Level::WARN, id, %peer, %reason, "tcp session closed")
+            }
         }
     }
     #[cfg(not(feature = "tracing"))]
@@ -95,12 +100,13 @@ pub(crate) fn closed(info: &SessionInfo, reason: &CloseReason) {
 pub(crate) fn backpressure(paused: bool, queued: usize) {
     #[cfg(feature = "tracing")]
     if paused {
-        tracing::debug!(
+        ark_reactor::log_limited!(
+            tracing::Level::DEBUG,
             queued,
             "reading paused: answers pile up past the high watermark"
         );
     } else {
-        tracing::debug!(queued, "reading resumed");
+        ark_reactor::log_limited!(tracing::Level::DEBUG, queued, "reading resumed");
     }
     #[cfg(not(feature = "tracing"))]
     let _ = (paused, queued);

@@ -306,7 +306,7 @@ impl<H: WsHandler> WsConn<H> {
     /// drops the connection at once.
     fn abandon(&mut self, tcp: &mut TcpSession<'_>, failure: OpenError) {
         #[cfg(feature = "tracing")]
-        tracing::info!(%failure, "websocket session did not open");
+        ark_reactor::log_limited!(tracing::Level::INFO, %failure, "websocket session did not open");
         self.failure.get_or_insert(failure);
         self.state = State::Done;
         if self.client {
@@ -388,7 +388,8 @@ impl<H: WsHandler> WsConn<H> {
     fn fail(&mut self, tcp: &mut TcpSession<'_>, code: CloseCode, reason: &str) {
         self.failed = true;
         #[cfg(feature = "tracing")]
-        tracing::warn!(
+        ark_reactor::log_limited!(
+            tracing::Level::WARN,
             code = code.get(),
             reason,
             "websocket connection failed for bad input"
@@ -525,7 +526,11 @@ impl<H: WsHandler> WsConn<H> {
 
     fn open(&mut self, tcp: &mut TcpSession<'_>) {
         #[cfg(feature = "tracing")]
-        tracing::debug!(client = self.client, "websocket session opened");
+        ark_reactor::log_limited!(
+            tracing::Level::DEBUG,
+            client = self.client,
+            "websocket session opened"
+        );
         self.opened = true;
         self.tally.sessions_opened += 1;
         if let Some(stream) = self.stream() {
