@@ -494,3 +494,32 @@ fn a_server_told_when_to_end_ends_then_and_counts_the_sessions_it_cut() {
         );
     }
 }
+
+/// The record's peak RSS is the run's own, not that of the process that spawned it: a parent
+/// holding 400 MB (Linux keeps `ru_maxrss` across `execve`; `VmHWM` starts afresh).
+#[cfg(target_os = "linux")]
+#[test]
+fn the_peak_rss_is_the_runs_own_not_its_parents() {
+    let held: Vec<u8> = vec![1; 400 * 1024 * 1024];
+    // Touched, so it is resident when the child is spawned.
+    let sum: u64 = held.iter().step_by(4096).map(|&b| u64::from(b)).sum();
+    assert!(sum > 0);
+    let (code, record, stderr) = run(&[
+        "--protocol",
+        "tcp",
+        "--clients",
+        "2",
+        "--seconds",
+        "0.1",
+        "--warmup",
+        "0",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let peak = record["peak_rss_bytes"].as_u64().unwrap();
+    assert!(peak > 0, "{record}");
+    assert!(
+        peak < 200 * 1024 * 1024,
+        "peak_rss_bytes {peak} with a parent holding 400 MB"
+    );
+    drop(held);
+}
