@@ -65,7 +65,7 @@ pub use agent::{
 pub use client::{
     ClientSession, HttpClient, HttpClientBuilder, HttpClientHandle, HttpClientHandler,
 };
-pub use error::{ExtractError, HttpError};
+pub use error::{AnswerError, ExtractError, HttpError};
 pub use proto::answers::ClientResponse;
 pub use proto::decoder::{Decoded, RequestDecoder};
 pub use proto::head::{BodyKind, HeadFacts, Limits, MAX_HEADERS, Request, parse_head};
@@ -73,7 +73,7 @@ pub use proto::pattern::{MAX_PARAMS, RouteError};
 pub use proto::router::Router;
 pub use response::{Responder, Response, http_date, reason};
 pub use server::{HttpConfig, HttpServer, HttpServerBuilder, HttpServerHandle};
-pub use stats::HttpStats;
+pub use stats::{AgentStats, HttpStats};
 
 /// The README's examples, compiled as doctests so the README cannot drift from the code.
 #[doc = include_str!("../README.md")]
