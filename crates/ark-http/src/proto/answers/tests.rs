@@ -323,3 +323,59 @@ fn whole_and_in_pieces_agree() {
         }
     }
 }
+
+/// A fuzz-style check without a fuzzer: streams mutated at random (bytes replaced, inserted,
+/// removed, from the alphabet of heads and chunks) read whole and in random pieces give the
+/// same answers and verdict (an `Unsolicited` error's byte count depends on the reads, so only
+/// its kind is compared), and never panic.
+#[test]
+fn mutated_streams_read_alike_whole_and_in_pieces() {
+    let seeds: [&[u8]; 4] = [
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;a=\"b\"\r\nabc\r\n0\r\nX: y\r\n\r\nHTTP/1.1 204 No\r\n\r\n",
+        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 4\r\nConnection: close\r\n\r\nbody",
+        b"HTTP/1.0 200 OK\r\nX-A: b\r\n\r\nuntil the close",
+        b"HTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+    ];
+    let alphabet = b"HTP/1.0 2\r\n:;=\"\\aCotent-LghTrsfr-Encdichunked,+5";
+    let limits = Limits {
+        max_head: 96,
+        max_headers: 4,
+        max_body: 64,
+        max_chunk_extension: 16,
+        bare_lf: false,
+    };
+    let kind = |outcome: Outcome| match outcome {
+        (answers, Err(AnswerError::Unsolicited { .. })) => (answers, Err(None)),
+        (answers, Err(e)) => (answers, Err(Some(e))),
+        (answers, Ok(clean)) => (answers, Ok(clean)),
+    };
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    for round in 0..4000 {
+        let mut stream = seeds[round % seeds.len()].to_vec();
+        for _ in 0..1 + next(4) {
+            let at = next(stream.len() + 1);
+            let byte = alphabet[next(alphabet.len())];
+            match next(3) {
+                0 if at < stream.len() => stream[at] = byte,
+                1 => stream.insert(at, byte),
+                _ if at < stream.len() => drop(stream.remove(at)),
+                _ => {}
+            }
+        }
+        let whole = read(&stream, stream.len(), &[false, false], limits);
+        let piece = 1 + next(stream.len().max(1));
+        let pieces = read(&stream, piece, &[false, false], limits);
+        assert_eq!(
+            kind(pieces),
+            kind(whole),
+            "{:?} in pieces of {piece}",
+            String::from_utf8_lossy(&stream)
+        );
+    }
+}
