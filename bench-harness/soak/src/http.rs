@@ -1,5 +1,6 @@
 //! HTTP/1.1: a well-behaved link (`POST /echo`, kept alive, pipelined up to the plan's
-//! window) and the bad actor that sends heads two parsers could read differently.
+//! window) and the bad actor that sends heads (and trailers) two parsers could read
+//! differently.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
@@ -121,7 +122,7 @@ impl Link for HttpLink {
 
 /// The heads of [`bad_framing`]: each must get one 400 and the connection closed, and the
 /// request smuggled after it must not be answered.
-const BAD_HEADS: [(&str, &[u8]); 4] = [
+const BAD_HEADS: [(&str, &[u8]); 6] = [
     (
         "mixed line endings",
         b"POST /echo HTTP/1.1\r\nHost: soak\r\nX-A: a\nContent-Length: 5\r\n\r\nhello",
@@ -135,6 +136,11 @@ const BAD_HEADS: [(&str, &[u8]); 4] = [
         "chunk extension over 4 KiB",
         b"POST /echo HTTP/1.1\r\nHost: soak\r\nTransfer-Encoding: chunked\r\n\r\n1;",
     ),
+    (
+        "a request as a trailer",
+        b"POST /echo HTTP/1.1\r\nHost: soak\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nGET /echo HTTP/1.1\r\nHost: soak\r\n\r\n",
+    ),
+    ("a Host with userinfo", b"GET /echo HTTP/1.1\r\nHost: u@soak\r\n\r\n"),
 ];
 
 /// The request sent after each bad one, as a smuggler would.

@@ -20,7 +20,13 @@
 //! client error, a stalled connection the server did not close, a descriptor leak, memory
 //! growth, sessions or buffers left in the server, a forgery not counted as unauthenticated
 //! (by the server and by the forger's client, exactly), or a server that died.
+//!
+//! One more bad actor plays the server, in this process: a hostile HTTP origin called through
+//! an `HttpAgent` (`agent.rs`, every client vector of issue 45 §1 round-robin). The run fails
+//! if the agent delivers an answer on the wrong request, reads a vector wrong, does not count
+//! it, or holds more than 64 KiB of an answer on a connection.
 
+mod agent;
 mod bad;
 mod good;
 mod http;

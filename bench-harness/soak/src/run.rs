@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use crate::monitor::{Monitor, Readings};
 use crate::shared::{Addrs, Ctx};
 use crate::tally::round;
-use crate::{bad, good, http, rudp, verdict};
+use crate::{agent, bad, good, http, rudp, verdict};
 
 /// How long the server may take to print its addresses.
 const STARTUP_WAIT: Duration = Duration::from_secs(10);
@@ -151,6 +151,7 @@ fn jobs() -> Vec<(&'static str, Job)> {
         ("http-bad-framing", |c: &Ctx, s: u64| {
             bad::repeat(c, s, "http_bad_framing", http::bad_framing)
         }),
+        ("http-agent-hostile", agent::hostile_origins),
         ("rudp-forger", |c: &Ctx, s: u64| {
             bad::repeat(c, s, "rudp_forger", rudp::forger)
         }),

@@ -21,8 +21,10 @@ use ark_tcp::{
 };
 
 use crate::client::RequestHead;
+use crate::error::AnswerError;
 use crate::proto::answers::{AnswerReader, AnswerSink, ClientResponse};
 use crate::proto::head::Limits;
+use crate::stats::{AgentCounters, AgentStats};
 
 /// Where requests go: an address, the `Host` it is known by, and TLS or not.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -207,9 +209,10 @@ pub enum ConnectionError {
     /// The server closed the connection before the answer was whole.
     #[error("the server closed the connection before the answer")]
     Closed,
-    /// The answer broke HTTP/1.1's rules (which, in the text); the connection was dropped.
+    /// The answer broke HTTP/1.1's rules, or passed a limit (which, in the [`AnswerError`]);
+    /// the connection was dropped.
     #[error("bad answer: {0}")]
-    BadAnswer(String),
+    BadAnswer(AnswerError),
     /// The connection failed otherwise (the cause in the text).
     #[error("connection failed: {0}")]
     Other(String),
@@ -303,6 +306,7 @@ struct Shared {
     connect_timeout: Duration,
     per_host: usize,
     next_id: AtomicU64,
+    counters: AgentCounters,
     state: Mutex<State>,
 }
 
@@ -393,6 +397,7 @@ impl Shared {
             opened: false,
             timer: None,
             reader: AnswerReader::new(self.limits),
+            held: 0,
             buf: Vec::new(),
         };
         // `connect` fails at once only for an address that does not resolve (a `SocketAddr`
@@ -436,7 +441,9 @@ impl HttpAgentBuilder {
         self
     }
 
-    /// Limits on answers (head size, body size).
+    /// Limits on answers (head size, headers, body size, chunk extensions, bare LF): the
+    /// server's rules for requests, and one answer takes at most `max_head + max_body` + 64 KiB
+    /// on the wire ([`AnswerError::TooLarge`]).
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
         self
@@ -479,6 +486,7 @@ impl HttpAgentBuilder {
                 connect_timeout: self.connect_timeout,
                 per_host: self.per_host,
                 next_id: AtomicU64::new(0),
+                counters: AgentCounters::default(),
                 state: Mutex::new(State::default()),
             }),
         })
@@ -578,6 +586,12 @@ impl HttpAgent {
         drop(graveyard);
         settle_all(out);
         canceller
+    }
+
+    /// The agent's counters: answers (those read to the close), connections dropped for bytes
+    /// no request asked for, answers refused, bytes held of answers under way.
+    pub fn stats(&self) -> AgentStats {
+        self.shared.counters.snapshot()
     }
 
     /// Open connections to `origin` (busy and idle).
@@ -778,40 +792,31 @@ struct AgentConn {
     opened: bool,
     timer: Option<TimerId>,
     reader: AnswerReader,
+    /// The bytes the reader held when last reported to the agent's counters.
+    held: usize,
     buf: Vec<u8>,
 }
 
-/// Whether an answer leaves the connection usable for the next request.
-fn keeps_alive(response: &HttpResponse) -> bool {
-    let connection = response
-        .header("connection")
-        .map(<[u8]>::to_ascii_lowercase);
-    match connection.as_deref() {
-        Some(b"close") => false,
-        Some(b"keep-alive") => true,
-        _ => response.version == 1,
-    }
-}
-
-/// Collects the answer to the one request in flight.
+/// Collects the answer to the one request in flight (none awaited: any byte is unsolicited),
+/// and whether it leaves the connection usable for the next request.
 struct OneAnswer {
+    awaited: bool,
     head: bool,
     answer: Option<(HttpResponse, bool)>,
 }
 
 impl AnswerSink for OneAnswer {
+    fn awaited(&self) -> usize {
+        usize::from(self.awaited && self.answer.is_none())
+    }
+
     fn head_request(&self) -> bool {
         self.head
     }
 
     fn answer(&mut self, response: &ClientResponse<'_>) {
-        if self.answer.is_none() {
-            // The head is parsed once more, for the owned headers; the connection header is
-            // read from those.
-            let response = HttpResponse::from_view(response);
-            let keep = keeps_alive(&response);
-            self.answer = Some((response, keep));
-        }
+        // The head is parsed once more, for the owned headers.
+        self.answer = Some((HttpResponse::from_view(response), response.keeps_alive()));
     }
 }
 
@@ -837,6 +842,49 @@ impl AgentConn {
         self.timer = Some(session.set_timer(left));
         self.job = Some(job);
         true
+    }
+
+    /// The sink for the job in flight (none: every byte is unsolicited).
+    fn sink(&self) -> OneAnswer {
+        OneAnswer {
+            awaited: self.job.is_some(),
+            head: self
+                .job
+                .as_ref()
+                .is_some_and(|j| j.request.method == "HEAD"),
+            answer: None,
+        }
+    }
+
+    /// Reports what the reader holds to the agent's counters.
+    fn report_held(&mut self) {
+        let now = self.reader.held();
+        self.shared.counters.held(self.held, now);
+        self.held = now;
+    }
+
+    /// Takes the connection out of its origin's idle list at once (it is being dropped): no
+    /// job is handed to it meanwhile. A job already in its mailbox goes on when it closes.
+    fn retire(&self) {
+        let mut state = self.shared.lock();
+        if let Some(host) = state.hosts.get_mut(&self.origin) {
+            host.idle.retain(|id| *id != self.id);
+        }
+    }
+
+    /// At a clean close by the server (not a reset, nor a TLS stream cut short), the answer
+    /// under way whose body runs to the close (RFC 9112 §6.3) is whole.
+    fn answer_at_close(&mut self, reason: &CloseReason) -> Option<HttpResponse> {
+        if *reason != CloseReason::PeerClosed || self.job.is_none() || !self.reader.under_way() {
+            return None;
+        }
+        let mut sink = self.sink();
+        self.reader.end_of_stream(&mut sink);
+        let (response, _) = sink.answer?;
+        let counters = &self.shared.counters;
+        counters.answers.fetch_add(1, Ordering::Relaxed);
+        counters.close_delimited.fetch_add(1, Ordering::Relaxed);
+        Some(response)
     }
 
     /// The connection is free: the next job of the origin, or idle. Stale jobs in the queue
@@ -893,20 +941,20 @@ impl TcpHandler for AgentConn {
     }
 
     fn on_message(&mut self, session: &mut TcpSession<'_>, bytes: &[u8]) {
-        let mut sink = OneAnswer {
-            head: self
-                .job
-                .as_ref()
-                .is_some_and(|j| j.request.method == "HEAD"),
-            answer: None,
-        };
+        let mut sink = self.sink();
         let read = self.reader.feed(bytes, &mut sink);
+        self.report_held();
+        if let Err(error) = &read {
+            self.shared.counters.refused(error);
+        }
         let Some((response, keep)) = sink.answer else {
-            if let Err(e) = read {
+            if let Err(error) = read {
+                // A bad answer fails its request; bytes on an idle connection fail none.
                 if let Some(job) = self.job.take() {
-                    let e = ConnectionError::BadAnswer(e.to_string());
+                    let e = ConnectionError::BadAnswer(error);
                     job.settle(Err(RequestError::Connection(e)));
                 }
+                self.retire();
                 session.abort();
             }
             return;
@@ -915,16 +963,19 @@ impl TcpHandler for AgentConn {
             session.cancel_timer(timer);
         }
         let Some(job) = self.job.take() else {
-            // An answer to nothing: the server is confused; do not trust the connection.
+            // Not expected: an answer comes only while a job awaits it.
             session.abort();
             return;
         };
+        self.shared.counters.answers.fetch_add(1, Ordering::Relaxed);
         // Free (or busy with the next job) before the caller hears of the answer: a request
         // it sends in return finds the connection idle.
-        if keep && read.is_ok() {
-            self.next(session);
-        } else {
-            session.close();
+        match read {
+            Ok(()) if keep => self.next(session),
+            Ok(()) => session.close(),
+            // More came after the answer in the same read: the answer is its request's, what
+            // followed is no one's, and the connection is not trusted again.
+            Err(_) => session.abort(),
         }
         job.settle(Ok(response));
     }
@@ -980,6 +1031,9 @@ impl TcpHandler for AgentConn {
 
     fn on_close(&mut self, reason: &CloseReason) {
         self.timer = None;
+        let answered = self.answer_at_close(reason);
+        self.reader.reset();
+        self.report_held();
         let mut out: Settle = Vec::new();
         // Past its deadline (a connect that timed out by it, say) the job timed out.
         let now = Instant::now();
@@ -988,8 +1042,11 @@ impl TcpHandler for AgentConn {
             None => ConnectionError::of(reason),
         };
         if let Some(job) = self.job.take() {
-            let e = error(&job);
-            out.push((job, Err(e)));
+            let result = match answered {
+                Some(response) => Ok(response),
+                None => Err(error(&job)),
+            };
+            out.push((job, result));
         }
         let shared = self.shared.clone();
         let mut state = shared.lock();

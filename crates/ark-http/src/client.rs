@@ -13,12 +13,14 @@ use ark_tcp::{
     TcpSession, TcpStats,
 };
 
+use crate::error::AnswerError;
 use crate::proto::answers::{AnswerReader, AnswerSink, ClientResponse};
 use crate::proto::head::Limits;
 
 /// A client connection's view for its handler: send requests.
 pub struct ClientSession<'s, 'a> {
-    tcp: &'s mut TcpSession<'a>,
+    /// `None` once the connection has ended (an answer delivered at the peer's close).
+    tcp: Option<&'s mut TcpSession<'a>>,
     host: &'s str,
     in_flight: &'s mut VecDeque<bool>,
     buf: &'s mut Vec<u8>,
@@ -38,7 +40,8 @@ impl ClientSession<'_, '_> {
     /// of GET or HEAD).
     ///
     /// # Errors
-    /// The connection's send queue is full or the connection is closing ([`SendError`]).
+    /// The connection's send queue is full or the connection is closing or closed
+    /// ([`SendError`]).
     pub fn request(
         &mut self,
         method: &str,
@@ -46,6 +49,9 @@ impl ClientSession<'_, '_> {
         headers: &[(&str, &[u8])],
         body: &[u8],
     ) -> Result<(), SendError> {
+        let Some(tcp) = self.tcp.as_deref_mut() else {
+            return Err(SendError::Closed);
+        };
         self.buf.clear();
         let head = RequestHead {
             method,
@@ -54,7 +60,7 @@ impl ClientSession<'_, '_> {
         };
         head.encode(headers.iter().copied(), body.len(), self.buf);
         // The body goes straight into the send queue, not through the head's buffer.
-        self.tcp.send_raw_parts(&[self.buf, body])?;
+        tcp.send_raw_parts(&[self.buf, body])?;
         self.in_flight.push_back(method == "HEAD");
         Ok(())
     }
@@ -67,7 +73,9 @@ impl ClientSession<'_, '_> {
     /// Closes the connection gracefully (requests in flight are still answered first if the
     /// server answers before its end).
     pub fn close(&mut self) {
-        self.tcp.close();
+        if let Some(tcp) = self.tcp.as_deref_mut() {
+            tcp.close();
+        }
     }
 }
 
@@ -109,8 +117,18 @@ pub trait HttpClientHandler: Send + 'static {
         let _ = session;
     }
 
-    /// The answer to the oldest request in flight.
+    /// The answer to the oldest request in flight. An answer whose body runs to the close
+    /// comes when the server closes cleanly, just before [`on_close`](Self::on_close): the
+    /// session then sends nothing more.
     fn on_response(&mut self, session: &mut ClientSession<'_, '_>, response: &ClientResponse<'_>);
+
+    /// The server broke HTTP/1.1's rules (which, in `error`: a malformed or ambiguous answer,
+    /// one over the limits, a `101`, bytes no request asked for). Nothing of it reaches
+    /// [`on_response`](Self::on_response); the connection is dropped, and
+    /// [`on_close`](Self::on_close) follows with the requests left unanswered.
+    fn on_bad_answer(&mut self, error: &AnswerError) {
+        let _ = error;
+    }
 
     /// The send queue has room again after a refused request.
     fn on_writable(&mut self, session: &mut ClientSession<'_, '_>) {
@@ -140,7 +158,7 @@ impl<H: HttpClientHandler> ClientConn<H> {
         (
             &mut self.handler,
             ClientSession {
-                tcp,
+                tcp: Some(tcp),
                 host: &self.host,
                 in_flight: &mut self.in_flight,
                 buf: &mut self.request_buf,
@@ -157,6 +175,10 @@ struct Deliver<'c, 's, 'a, H> {
 }
 
 impl<H: HttpClientHandler> AnswerSink for Deliver<'_, '_, '_, H> {
+    fn awaited(&self) -> usize {
+        self.session.in_flight.len()
+    }
+
     fn head_request(&self) -> bool {
         self.session.in_flight.front().copied().unwrap_or(false)
     }
@@ -184,14 +206,17 @@ impl<H: HttpClientHandler> TcpHandler for ClientConn<H> {
             request_buf,
         } = self;
         let session = ClientSession {
-            tcp,
+            tcp: Some(tcp),
             host,
             in_flight,
             buf: request_buf,
         };
         let mut deliver = Deliver { handler, session };
-        if reader.feed(bytes, &mut deliver).is_err() {
-            deliver.session.tcp.abort();
+        if let Err(error) = reader.feed(bytes, &mut deliver) {
+            deliver.handler.on_bad_answer(&error);
+            if let Some(tcp) = deliver.session.tcp {
+                tcp.abort();
+            }
         }
     }
 
@@ -201,6 +226,24 @@ impl<H: HttpClientHandler> TcpHandler for ClientConn<H> {
     }
 
     fn on_close(&mut self, reason: &CloseReason) {
+        if *reason == CloseReason::PeerClosed && self.reader.under_way() {
+            // A body that runs to the close ends at a clean close (not at a reset, nor a TLS
+            // stream cut short).
+            let ClientConn {
+                handler,
+                host,
+                reader,
+                in_flight,
+                request_buf,
+            } = self;
+            let session = ClientSession {
+                tcp: None,
+                host,
+                in_flight,
+                buf: request_buf,
+            };
+            reader.end_of_stream(&mut Deliver { handler, session });
+        }
         let unanswered = self.in_flight.len();
         self.handler.on_close(reason, unanswered);
     }

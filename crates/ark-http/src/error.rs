@@ -1,28 +1,40 @@
-//! What can be wrong with a request, and the status it is answered with.
+//! What can be wrong with a message: a request (and the status it is answered with), an answer
+//! a client refuses, a request a handler cannot use.
 
-/// A request the server refuses. Each variant has the status it is answered with
+/// A message that breaks HTTP/1.1's rules. The server and the clients read heads and framing
+/// with one set of rules (see `docs/http.md`), so one type says what is wrong either way.
+///
+/// For a request, each variant has the status it is answered with
 /// ([`status`](Self::status)); every one of them closes the connection after the answer, since
 /// the stream can no longer be trusted to be framed as the peer meant (RFC 9112 §6.3, §11).
+/// For an answer, the clients fail the request with [`AnswerError::Malformed`] and drop the
+/// connection.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum HttpError {
-    /// Malformed request line or header (obs-fold included), or a bad header value.
-    #[error("bad request: {0}")]
+    /// A malformed start line or field line (obs-fold included), line endings that are not
+    /// all CRLF (or, with `Limits::bare_lf`, all LF), a request target of none of the four
+    /// forms, or a framing rule broken (which, in the text).
+    #[error("{0}")]
     BadRequest(&'static str),
     /// Both `Content-Length` and `Transfer-Encoding` (a smuggling attempt).
-    #[error("bad request: both Content-Length and Transfer-Encoding")]
+    #[error("both Content-Length and Transfer-Encoding")]
     LengthAndChunked,
     /// More than one `Content-Length`, or a list of them, or one that is not a number.
-    #[error("bad request: duplicate, differing or invalid Content-Length")]
+    #[error("duplicate, differing or invalid Content-Length")]
     BadContentLength,
-    /// A chunk size that is not hexadecimal, too long, or a malformed chunk.
-    #[error("bad request: malformed chunked body ({0})")]
+    /// A chunk size that is not hexadecimal or too long, a chunk extension that breaks its
+    /// syntax or is over `Limits::max_chunk_extension`, a malformed chunk, or a trailer line
+    /// that is not a field line.
+    #[error("malformed chunked body ({0})")]
     BadChunk(&'static str),
-    /// HTTP/1.1 without exactly one `Host`.
-    #[error("bad request: HTTP/1.1 needs exactly one Host header")]
+    /// HTTP/1.1 without exactly one `Host`, a second `Host` in HTTP/1.0, or a `Host` that is
+    /// not a valid authority (RFC 3986: a reg-name, IPv4 or `[IPv6]`, an optional port up to
+    /// 65535, no userinfo).
+    #[error("missing, duplicate or invalid Host")]
     BadHost,
     /// The head passed the limit before it ended (default 8,192 bytes).
-    #[error("request head larger than {limit} bytes")]
+    #[error("head larger than {limit} bytes")]
     HeadTooLarge {
         /// The limit.
         limit: usize,
@@ -34,7 +46,7 @@ pub enum HttpError {
         limit: usize,
     },
     /// The body passes the limit (default 16 MiB).
-    #[error("request body larger than {limit} bytes")]
+    #[error("body larger than {limit} bytes")]
     BodyTooLarge {
         /// The limit.
         limit: u64,
@@ -42,7 +54,7 @@ pub enum HttpError {
     /// A transfer coding other than `chunked` (501).
     #[error("unsupported transfer coding")]
     UnsupportedTransferCoding,
-    /// An HTTP version other than 1.0 and 1.1 (505).
+    /// An HTTP major version other than 1 (505; a later 1.x is served as 1.1).
     #[error("unsupported HTTP version")]
     UnsupportedVersion,
     /// The request did not arrive whole within `HttpConfig::request_timeout` (408).
@@ -62,6 +74,37 @@ impl HttpError {
             _ => 400,
         }
     }
+}
+
+/// An answer a client ([`HttpClient`](crate::HttpClient), [`HttpAgent`](crate::HttpAgent))
+/// refuses: the request fails (`ConnectionError::BadAnswer`, or
+/// `HttpClientHandler::on_bad_answer`) and the connection is dropped, never reused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AnswerError {
+    /// The answer breaks the rules the server applies to requests (one head parser and one
+    /// set of framing rules for both): which, in the [`HttpError`].
+    #[error("{0}")]
+    Malformed(#[from] HttpError),
+    /// A `101 Switching Protocols`: neither client asks to switch, nor could it hand the
+    /// connection over; what follows is not HTTP/1.1.
+    #[error("101 Switching Protocols, not asked for")]
+    Switching,
+    /// Bytes arrived that no request asked for: with no request waiting for an answer, or
+    /// after an answer that ends the connection. They are never delivered.
+    #[error("{bytes} bytes arrived that no request asked for")]
+    Unsolicited {
+        /// The bytes of the read they came in (from the first unsolicited one).
+        bytes: usize,
+    },
+    /// The answer passed the most one connection takes of one answer on the wire: its head,
+    /// its body and its chunked framing (`Limits::max_head + max_body` + 64 KiB, the bound the
+    /// server puts on a request it holds).
+    #[error("an answer over {limit} bytes on the wire (head, body and chunk framing)")]
+    TooLarge {
+        /// The bound.
+        limit: u64,
+    },
 }
 
 /// A request a handler cannot use: a route parameter missing or not of the type asked for, or

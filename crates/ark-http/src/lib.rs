@@ -7,8 +7,10 @@
 //!   `Content-Length` and chunked bodies, `Expect: 100-continue`, keep-alive rules of 1.0 and
 //!   1.1, HEAD. Every ambiguity a smuggler could use is refused with its status
 //!   ([`HttpError`]): both `Content-Length` and `Transfer-Encoding`, duplicate or invalid
-//!   `Content-Length`, a bad chunk size, obs-fold, a head or body over the [`Limits`], too many
-//!   headers, a missing or duplicate `Host` in 1.1, an unknown transfer coding (501).
+//!   `Content-Length`, a bad chunk size or extension, a trailer line that is not a field line,
+//!   obs-fold, a head or body over the [`Limits`], too many headers, a missing, duplicate or
+//!   invalid `Host`, raw non-ASCII in the target, an unknown transfer coding (501). The
+//!   server and both clients read heads with one parser and one set of framing rules.
 //!   [`Response`] encodes answers with `content-length` and `date`.
 //! * **Router** — [`Router`]: static segments, `:param`/`{param}`, a last
 //!   `*wildcard`/`{*wildcard}`, every pattern checked when added ([`RouteError`]); method
@@ -17,12 +19,15 @@
 //!   parameters and (feature `json`) JSON bodies, refused by [`Response::reject`]
 //!   ([`ExtractError`]).
 //! * **Client** — [`HttpClient`]: one kept-alive connection, requests pipelined and answers
-//!   delivered in order to an [`HttpClientHandler`] (Content-Length and chunked bodies, HEAD,
-//!   1xx skipped); https with `tls`.
+//!   delivered in order to an [`HttpClientHandler`] (Content-Length, chunked and
+//!   close-delimited bodies, HEAD, 1xx skipped); an answer that breaks the server's rules, a
+//!   `101`, bytes no request asked for or an answer over the limits is refused
+//!   ([`AnswerError`]) and never delivered; https with `tls`.
 //! * **Agent** — [`HttpAgent`]: requests to many origins, connections kept alive and reused
 //!   per origin (up to a limit, then requests queue), a deadline on every request,
 //!   cancellation ([`Pending`], [`Canceller`]; a `Pending` is also a `Future`, awaited on any
-//!   runtime); https origins with `tls`.
+//!   runtime); the same answer rules as the client, counted in [`AgentStats`]; https origins
+//!   with `tls`.
 //! * **Server** — [`HttpServer`]: a connection per ark-tcp session; requests answered in
 //!   order, whole requests served straight from the read buffer; a handler may answer later
 //!   from any thread ([`Response::defer`], [`Responder`]); a request deadline (408) and
@@ -65,7 +70,7 @@ pub use agent::{
 pub use client::{
     ClientSession, HttpClient, HttpClientBuilder, HttpClientHandle, HttpClientHandler,
 };
-pub use error::{ExtractError, HttpError};
+pub use error::{AnswerError, ExtractError, HttpError};
 pub use proto::answers::ClientResponse;
 pub use proto::decoder::{Decoded, RequestDecoder};
 pub use proto::head::{BodyKind, HeadFacts, Limits, MAX_HEADERS, Request, parse_head};
@@ -73,7 +78,7 @@ pub use proto::pattern::{MAX_PARAMS, RouteError};
 pub use proto::router::Router;
 pub use response::{Responder, Response, http_date, reason};
 pub use server::{HttpConfig, HttpServer, HttpServerBuilder, HttpServerHandle};
-pub use stats::HttpStats;
+pub use stats::{AgentStats, HttpStats};
 
 /// The README's examples, compiled as doctests so the README cannot drift from the code.
 #[doc = include_str!("../README.md")]

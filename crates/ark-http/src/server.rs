@@ -406,8 +406,7 @@ impl HttpConn {
     /// The most request bytes a connection holds: one whole request at its limits, plus a
     /// read's worth.
     fn held_limit(&self) -> usize {
-        let limits = self.decoder.limits();
-        limits.max_head + limits.max_body as usize + 64 * 1024
+        usize::try_from(self.decoder.limits().message_bound()).unwrap_or(usize::MAX)
     }
 
     /// Once the connection is done (a refusal, a 408, an answer that closes), nothing more

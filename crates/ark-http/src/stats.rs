@@ -1,8 +1,12 @@
 //! A server's HTTP counters ([`HttpStats`]): requests by method and status, the server's own
 //! refusals, upgrades, and a latency histogram. Its TCP counters are
-//! `HttpServerHandle::tcp_stats`.
+//! `HttpServerHandle::tcp_stats`. And an agent's ([`AgentStats`]): answers, and the answers
+//! and bytes its connections refused.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+
+use crate::error::AnswerError;
 
 ark_reactor::counters! {
     /// Live counters shared by a server's connections, added once per callback from a plain
@@ -101,5 +105,83 @@ impl HttpStats {
             _ => &mut self.latency_over_1s,
         };
         *bucket += n;
+    }
+}
+
+/// A copy of an [`HttpAgent`](crate::HttpAgent)'s counters
+/// ([`HttpAgent::stats`](crate::HttpAgent::stats)): what its connections met, all origins
+/// together.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AgentStats {
+    /// Answers delivered to their requests.
+    pub answers: u64,
+    /// Of those, answers whose body ran to the close (RFC 9112 §6.3): delivered when the
+    /// server closed cleanly; their connection was never reused.
+    pub close_delimited: u64,
+    /// Connections dropped because bytes arrived that no request asked for: on an idle
+    /// connection, after the answer in the same read, or after an answer that ends the
+    /// connection. The bytes were never delivered ([`AnswerError::Unsolicited`]).
+    pub unsolicited: u64,
+    /// Answers refused as malformed or ambiguous, or a `101` not asked for
+    /// ([`AnswerError::Malformed`], [`AnswerError::Switching`]): the request failed and the
+    /// connection was dropped.
+    pub bad_answers: u64,
+    /// Answers past the bound on one answer's bytes on the wire
+    /// ([`AnswerError::TooLarge`]): the request failed and the connection was dropped.
+    pub too_large: u64,
+    /// Bytes the connections hold now of answers under way (heads, bodies so far).
+    pub held: u64,
+    /// The most bytes one connection held at once of an answer under way.
+    pub held_peak: u64,
+}
+
+/// The live counters behind [`AgentStats`].
+#[derive(Debug, Default)]
+pub(crate) struct AgentCounters {
+    pub(crate) answers: AtomicU64,
+    pub(crate) close_delimited: AtomicU64,
+    pub(crate) unsolicited: AtomicU64,
+    pub(crate) bad_answers: AtomicU64,
+    pub(crate) too_large: AtomicU64,
+    held: AtomicU64,
+    held_peak: AtomicU64,
+}
+
+impl AgentCounters {
+    /// Counts one refused answer by its kind.
+    pub(crate) fn refused(&self, error: &AnswerError) {
+        let counter = match error {
+            AnswerError::Unsolicited { .. } => &self.unsolicited,
+            AnswerError::TooLarge { .. } => &self.too_large,
+            _ => &self.bad_answers,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A connection that reported holding `before` bytes now holds `now`.
+    pub(crate) fn held(&self, before: usize, now: usize) {
+        if now > before {
+            self.held
+                .fetch_add((now - before) as u64, Ordering::Relaxed);
+            self.held_peak.fetch_max(now as u64, Ordering::Relaxed);
+        } else if now < before {
+            self.held
+                .fetch_sub((before - now) as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// A copy.
+    pub(crate) fn snapshot(&self) -> AgentStats {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        AgentStats {
+            answers: get(&self.answers),
+            close_delimited: get(&self.close_delimited),
+            unsolicited: get(&self.unsolicited),
+            bad_answers: get(&self.bad_answers),
+            too_large: get(&self.too_large),
+            held: get(&self.held),
+            held_peak: get(&self.held_peak),
+        }
     }
 }

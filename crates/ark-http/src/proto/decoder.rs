@@ -2,15 +2,26 @@
 //! time and in order (pipelining), with every limit checked as the bytes arrive.
 
 use crate::error::HttpError;
-use crate::proto::head::{BodyKind, HeadFacts, Limits, parse_head};
+use crate::proto::head::{BodyKind, HeadFacts, Limits, MAX_HEADERS, parse_head};
+use crate::proto::syntax::{is_field_line, is_tchar};
+
+/// Makes room in `buf` for `extra` more bytes, growing it by doubling but never past `max`
+/// (unless it needs more): a body's buffer does not hold twice its limit.
+pub(crate) fn reserve_within(buf: &mut Vec<u8>, extra: usize, max: usize) {
+    let need = buf.len().saturating_add(extra);
+    if need > buf.capacity() {
+        let target = need.max(buf.capacity().saturating_mul(2).min(max));
+        buf.reserve_exact(target - buf.len());
+    }
+}
 
 /// Where a chunked body's decoding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Chunk {
     /// Reading the hex size; digits so far.
     Size { digits: u8 },
-    /// After the size: an extension up to CR.
-    Extension,
+    /// After the size: an extension up to CR, where in its syntax.
+    Extension(Ext),
     /// After CR of the size line.
     SizeLf,
     /// Inside a chunk's data, this many bytes left.
@@ -31,7 +42,66 @@ enum Chunk {
     Done,
 }
 
-/// Decodes a chunked body incrementally into `out`.
+/// Where a chunk extension is in its syntax (RFC 9112 §7.1.1): `*( BWS ";" BWS name [ BWS
+/// "=" BWS ( token / quoted-string ) ] )`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ext {
+    /// After `;`: whitespace, then a name.
+    Start,
+    /// In a name.
+    Name,
+    /// Whitespace after a name: `=` or `;` must follow.
+    NameSpace,
+    /// After `=`: whitespace, then a token or a quoted string.
+    ValueStart,
+    /// In a token value.
+    Token,
+    /// Inside a quoted string.
+    Quoted,
+    /// After `\` in a quoted string.
+    Escape,
+    /// After a quoted string's closing quote.
+    QuoteEnd,
+    /// Whitespace after a value: `;` must follow.
+    ValueSpace,
+}
+
+impl Ext {
+    /// The next state after `b`; `None` when `b` is the CR that ends the size line.
+    fn step(self, b: u8) -> Result<Option<Ext>, HttpError> {
+        let space = b == b' ' || b == b'\t';
+        let tchar = is_tchar(b);
+        let text = b == b'\t' || b == b' ' || (0x21..=0x7e).contains(&b) || b >= 0x80;
+        let next = match self {
+            Ext::Start if space => Ext::Start,
+            Ext::Start | Ext::Name if tchar => Ext::Name,
+            Ext::Name | Ext::Token | Ext::QuoteEnd if b == b'\r' => return Ok(None),
+            Ext::Name | Ext::NameSpace if space => Ext::NameSpace,
+            Ext::Name | Ext::NameSpace if b == b'=' => Ext::ValueStart,
+            Ext::ValueStart if space => Ext::ValueStart,
+            Ext::ValueStart if b == b'"' => Ext::Quoted,
+            Ext::ValueStart | Ext::Token if tchar => Ext::Token,
+            Ext::Quoted if b == b'"' => Ext::QuoteEnd,
+            Ext::Quoted if b == b'\\' => Ext::Escape,
+            Ext::Quoted | Ext::Escape if text => Ext::Quoted,
+            Ext::Token | Ext::QuoteEnd | Ext::ValueSpace if space => Ext::ValueSpace,
+            Ext::Name | Ext::NameSpace | Ext::Token | Ext::QuoteEnd | Ext::ValueSpace
+                if b == b';' =>
+            {
+                Ext::Start
+            }
+            _ => {
+                return Err(HttpError::BadChunk(
+                    "a chunk extension that breaks its syntax",
+                ));
+            }
+        };
+        Ok(Some(next))
+    }
+}
+
+/// Decodes a chunked body incrementally into `out`. The trailer section is read by the head's
+/// rules for field lines and dropped.
 #[derive(Debug, Clone)]
 pub(crate) struct Dechunker {
     state: Chunk,
@@ -39,6 +109,10 @@ pub(crate) struct Dechunker {
     size: u64,
     /// Trailer bytes so far (bounded by the head limit).
     trailer: usize,
+    /// Trailer lines so far (bounded by the header limit).
+    trailer_lines: usize,
+    /// The trailer line under way (checked as a field line at its end).
+    line: Vec<u8>,
     /// Bytes of the current chunk's extension (bounded by `Limits::max_chunk_extension`).
     extension: usize,
 }
@@ -49,8 +123,15 @@ impl Dechunker {
             state: Chunk::Size { digits: 0 },
             size: 0,
             trailer: 0,
+            trailer_lines: 0,
+            line: Vec::new(),
             extension: 0,
         }
+    }
+
+    /// Bytes this decoder holds itself (the trailer line under way).
+    pub(crate) fn held(&self) -> usize {
+        self.line.capacity()
     }
 
     /// Decodes from `input`, appending data to `out` (at most `limits.max_body` in all);
@@ -70,6 +151,7 @@ impl Dechunker {
                         limit: limits.max_body,
                     });
                 }
+                reserve_within(out, take, limits.max_body.try_into().unwrap_or(usize::MAX));
                 out.extend_from_slice(&input[at..at + take]);
                 at += take;
                 let left = left - take as u64;
@@ -103,19 +185,20 @@ impl Dechunker {
             (Chunk::Size { digits: 0 }, _) => return Err(bad("chunk size is not hexadecimal")),
             (Chunk::Size { .. }, b';') => {
                 self.extension = 1;
-                Chunk::Extension
+                Chunk::Extension(Ext::Start)
             }
             (Chunk::Size { .. }, b'\r') => Chunk::SizeLf,
             (Chunk::Size { .. }, _) => return Err(bad("chunk size is not hexadecimal")),
-            (Chunk::Extension, b'\r') => Chunk::SizeLf,
-            (Chunk::Extension, b'\n') => return Err(bad("bare LF in a chunk extension")),
-            (Chunk::Extension, _) => {
-                self.extension += 1;
-                if self.extension > limits.max_chunk_extension {
-                    return Err(bad("chunk extension over Limits::max_chunk_extension"));
+            (Chunk::Extension(ext), b) => match ext.step(b)? {
+                None => Chunk::SizeLf,
+                Some(next) => {
+                    self.extension += 1;
+                    if self.extension > limits.max_chunk_extension {
+                        return Err(bad("chunk extension over Limits::max_chunk_extension"));
+                    }
+                    Chunk::Extension(next)
                 }
-                Chunk::Extension
-            }
+            },
             (Chunk::SizeLf, b'\n') if self.size == 0 => Chunk::TrailerStart,
             (Chunk::SizeLf, b'\n') => Chunk::Data(std::mem::take(&mut self.size)),
             (Chunk::SizeLf, _) => return Err(bad("chunk size line not ended by CRLF")),
@@ -127,24 +210,48 @@ impl Dechunker {
             (Chunk::TrailerStart, b'\r') => Chunk::FinalLf,
             (Chunk::FinalLf, b'\n') => Chunk::Done,
             (Chunk::FinalLf, _) => return Err(bad("chunked body not ended by CRLF")),
-            (Chunk::Trailer, b'\r') => Chunk::TrailerLf,
-            (Chunk::TrailerLf, b'\n') => Chunk::TrailerStart,
-            (Chunk::TrailerLf, _) => return Err(bad("trailer line not ended by CRLF")),
-            (Chunk::TrailerStart | Chunk::Trailer, b'\n') => {
-                return Err(bad("bare LF in a trailer"));
-            }
-            (Chunk::TrailerStart | Chunk::Trailer, _) => {
-                self.trailer += 1;
-                if self.trailer > limits.max_head {
-                    return Err(HttpError::HeadTooLarge {
-                        limit: limits.max_head,
-                    });
-                }
-                Chunk::Trailer
+            (Chunk::Trailer | Chunk::TrailerStart | Chunk::TrailerLf, _) => {
+                self.trailer_byte(byte, limits)?
             }
             (Chunk::Data(_) | Chunk::Done, _) => self.state,
         };
         Ok(())
+    }
+
+    /// One byte of a trailer line: kept (up to the head limit) and, at the line's end,
+    /// checked as a field line by the head's rules (RFC 9112 §7.1.2); no bare LF, no CR but
+    /// before LF.
+    fn trailer_byte(&mut self, byte: u8, limits: &Limits) -> Result<Chunk, HttpError> {
+        self.trailer += 1;
+        if self.trailer > limits.max_head {
+            return Err(HttpError::HeadTooLarge {
+                limit: limits.max_head,
+            });
+        }
+        self.line.push(byte);
+        Ok(match (self.state, byte) {
+            (Chunk::TrailerLf, b'\n') => {
+                self.trailer_lines += 1;
+                if self.trailer_lines > limits.max_headers.min(MAX_HEADERS) {
+                    return Err(HttpError::TooManyHeaders {
+                        limit: limits.max_headers.min(MAX_HEADERS),
+                    });
+                }
+                if !is_field_line(&self.line) {
+                    return Err(HttpError::BadChunk(
+                        "a trailer line that is not a field line",
+                    ));
+                }
+                self.line.clear();
+                Chunk::TrailerStart
+            }
+            (Chunk::TrailerLf, _) => {
+                return Err(HttpError::BadChunk("trailer line not ended by CRLF"));
+            }
+            (_, b'\n') => return Err(HttpError::BadChunk("bare LF in a trailer")),
+            (_, b'\r') => Chunk::TrailerLf,
+            _ => Chunk::Trailer,
+        })
     }
 }
 
@@ -282,5 +389,157 @@ impl RequestDecoder {
     /// The decoded body of the chunked request just returned (empty otherwise).
     pub fn chunked_body(&self) -> &[u8] {
         &self.chunked_body
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Decodes one chunked request whose body is `body`, fed whole and a byte at a time: the
+    /// decoded body, or the refusal (the same either way).
+    fn chunked(body: &[u8], limits: Limits) -> Result<Vec<u8>, HttpError> {
+        let mut request =
+            b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+        request.extend_from_slice(body);
+        let decode = |step: usize| {
+            let mut decoder = RequestDecoder::new(limits);
+            for end in (step..request.len() + step).step_by(step) {
+                match decoder.decode(&request[..end.min(request.len())])? {
+                    (Decoded::Request(_), _) => return Ok(decoder.chunked_body().to_vec()),
+                    _ => continue,
+                }
+            }
+            Err(HttpError::BadChunk("incomplete"))
+        };
+        let whole = decode(request.len());
+        assert_eq!(decode(1), whole, "{:?}", String::from_utf8_lossy(body));
+        whole
+    }
+
+    #[test]
+    fn trailer_lines_are_field_lines_by_the_heads_rules() {
+        let ok = chunked(b"2\r\nhi\r\n0\r\nX-A: 1\r\nX-B:\r\n\r\n", Limits::default());
+        assert_eq!(ok, Ok(b"hi".to_vec()));
+        let not_a_field = HttpError::BadChunk("a trailer line that is not a field line");
+        for tail in [
+            &b"GET /second HTTP/1.1\r\nHost: x\r\n\r\n"[..],
+            b"no-colon\r\n\r\n",
+            b"X-A: a\0b\r\n\r\n",
+            b"X-A : a\r\n\r\n",
+            b" X-A: a\r\n\r\n",
+            b"X-A: a\r\n\tfolded\r\n\r\n",
+            b": a\r\n\r\n",
+        ] {
+            let mut body = b"2\r\nhi\r\n0\r\n".to_vec();
+            body.extend_from_slice(tail);
+            assert_eq!(
+                chunked(&body, Limits::default()),
+                Err(not_a_field.clone()),
+                "{:?}",
+                String::from_utf8_lossy(tail)
+            );
+        }
+        assert_eq!(
+            chunked(b"0\r\nX-A: a\nX-B: b\r\n\r\n", Limits::default()),
+            Err(HttpError::BadChunk("bare LF in a trailer"))
+        );
+        assert_eq!(
+            chunked(b"0\r\nX-A: a\rX\r\n\r\n", Limits::default()),
+            Err(HttpError::BadChunk("trailer line not ended by CRLF"))
+        );
+    }
+
+    #[test]
+    fn a_trailer_section_is_bounded_like_a_head() {
+        let limits = Limits {
+            max_head: 64,
+            max_headers: 2,
+            ..Limits::default()
+        };
+        assert_eq!(
+            chunked(b"0\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n", limits),
+            Err(HttpError::TooManyHeaders { limit: 2 })
+        );
+        let mut long = b"0\r\nA: ".to_vec();
+        long.extend(std::iter::repeat_n(b'a', 64));
+        long.extend_from_slice(b"\r\n\r\n");
+        assert_eq!(
+            chunked(&long, limits),
+            Err(HttpError::HeadTooLarge { limit: 64 })
+        );
+    }
+
+    #[test]
+    fn chunk_extensions_follow_their_syntax() {
+        for ext in [
+            "",
+            ";a",
+            ";a=b",
+            "; a = b ;c",
+            ";a=\"b c\\\"d\"",
+            ";a;b=c",
+            ";a=\"\"",
+            ";a=\"\u{e9}\"",
+        ] {
+            let body = format!("2{ext}\r\nhi\r\n0\r\n\r\n");
+            assert_eq!(
+                chunked(body.as_bytes(), Limits::default()),
+                Ok(b"hi".to_vec()),
+                "{ext:?}"
+            );
+        }
+        for ext in [
+            ";",
+            "; ",
+            ";=v",
+            ";a=",
+            ";a=\"b",
+            ";a=\"b\\",
+            ";a b",
+            ";a=b c",
+            ";a=\"b\"c",
+            ";a=\x01",
+            ";a ",
+            ";a=b ",
+            ";a,b",
+            ";a=\"b\r\n\"",
+            ";a=b\n",
+        ] {
+            let body = format!("2{ext}\r\nhi\r\n0\r\n\r\n");
+            assert_eq!(
+                chunked(body.as_bytes(), Limits::default()),
+                Err(HttpError::BadChunk(
+                    "a chunk extension that breaks its syntax"
+                )),
+                "{ext:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_chunked_body_buffer_never_grows_past_the_body_limit() {
+        let limits = Limits {
+            max_body: 3000,
+            ..Limits::default()
+        };
+        let mut body = Vec::new();
+        for _ in 0..3 {
+            body.extend_from_slice(b"3e8\r\n");
+            body.extend(std::iter::repeat_n(b'a', 1000));
+            body.extend_from_slice(b"\r\n");
+        }
+        body.extend_from_slice(b"0\r\n\r\n");
+        let mut request =
+            b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+        request.extend_from_slice(&body);
+        let mut decoder = RequestDecoder::new(limits);
+        for end in 1..=request.len() {
+            if let (Decoded::Request(_), _) = decoder.decode(&request[..end]).unwrap() {
+                break;
+            }
+        }
+        assert_eq!(decoder.chunked_body().len(), 3000);
+        assert_eq!(decoder.chunked_body.capacity(), 3000);
     }
 }

@@ -1,27 +1,46 @@
-//! Request heads: parsed with httparse, checked against the limits and the framing rules that
-//! keep a request from being read two ways (request smuggling), and viewed as a [`Request`].
+//! Request heads: read by the rules both directions share (`syntax`), checked against the
+//! limits and the request rules that keep a request from being read two ways (request
+//! smuggling), and viewed as a [`Request`].
 
 use crate::error::{ExtractError, HttpError};
+use crate::proto::syntax::{Declared, RequestLine, fields, read_head, request_line, reread};
+use crate::proto::target::{Target, target_form, valid_authority};
 
 /// The most headers a request may have, whatever the limits say: the parser's fixed array.
 pub const MAX_HEADERS: usize = 100;
 
-/// Bounds on what a request may be.
+/// Bounds on what a message may be: a request the server takes, an answer a client
+/// ([`HttpClient`](crate::HttpClient), [`HttpAgent`](crate::HttpAgent)) takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Bytes of the request line and headers, the final empty line included (default 8,192).
+    /// Bytes of the start line and headers, the final empty line included (default 8,192); a
+    /// trailer section gets as many again.
     pub max_head: usize,
     /// Headers (default 100, at most [`MAX_HEADERS`]).
     pub max_headers: usize,
     /// Body bytes, after chunked decoding (default 16 MiB).
     pub max_body: u64,
     /// Bytes of one chunk's extensions (`;name=value` after its size), default 4,096: past it
-    /// the request is refused with 400.
+    /// the message is refused (a request with 400).
     pub max_chunk_extension: usize,
     /// Accept a head whose lines all end in a bare LF (default `false`: every line of a head
-    /// ends in CRLF). A head that mixes the two is refused with 400 either way: a proxy that
-    /// reads it otherwise would see other headers (RFC 9112 §2.2).
+    /// ends in CRLF). A head that mixes the two is refused (a request with 400) either way: a
+    /// proxy that reads it otherwise would see other headers (RFC 9112 §2.2).
     pub bare_lf: bool,
+}
+
+/// What one read adds to a message a connection holds, at most (ark-tcp's raw reads).
+const ONE_READ: u64 = 64 * 1024;
+
+impl Limits {
+    /// The most bytes of one message a connection takes: its head and body at their limits
+    /// and a read's worth. The server holds no more of a request; a client takes no more of
+    /// one answer on the wire (head, body and chunk framing).
+    pub(crate) fn message_bound(&self) -> u64 {
+        (self.max_head as u64)
+            .saturating_add(self.max_body)
+            .saturating_add(ONE_READ)
+    }
 }
 
 impl Default for Limits {
@@ -54,7 +73,7 @@ pub struct HeadFacts {
     pub len: usize,
     /// How the body is framed.
     pub body: BodyKind,
-    /// 0 for HTTP/1.0, 1 for HTTP/1.1.
+    /// 0 for HTTP/1.0, 1 for HTTP/1.1 (and a later 1.x, served as 1.1).
     pub version: u8,
     /// The connection stays open after the answer (1.1 without `Connection: close`, 1.0 with
     /// `Connection: keep-alive`).
@@ -65,162 +84,55 @@ pub struct HeadFacts {
     pub head_method: bool,
 }
 
-fn token_list_has(value: &[u8], token: &str) -> bool {
-    value
-        .split(|&b| b == b',')
-        .any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes()))
-}
-
 /// Parses and checks the head at the front of `input`: `Ok(None)` while it is incomplete.
+///
+/// The request line is read strictly (visible ASCII in the target, one SP between its
+/// parts, `HTTP/1.x` with any later 1.x served as 1.1), the field lines with httparse's
+/// header parser, and the framing fields by the rules the clients apply to answers.
 ///
 /// # Errors
 /// The head is malformed, over a limit, or framed ambiguously: see [`HttpError`].
 pub fn parse_head(input: &[u8], limits: &Limits) -> Result<Option<HeadFacts>, HttpError> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let max_headers = limits.max_headers.min(MAX_HEADERS);
-    let mut request = httparse::Request::new(&mut headers[..max_headers]);
-    // Only the first `max_head + 1` bytes are looked at: a head that does not end within the
-    // limit is 431 however its later bytes look, and the verdict does not depend on how the
-    // bytes arrived (found by the fuzz target).
-    let window = &input[..input.len().min(limits.max_head.saturating_add(1))];
-    let len = match request.parse(window) {
-        Ok(httparse::Status::Complete(len)) => len,
-        Ok(httparse::Status::Partial) if window.len() > limits.max_head => {
-            return Err(HttpError::HeadTooLarge {
-                limit: limits.max_head,
-            });
-        }
-        Ok(httparse::Status::Partial) => return Ok(None),
-        Err(httparse::Error::TooManyHeaders) => {
-            return Err(HttpError::TooManyHeaders { limit: max_headers });
-        }
-        Err(httparse::Error::Version) => return Err(HttpError::UnsupportedVersion),
-        Err(_) => return Err(HttpError::BadRequest("malformed request line or header")),
+    let Some((line, len, count)) = read_head(input, limits, &mut headers, request_line)? else {
+        return Ok(None);
     };
-    if len > limits.max_head {
-        return Err(HttpError::HeadTooLarge {
-            limit: limits.max_head,
-        });
-    }
-    line_endings(&input[..len], limits.bare_lf)?;
-    let version = request.version.unwrap_or(1);
-    check(&request, len, version)
+    check(&line, &headers[..count], len).map(Some)
 }
 
-/// Every line of `head` ends in CRLF — or, with `bare_lf`, every line ends in a bare LF. A CR
-/// not before an LF, and a head mixing CRLF and bare LF, are refused.
-fn line_endings(head: &[u8], bare_lf: bool) -> Result<(), HttpError> {
-    let (mut crlf, mut lf) = (false, false);
-    for (i, &b) in head.iter().enumerate() {
-        match b {
-            b'\n' if i > 0 && head[i - 1] == b'\r' => crlf = true,
-            b'\n' => lf = true,
-            b'\r' if head.get(i + 1) != Some(&b'\n') => {
-                return Err(HttpError::BadRequest("CR not followed by LF in the head"));
-            }
-            _ => {}
-        }
-    }
-    match (crlf, lf) {
-        (true, true) => Err(HttpError::BadRequest(
-            "the head mixes CRLF and bare LF line endings",
-        )),
-        (false, true) if !bare_lf => Err(HttpError::BadRequest(
-            "the head's lines end in a bare LF, not CRLF",
-        )),
-        _ => Ok(()),
-    }
-}
-
-/// The framing and connection rules of one parsed head.
+/// The request rules of one parsed head: its target's form, its `Host`, its framing.
 fn check(
-    request: &httparse::Request<'_, '_>,
+    line: &RequestLine<'_>,
+    headers: &[httparse::Header<'_>],
     len: usize,
-    version: u8,
-) -> Result<Option<HeadFacts>, HttpError> {
-    let (mut hosts, mut length, mut chunked) = (0, None, None);
-    let (mut close, mut keep_alive, mut expect_continue) = (false, false, false);
-    for header in request.headers.iter() {
-        let value = header.value;
-        if header.name.eq_ignore_ascii_case("host") {
-            hosts += 1;
-        } else if header.name.eq_ignore_ascii_case("content-length") {
-            if length.is_some() {
-                return Err(HttpError::BadContentLength);
-            }
-            length = Some(parse_length(value)?);
-        } else if header.name.eq_ignore_ascii_case("transfer-encoding") {
-            if chunked.is_some() {
-                return Err(HttpError::BadRequest("more than one Transfer-Encoding"));
-            }
-            chunked = Some(transfer_coding(value)?);
-        } else if header.name.eq_ignore_ascii_case("connection") {
-            close |= token_list_has(value, "close");
-            keep_alive |= token_list_has(value, "keep-alive");
-        } else if header.name.eq_ignore_ascii_case("expect") {
-            expect_continue = value.trim_ascii().eq_ignore_ascii_case(b"100-continue");
-        }
-    }
-    if version == 1 && hosts != 1 {
+) -> Result<HeadFacts, HttpError> {
+    let version = line.version;
+    let fields = fields(headers, version)?;
+    // RFC 9112 §3.2: one Host in HTTP/1.1, never two, and a valid one.
+    if fields.hosts > 1
+        || (version == 1 && fields.hosts == 0)
+        || !valid_authority(fields.host.trim_ascii())
+    {
         return Err(HttpError::BadHost);
     }
-    let body = match (length, chunked) {
-        (Some(_), Some(_)) => return Err(HttpError::LengthAndChunked),
-        (_, Some(())) if version == 0 => {
-            return Err(HttpError::BadRequest(
-                "Transfer-Encoding in an HTTP/1.0 request",
-            ));
-        }
-        (_, Some(())) => BodyKind::Chunked,
-        (Some(0), None) | (None, None) => BodyKind::None,
-        (Some(n), None) => BodyKind::Length(n),
+    if target_form(line.method, line.target).is_none() {
+        return Err(HttpError::BadRequest(
+            "a request target of none of the four forms (RFC 9112 §3.2)",
+        ));
+    }
+    let body = match fields.body {
+        Declared::Chunked => BodyKind::Chunked,
+        Declared::Length(0) | Declared::Neither => BodyKind::None,
+        Declared::Length(n) => BodyKind::Length(n),
     };
-    Ok(Some(HeadFacts {
+    Ok(HeadFacts {
         len,
         body,
         version,
-        keep_alive: if version == 1 {
-            !close
-        } else {
-            keep_alive && !close
-        },
-        expect_continue: expect_continue && version == 1,
-        head_method: request.method == Some("HEAD"),
-    }))
-}
-
-/// A `Content-Length` value: digits only (no list, sign or space inside).
-fn parse_length(value: &[u8]) -> Result<u64, HttpError> {
-    let digits = value.trim_ascii();
-    if digits.is_empty() || digits.len() > 19 || !digits.iter().all(u8::is_ascii_digit) {
-        return Err(HttpError::BadContentLength);
-    }
-    std::str::from_utf8(digits)
-        .ok()
-        .and_then(|d| d.parse().ok())
-        .ok_or(HttpError::BadContentLength)
-}
-
-/// A `Transfer-Encoding` value: `chunked` alone is supported; another coding is 501, and
-/// `chunked` anywhere but last is a framing error.
-fn transfer_coding(value: &[u8]) -> Result<(), HttpError> {
-    let codings: Vec<&[u8]> = value
-        .split(|&b| b == b',')
-        .map(<[u8]>::trim_ascii)
-        .collect();
-    match codings.as_slice() {
-        [only] if only.eq_ignore_ascii_case(b"chunked") => Ok(()),
-        [.., last] if !last.eq_ignore_ascii_case(b"chunked") => {
-            if codings.iter().any(|c| c.eq_ignore_ascii_case(b"chunked")) {
-                Err(HttpError::BadRequest(
-                    "chunked is not the last transfer coding",
-                ))
-            } else {
-                Err(HttpError::UnsupportedTransferCoding)
-            }
-        }
-        _ => Err(HttpError::UnsupportedTransferCoding),
-    }
+        keep_alive: fields.persistent(version),
+        expect_continue: fields.expect_continue && version == 1,
+        head_method: line.method == "HEAD",
+    })
 }
 
 /// A request as a handler sees it: method, target, version, headers and the whole body,
@@ -228,6 +140,10 @@ fn transfer_coding(value: &[u8]) -> Result<(), HttpError> {
 pub struct Request<'a> {
     method: &'a str,
     target: &'a str,
+    /// The path and query: the target's, after the authority of an absolute-form target.
+    rest: &'a str,
+    /// The authority of an absolute-form target (RFC 9112 §3.2.2: it wins over `Host`).
+    authority: Option<&'a str>,
     version: u8,
     headers: [httparse::Header<'a>; MAX_HEADERS],
     count: usize,
@@ -251,14 +167,17 @@ impl<'a> Request<'a> {
     /// Views a head that [`parse_head`] accepted, with its decoded `body`.
     pub(crate) fn view(head: &'a [u8], body: &'a [u8]) -> Option<Request<'a>> {
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut parsed = httparse::Request::new(&mut headers);
-        parsed.parse(head).ok()?;
-        let (method, target, version) = (parsed.method?, parsed.path?, parsed.version?);
-        let count = parsed.headers.len();
+        let (line, count) = reread(head, &mut headers, request_line)?;
+        let (rest, authority) = match target_form(line.method, line.target) {
+            Some(Target::Absolute { authority, rest }) => (rest, Some(authority)),
+            _ => (line.target, None),
+        };
         Some(Request {
-            method,
-            target,
-            version,
+            method: line.method,
+            target: line.target,
+            rest,
+            authority,
+            version: line.version,
             headers,
             count,
             body,
@@ -276,21 +195,40 @@ impl<'a> Request<'a> {
         self.method
     }
 
-    /// The request target as sent (path and query).
+    /// The request target as sent (path and query; a whole URI in absolute form).
     pub fn target(&self) -> &'a str {
         self.target
     }
 
-    /// The path: the target without its query.
+    /// The path: the target without its query, and without the scheme and authority of an
+    /// absolute-form target (`/x` for `http://b/x`, `/` for `http://b`). The router routes on it.
     pub fn path(&self) -> &'a str {
-        self.target
+        let path = self
+            .rest
             .split_once('?')
-            .map_or(self.target, |(path, _)| path)
+            .map_or(self.rest, |(path, _)| path);
+        if path.is_empty() && self.authority.is_some() {
+            "/"
+        } else {
+            path
+        }
     }
 
     /// The query, without `?`.
     pub fn query(&self) -> Option<&'a str> {
-        self.target.split_once('?').map(|(_, query)| query)
+        self.rest.split_once('?').map(|(_, query)| query)
+    }
+
+    /// The host the request is for: the authority of an absolute-form target (RFC 9112
+    /// §3.2.2: it wins over the `Host` header), else the `Host` value (checked: a valid
+    /// authority, once); `None` for an HTTP/1.0 request without `Host`.
+    pub fn host(&self) -> Option<&'a str> {
+        if self.authority.is_some() {
+            return self.authority;
+        }
+        let value = self.header("host")?.trim_ascii();
+        // Checked by `parse_head`: visible ASCII.
+        std::str::from_utf8(value).ok()
     }
 
     /// 0 for HTTP/1.0, 1 for HTTP/1.1.
