@@ -60,6 +60,9 @@ pub enum HttpError {
     /// The request did not arrive whole within `HttpConfig::request_timeout` (408).
     #[error("request timeout")]
     RequestTimeout,
+    /// An upgrade asked for while the server drains (`HttpServerHandle::drain`): 503.
+    #[error("the server is draining: no upgrade")]
+    Draining,
 }
 
 impl HttpError {
@@ -71,6 +74,7 @@ impl HttpError {
             HttpError::UnsupportedTransferCoding => 501,
             HttpError::UnsupportedVersion => 505,
             HttpError::RequestTimeout => 408,
+            HttpError::Draining => 503,
             _ => 400,
         }
     }

@@ -67,6 +67,9 @@ pub use agent::{
     Canceller, ConnectionError, HttpAgent, HttpAgentBuilder, HttpRequest, HttpResponse, Origin,
     Pending, RequestError,
 };
+/// The stop protocol of every ark server: what `HttpServerHandle::stop` and `drain` return, and
+/// what a drain reports.
+pub use ark_tcp::{StopReport, Stopping};
 pub use client::{
     ClientSession, HttpClient, HttpClientBuilder, HttpClientHandle, HttpClientHandler,
 };

@@ -122,6 +122,9 @@ struct HttpConn {
     tally: HttpStats,
     /// Answers queued by the serving under way (their latency is counted at its end).
     batch: u64,
+    /// The server drains: every answer from now on closes the connection, and a connection
+    /// with nothing under way closes at once.
+    draining: bool,
 }
 
 impl HttpConn {
@@ -138,6 +141,7 @@ impl HttpConn {
             out: Vec::new(),
             deadline: None,
             done: false,
+            draining: false,
             waiting: VecDeque::new(),
             waker_set: false,
             upgrading: None,
@@ -227,8 +231,12 @@ impl HttpConn {
         self.upgraded = Some(handler);
     }
 
-    /// Once the connection is done and no deferred answer is outstanding, closes it.
+    /// Once the connection is done and no deferred answer is outstanding, closes it. In a
+    /// drain a connection with no request under way and every answer handed over is done.
     fn close_when_answered(&mut self, session: &mut TcpSession<'_>) {
+        if self.draining && self.pending.is_empty() && self.out.is_empty() {
+            self.done = true;
+        }
         if self.done && self.waiting.is_empty() {
             session.close();
         }
@@ -256,7 +264,8 @@ impl HttpConn {
                         answer.put_state_box(state);
                         self.router.after_deferred(&head, &mut answer);
                     }
-                    let close = *close || answer.closes();
+                    // Deferred before a drain began, it is the connection's last answer now.
+                    let close = *close || answer.closes() || self.draining;
                     self.tally.count_status(answer.status_code());
                     answer.encode(&mut self.out, *version, *head_method, close, &date_now());
                     if close {
@@ -287,8 +296,11 @@ impl HttpConn {
         };
         self.tally.count_method(request.method());
         self.router.handle(request, &mut self.response);
-        let close = !facts.keep_alive || self.response.closes();
+        let close = !facts.keep_alive || self.response.closes() || self.draining;
         if let Some(upgrade) = self.response.take_upgrade() {
+            if self.draining {
+                return self.refuse(&HttpError::Draining);
+            }
             return self.answer_upgrade(upgrade, facts.version, close);
         }
         if !self.response.is_deferred() {
@@ -340,7 +352,10 @@ impl HttpConn {
         response.encode(&mut self.out, version, false, false, &date_now());
         self.response = response;
         #[cfg(feature = "tracing")]
-        tracing::debug!("http connection upgraded (101): handed over");
+        ark_reactor::log_limited!(
+            tracing::Level::DEBUG,
+            "http connection upgraded (101): handed over"
+        );
         self.tally.count_status(101);
         self.tally.upgrades += 1;
         self.batch += 1;
@@ -361,8 +376,14 @@ impl HttpConn {
 
     /// Answers a bad request with its status and closes.
     fn refuse(&mut self, error: &HttpError) {
+        // A peer can send bad requests at will: rate-limited.
         #[cfg(feature = "tracing")]
-        tracing::warn!(status = error.status(), %error, "http request refused");
+        ark_reactor::log_limited!(
+            tracing::Level::WARN,
+            status = error.status(),
+            %error,
+            "http request refused"
+        );
         self.response.reset();
         self.router.refuse(error, &mut self.response);
         self.tally.count_status(self.response.status_code());
@@ -544,6 +565,16 @@ impl TcpHandler for HttpConn {
         }
     }
 
+    fn on_drain(&mut self, session: &mut TcpSession<'_>) {
+        if let Some(upgraded) = &mut self.upgraded {
+            return upgraded.on_drain(session);
+        }
+        self.draining = true;
+        self.close_when_answered(session);
+        self.release_if_done();
+        self.publish();
+    }
+
     fn on_stopping(&mut self, session: &mut TcpSession<'_>) {
         if let Some(upgraded) = &mut self.upgraded {
             upgraded.on_stopping(session);
@@ -675,6 +706,18 @@ impl HttpServerHandle {
     /// Stopping an own pool failed.
     pub fn stop_timeout(self, timeout: std::time::Duration) -> std::io::Result<()> {
         self.stop().wait_timeout(timeout)
+    }
+
+    /// Begins a drain and returns at once (ark-tcp's drain): no new connections; a
+    /// connection with no request under way closes at once; a request under way (being
+    /// received, being handled, its answer deferred) is finished, and its answer says
+    /// `connection: close` and ends the connection (requests pipelined behind it go
+    /// unanswered, which a client retries on another connection, RFC 9112 §9.3.2); an
+    /// upgrade asked for meanwhile is refused with 503. A WebSocket session upgraded from
+    /// this server gets its `on_drain`. What is still open when `drain` has passed is
+    /// stopped as [`stop`](Self::stop) does; [`Stopping::report`] says how many.
+    pub fn drain(self, drain: std::time::Duration) -> Stopping {
+        self.inner.drain(drain)
     }
 }
 

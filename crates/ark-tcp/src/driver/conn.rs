@@ -264,8 +264,13 @@ impl<C: Framing, H: TcpHandler, T: Transport<C, H>> Conn<C, H, T> {
         let Some(core) = self.core.as_mut() else {
             return Turn::Done;
         };
-        core.handle_requests(now);
         let phase = self.owner.phase();
+        // Before the handles' requests: what a handle asked after a drain began (a deferred
+        // answer given, a wake) finds the session knowing of it.
+        if phase == Phase::Draining {
+            core.drain(now);
+        }
+        core.handle_requests(now);
         if phase == Phase::Stopping {
             core.stop(now);
         }
