@@ -391,7 +391,8 @@ fn a_connection_quiet_for_longer_than_the_unacked_timeout_still_sends() {
 fn a_message_sent_just_before_close_arrives_before_the_close() {
     let mut sim = connected(sim_config(Fec::Off));
     sim.client.send(b"goodbye", Delivery::Ordered).unwrap();
-    sim.client.close();
+    let now = sim.now;
+    sim.client.close(now);
     let mut got = Vec::new();
     sim.run(Duration::from_secs(5), 10_000, |sim| {
         while let Some(m) = sim.server().recv() {

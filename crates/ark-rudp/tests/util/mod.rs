@@ -618,7 +618,7 @@ pub fn forgeries() -> Vec<Vec<u8>> {
     ack.extend_from_slice(&[0; 16]);
     let mut hello = vec![0u8; 1200];
     hello[0] = 0x50;
-    hello[1] = 2; // this version: parsed, then refused for its nonce
+    hello[1] = 3; // this version: parsed, then refused for its nonce
     let mut cookie = vec![0x60];
     cookie.extend_from_slice(&[7; 8 + 20]);
     let mut accept = vec![0x70];
@@ -626,4 +626,16 @@ pub fn forgeries() -> Vec<Vec<u8>> {
     let mut unreliable = vec![0x40];
     unreliable.extend_from_slice(b"evil");
     vec![vec![0x80, 0], unreliable, data, ack, hello, cookie, accept]
+}
+
+/// What a hostile peer (one that knows the session's token) sends `victim`: `packet` (a kind
+/// byte and the kind's fields, without packet number) with a packet number `victim` has not
+/// seen (the one after the largest it took: the honest peer's next datagram is then dropped
+/// as a replay, and repaired like a loss) and the token.
+pub fn hostile(victim: &Connection, packet: &[u8]) -> Vec<u8> {
+    let mut d = vec![packet[0]];
+    d.extend_from_slice(&victim.fresh_peer_number().to_be_bytes());
+    d.extend_from_slice(&packet[1..]);
+    d.extend_from_slice(&victim.peer_token().expect("established"));
+    d
 }
