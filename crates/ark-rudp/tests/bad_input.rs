@@ -74,7 +74,7 @@ fn forged_acknowledgements_for_unsent_data_are_counted_and_ignored() {
                 ];
                 // A hostile peer: it knows the session's token.
                 for lie in lies {
-                    let lie = util::hostile(conn, &lie);
+                    let lie = util::hostile(conn, &lie, 1);
                     conn.handle_datagram(now, &lie).unwrap();
                     forged[i] += 1;
                 }

@@ -239,8 +239,11 @@ impl<H: RudpHandler> Driver<H> {
             match command {
                 Command::Send(peer, message, delivery) => {
                     if let Some(e) = self.entries.get_mut(&peer) {
+                        // The bytes move from the mailbox's count to the buffer's: published
+                        // in that order, the handles' sum never dips below what is held.
+                        e.conn.send_admitted(&message, delivery);
+                        e.shared.buffered.store(e.conn.buffered(), Ordering::SeqCst);
                         e.shared.posted.fetch_sub(message.len(), Ordering::SeqCst);
-                        let _ = e.conn.send(&message, delivery);
                         self.touch(peer);
                     }
                 }

@@ -411,6 +411,21 @@ impl Connection {
             self.count_refusal(e);
             return refused;
         }
+        self.queue(message, delivery);
+        Ok(())
+    }
+
+    /// Queues a message a handle admitted against the send buffer on its own thread (its
+    /// bytes were counted there): refused only if the connection closed since (counted).
+    pub(crate) fn send_admitted(&mut self, message: &[u8], delivery: Delivery) {
+        if self.is_closed() {
+            self.count_refusal(&SendError::Closed);
+        } else {
+            self.queue(message, delivery);
+        }
+    }
+
+    fn queue(&mut self, message: &[u8], delivery: Delivery) {
         match delivery {
             Delivery::Unreliable => {
                 let buf = self.recv.copy(&[message]);
@@ -420,7 +435,6 @@ impl Connection {
                 .send
                 .push(message, self.config.mtu, delivery == Delivery::Unordered),
         }
-        Ok(())
     }
 
     fn check_send(&self, len: usize, delivery: Delivery) -> Result<(), SendError> {
