@@ -9,10 +9,11 @@ use crate::proto::fec::Fec;
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct RudpConfig {
-    /// Largest fragment payload per datagram (default 1200 B). A DATA datagram adds 30 bytes
-    /// of header (35 with FEC) and the 8-byte session token: 1,238 bytes (1,243) of UDP
-    /// payload; under IPv6 + UDP (48 bytes) a path MTU of 1280 takes a fragment of at most
-    /// 1,189 bytes, so set 1180 or less for such a path (loopback and Ethernet take 1200).
+    /// Largest fragment payload per datagram (default 1200 B). A DATA datagram adds 25 bytes
+    /// of header (30 with FEC) and the 8-byte session token: 1,233 bytes (1,238) of UDP
+    /// payload; a PARITY datagram 68 bytes. Under IPv6 + UDP (48 bytes) a path MTU of 1280
+    /// takes a fragment of at most 1,199 bytes without FEC and 1,164 with it (loopback and
+    /// Ethernet take the default).
     pub mtu: usize,
     /// Largest reliable message (default 256 KiB); at most half the receive window in
     /// fragments.
