@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use ark_rudp::{Connection, Delivery, Event, RudpConfig};
+use ark_rudp::{CloseReason, Connection, Delivery, Event, RudpConfig};
 
 use crate::shared::{Ctx, Rng};
 use crate::tally::Ending;
@@ -18,11 +18,15 @@ use crate::tally::Ending;
 /// The soak server's `RudpConfig::zero_window_timeout` (the default, 30 s, is longer than a
 /// short soak's actors live).
 pub const ZERO_WINDOW_TIMEOUT: Duration = Duration::from_secs(5);
-/// How much later than the deadline the server's CLOSE may come (probes, the CLOSE's trip,
-/// a loaded machine).
+/// How much later than the deadline the server's CLOSE may come, counted from the peer's
+/// message leaving (its trip and the echo, the probes, the CLOSE's trip, a loaded machine).
 const SLACK: Duration = Duration::from_secs(5);
-/// The message each peer sends, for the server to echo into a window of 0.
-const MESSAGE: usize = 200_000;
+/// The message each peer sends, for the server to echo into a window of 0: 25 fragments,
+/// within the server's initial congestion window, so the peers add no burst to the server's
+/// socket that could make the kernel drop other actors' datagrams.
+const MESSAGE: usize = 30_000;
+/// The peers' messages leave at least this far apart.
+const STAGGER: Duration = Duration::from_millis(20);
 
 /// One zero-window peer.
 struct Peer {
@@ -30,7 +34,8 @@ struct Peer {
     conn: Connection,
     /// When the server's CLOSE came (the session ended), and why.
     closed: Option<(Instant, Event)>,
-    sent: bool,
+    /// When its message left.
+    sent: Option<Instant>,
 }
 
 /// Where an outgoing datagram's window field is, by kind: after the kind byte and the 4-byte
@@ -54,12 +59,13 @@ impl Peer {
             socket,
             conn,
             closed: None,
-            sent: false,
+            sent: None,
         })
     }
 
-    /// One round: receive, timers, the message once established, send with window 0.
-    fn pump(&mut self, buf: &mut [u8]) {
+    /// One round: receive, timers, the message once established (if `may_send`), send with
+    /// window 0, events. Whether the message left now.
+    fn pump(&mut self, buf: &mut [u8], may_send: bool) -> bool {
         let now = Instant::now();
         while let Ok(n) = self.socket.recv(buf) {
             let _ = self.conn.handle_datagram(now, &buf[..n]);
@@ -67,11 +73,9 @@ impl Peer {
         if self.conn.poll_timeout().is_some_and(|t| t <= now) {
             self.conn.handle_timeout(now);
         }
-        if self.conn.is_established() && !self.sent {
-            self.sent = self
-                .conn
-                .send(&vec![0x5A; MESSAGE], Delivery::Ordered)
-                .is_ok();
+        let send = may_send && self.conn.is_established() && self.sent.is_none();
+        if send && self.conn.send(&[0x5A; MESSAGE], Delivery::Ordered).is_ok() {
+            self.sent = Some(now);
         }
         while let Some(m) = self.conn.recv() {
             self.conn.recycle(m);
@@ -87,14 +91,15 @@ impl Peer {
                 self.closed = Some((now, event));
             }
         }
+        send && self.sent.is_some()
     }
 }
 
-/// Reliable UDP zero-window peers: 5–20 at once, each ended by the server within
-/// [`ZERO_WINDOW_TIMEOUT`] (+ [`SLACK`]) of its handshake, or the run fails.
+/// Reliable UDP zero-window peers: 5–10 at once, each ended by the server within
+/// [`ZERO_WINDOW_TIMEOUT`] (+ [`SLACK`]) of its message leaving, or the run fails.
 pub fn zero_window(ctx: &Ctx, rng: &mut Rng) -> Ending {
     let started = Instant::now();
-    let count = rng.range(5, 20) as usize;
+    let count = rng.range(5, 10) as usize;
     let mut peers = Vec::with_capacity(count);
     for _ in 0..count {
         match Peer::new(ctx.addrs.rudp, rng.next_u64()) {
@@ -102,45 +107,49 @@ pub fn zero_window(ctx: &Ctx, rng: &mut Rng) -> Ending {
             Err(e) => return Ending::failed("socket failed", started, format!("bind: {e}")),
         }
     }
-    let limit = started + ZERO_WINDOW_TIMEOUT + SLACK + Duration::from_secs(2);
+    // The handshakes (with their retries), the staggered messages, the deadline, the slack.
+    let limit = started + Duration::from_secs(10) + ZERO_WINDOW_TIMEOUT + SLACK;
     let mut buf = vec![0u8; 65_536];
+    let mut last_message = started;
     while Instant::now() < limit && peers.iter().any(|p| p.closed.is_none()) {
-        peers.iter_mut().for_each(|p| p.pump(&mut buf));
+        for peer in &mut peers {
+            if peer.pump(&mut buf, last_message.elapsed() >= STAGGER) {
+                last_message = Instant::now();
+            }
+        }
         thread::sleep(Duration::from_millis(2));
     }
-    judge(peers, started)
+    judge(&peers, started)
 }
 
 /// Every peer's session must have been established, sent its message and been ended by the
 /// server's CLOSE in time.
-fn judge(peers: Vec<Peer>, started: Instant) -> Ending {
-    let count = peers.len() as u64;
+fn judge(peers: &[Peer], started: Instant) -> Ending {
     let due = ZERO_WINDOW_TIMEOUT + SLACK;
     let mut slowest = Duration::ZERO;
     for (i, peer) in peers.iter().enumerate() {
-        let Some((at, event)) = &peer.closed else {
+        let (Some((at, event)), Some(sent)) = (&peer.closed, peer.sent) else {
             let why = format!(
-                "zero-window peer {i} of {count}: no CLOSE from the server within {:?} (sent {})",
+                "zero-window peer {i} of {}: not ended within {:?} (message sent at {:?}, \
+                 closed: {:?})",
+                peers.len(),
                 started.elapsed(),
-                peer.sent
+                peer.sent.map(|t| t.duration_since(started)),
+                peer.closed
             );
             return Ending::failed("zero-window session not ended", started, why);
         };
-        let after = at.duration_since(started);
+        let after = at.saturating_duration_since(sent);
         slowest = slowest.max(after);
-        if !peer.sent
-            || after > due
-            || !matches!(event, Event::Closed(ark_rudp::CloseReason::PeerClosed))
-        {
+        if after > due || !matches!(event, Event::Closed(CloseReason::PeerClosed)) {
             let why = format!(
-                "zero-window peer {i}: {event:?} after {after:?} (due within {due:?}, sent {})",
-                peer.sent
+                "zero-window peer {i}: {event:?} {after:?} after its message (due within {due:?})"
             );
             return Ending::failed("zero-window session ended wrong", started, why);
         }
     }
     Ending {
-        messages: count,
+        messages: peers.len() as u64,
         seconds: slowest.as_secs_f64(),
         ..Ending::new("ended by the zero-window deadline", started)
     }

@@ -135,9 +135,10 @@ enum State {
         reason: CloseReason,
         deadline: Instant,
     },
-    /// Our CLOSE went out `sent` times (the next at `next`), waiting for the peer's answer.
+    /// Our CLOSE went out `sent` times (the next at `next`), waiting for the peer's answer;
+    /// `reason` is reported then (`None`: an abrupt end, reported already).
     CloseSent {
-        reason: CloseReason,
+        reason: Option<CloseReason>,
         sent: u32,
         next: Instant,
     },
@@ -877,7 +878,7 @@ impl Connection {
             State::Handshaking { .. } => {
                 if now >= self.started + config.handshake_timeout {
                     let reason = CloseReason::HandshakeTimeout(config.handshake_timeout);
-                    self.close_now(reason, false);
+                    self.close_now(now, reason, false);
                 }
             }
             State::Established | State::Finishing { .. } | State::CloseSent { .. } => {

@@ -1,6 +1,7 @@
 //! How a connection ends: a graceful close or stop (what was queued is delivered, then a CLOSE
 //! repeated until answered), the peer's CLOSE (answered, and answered again while draining),
-//! abrupt ends (timeouts, protocol violations), and the zero-window deadline.
+//! abrupt ends (timeouts, protocol violations: reported at once, their CLOSE repeated too),
+//! and the zero-window deadline.
 
 use std::time::{Duration, Instant};
 
@@ -56,7 +57,7 @@ impl Connection {
 
     fn finish(&mut self, now: Instant, reason: CloseReason) {
         match self.state {
-            State::Handshaking { .. } => self.close_now(reason, false),
+            State::Handshaking { .. } => self.close_now(now, reason, false),
             State::Established => {
                 let deadline = now + self.config.close_timeout;
                 self.state = State::Finishing { reason, deadline };
@@ -66,27 +67,37 @@ impl Connection {
         }
     }
 
-    /// Ends at once with `reason` (a CLOSE goes once, if `send_close` and the peer can
-    /// authenticate it); what was queued is dropped and counted as cut.
-    pub(super) fn close_now(&mut self, reason: CloseReason, send_close: bool) {
-        if matches!(self.state, State::Closed | State::Draining { .. }) {
+    /// Ends at once with `reason`, reported now; what was queued is dropped and counted as
+    /// cut. With `send_close` (and a peer that can authenticate it) a CLOSE goes, repeated
+    /// until answered as a graceful close's is.
+    pub(super) fn close_now(&mut self, now: Instant, reason: CloseReason, send_close: bool) {
+        if matches!(
+            self.state,
+            State::Closed | State::Draining { .. } | State::CloseSent { reason: None, .. }
+        ) {
             return;
         }
         let handshaking = matches!(self.state, State::Handshaking { .. });
         self.drop_queued();
-        if send_close && !handshaking && self.keys.is_some() {
-            self.close_out = Some(false);
-        }
-        self.state = State::Closed;
+        self.state = if send_close && !handshaking && self.keys.is_some() {
+            State::CloseSent {
+                reason: None,
+                sent: 0,
+                next: now,
+            }
+        } else {
+            State::Closed
+        };
         self.events.push_back(Event::Closed(reason));
     }
 
-    /// An abrupt end noticed at `now` (a timeout, a protocol violation): one CLOSE to the peer.
-    pub(super) fn abort(&mut self, _now: Instant, reason: CloseReason) {
+    /// An abrupt end noticed at `now` (a timeout, a protocol violation): reported at once, a
+    /// CLOSE to the peer (repeated until answered).
+    pub(super) fn abort(&mut self, now: Instant, reason: CloseReason) {
         if matches!(reason, CloseReason::ZeroWindow(_)) {
             self.stats.zero_window_closes += 1;
         }
-        self.close_now(reason, true);
+        self.close_now(now, reason, true);
     }
 
     /// Frees the send side: what was queued and not acknowledged is counted as cut.
@@ -101,15 +112,15 @@ impl Connection {
 
     /// The peer's CLOSE (`answer`: its answer to ours) arrived at `now`.
     pub(super) fn on_close(&mut self, now: Instant, answer: bool) {
-        let reason = match &self.state {
-            State::CloseSent { reason, .. } => reason.clone(),
+        let reason = match &mut self.state {
+            State::CloseSent { reason, .. } => reason.take(),
             State::Closed | State::Draining { .. } => return,
             _ if answer => return, // an answer to a CLOSE never sent
-            _ => CloseReason::PeerClosed,
+            _ => Some(CloseReason::PeerClosed),
         };
         if answer {
             self.state = State::Closed;
-            self.events.push_back(Event::Closed(reason));
+            self.events.extend(reason.map(Event::Closed));
             return;
         }
         // The peer closed (or both closed at once): what it sent is delivered, the CLOSE
@@ -118,7 +129,7 @@ impl Connection {
         self.close_out = Some(true);
         let drain = (self.rtt.rto() * 15).min(DRAIN_MAX);
         self.state = State::Draining { until: now + drain };
-        self.events.push_back(Event::Closed(reason));
+        self.events.extend(reason.map(Event::Closed));
     }
 
     /// The steps of a graceful close at `now`: from finishing to the CLOSE once everything
@@ -141,7 +152,7 @@ impl Connection {
                 };
             }
             self.state = State::CloseSent {
-                reason,
+                reason: Some(reason),
                 sent: 0,
                 next: now,
             };
@@ -151,10 +162,10 @@ impl Connection {
             && now >= *next
         {
             if *sent >= CLOSE_SENDS {
-                let reason = reason.clone();
+                let reason = reason.take();
                 self.stats.closes_unanswered += 1;
                 self.state = State::Closed;
-                self.events.push_back(Event::Closed(reason));
+                self.events.extend(reason.map(Event::Closed));
                 return;
             }
             self.stats.close_retries += u64::from(*sent > 0);
