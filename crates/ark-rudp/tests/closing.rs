@@ -238,3 +238,44 @@ fn a_flush_answers_once_everything_sent_was_acknowledged() {
     client.stop().wait().unwrap();
     server.stop_timeout(Duration::from_secs(1)).unwrap();
 }
+
+/// A session the peer closed lingers a moment on the server to answer a repeated CLOSE; a new
+/// client that the system gave the same port meanwhile is not held up by it (its HELLO was
+/// taken for the old session's and dropped, until the old one was gone).
+#[test]
+fn a_new_client_on_the_port_of_a_closed_session_gets_in_at_once() {
+    let (reporter, server_notes) = Reporter::new(false);
+    let server = RudpServer::builder()
+        .bind("127.0.0.1:0")
+        .start(move |_| reporter.clone())
+        .unwrap();
+    let mut old = util::RawPeer::new("127.0.0.1:0", server.local_addr(), false, 0x01D);
+    let port = old.socket.local_addr().unwrap().port();
+    let deadline = std::time::Instant::now() + WAIT;
+    while !old.conn.is_established() {
+        assert!(std::time::Instant::now() < deadline, "no handshake");
+        old.pump();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(next_note(&server_notes, WAIT), Note::Open);
+    old.conn.close(std::time::Instant::now());
+    old.pump();
+    assert_eq!(
+        next_note(&server_notes, WAIT),
+        Note::Close(CloseReason::PeerClosed)
+    );
+    drop(old);
+    let mut new = util::RawPeer::new(&format!("127.0.0.1:{port}"), server.local_addr(), false, 2);
+    let started = std::time::Instant::now();
+    while !new.conn.is_established() && started.elapsed() < WAIT {
+        new.pump();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_millis(100),
+        "the handshake took {took:?}"
+    );
+    assert_eq!(next_note(&server_notes, WAIT), Note::Open);
+    server.stop_timeout(Duration::from_secs(1)).unwrap();
+}

@@ -115,6 +115,11 @@ impl<H: RudpHandler> Driver<H> {
         datagram: &[u8],
     ) {
         let hello = datagram.first().map(|b| b & 0xF0) == Some(crate::proto::packet::KIND_HELLO);
+        if hello && self.entries.get(&peer).is_some_and(|e| e.ended) {
+            // A session that ended and lingers (answering or repeating a CLOSE) gives way to
+            // a new client on the same address and port (the system reused the port).
+            self.remove(peer);
+        }
         if hello
             && let Role::Server { listener, .. } = &self.role
             && let Some(entry) = self.entries.get(&peer)
