@@ -12,8 +12,10 @@
 //! (short-lived ones that come and go, and long-lived ones), and bad actors mixed in all along
 //! (half-close, stalled frame, flooder, oversized length, stalled WebSocket upgrade, WebSocket
 //! ping flood, HTTP heads with mixed or bare line endings or a chunk extension over the cap,
-//! and a reliable-UDP forger: a client through a relay socket while the relay sends forged
-//! packets from the peer's address to both ends). Meanwhile it samples the child's VmRSS and open descriptors every second. At
+//! a reliable-UDP forger: a client through a relay socket while the relay sends forged
+//! packets from the peer's address to both ends, and reliable-UDP zero-window peers: raw
+//! sockets that handshake, acknowledge everything with a receive window of 0 and ping, which
+//! the server must end at its zero-window deadline). Meanwhile it samples the child's VmRSS and open descriptors every second. At
 //! the end it stops the clients, waits for the server to drain, closes the child's stdin (the
 //! child stops its servers and prints their final stats) and prints one JSON summary line.
 //! It fails (exit code 1, reasons on stderr) on any lost or wrong message, any well-behaved
@@ -33,6 +35,7 @@ mod http;
 mod link;
 mod monitor;
 mod rudp;
+mod rudp_zero;
 mod run;
 mod server;
 mod shared;

@@ -90,8 +90,9 @@ impl RudpLink {
 impl Link for RudpLink {
     fn send(&mut self, msg: &Msg) -> io::Result<()> {
         let client = self.client.as_ref().ok_or(io::ErrorKind::NotConnected)?;
-        client.send(&msg.data, Delivery::Ordered);
-        Ok(())
+        client
+            .send(&msg.data, Delivery::Ordered)
+            .map_err(io::Error::other)
     }
 
     fn recv(&mut self) -> io::Result<Msg> {
@@ -144,7 +145,7 @@ fn forgery(rng: &mut Rng) -> Vec<u8> {
         ]
         .concat(),
         5 => {
-            let mut p = vec![0x50, 2];
+            let mut p = vec![0x50, 3]; // HELLO of the current version
             p.extend_from_slice(&rng.bytes(8 + 20));
             p.resize(1200, 0);
             p

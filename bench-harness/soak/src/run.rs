@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use crate::monitor::{Monitor, Readings};
 use crate::shared::{Addrs, Ctx};
 use crate::tally::round;
-use crate::{agent, bad, good, http, rudp, verdict};
+use crate::{agent, bad, good, http, rudp, rudp_zero, verdict};
 
 /// How long the server may take to print its addresses.
 const STARTUP_WAIT: Duration = Duration::from_secs(10);
@@ -154,6 +154,9 @@ fn jobs() -> Vec<(&'static str, Job)> {
         ("http-agent-hostile", agent::hostile_origins),
         ("rudp-forger", |c: &Ctx, s: u64| {
             bad::repeat(c, s, "rudp_forger", rudp::forger)
+        }),
+        ("rudp-zero-window", |c: &Ctx, s: u64| {
+            bad::repeat(c, s, "rudp_zero_window", rudp_zero::zero_window)
         }),
     ]
 }

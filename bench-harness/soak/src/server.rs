@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use ark_http::{HttpServer, HttpServerHandle, Router};
-use ark_rudp::{RudpHandler, RudpServer, RudpServerHandle, RudpSession, RudpStats};
+use ark_rudp::{RudpConfig, RudpHandler, RudpServer, RudpServerHandle, RudpSession, RudpStats};
 use ark_tcp::{CloseReason, TcpHandler, TcpServer, TcpServerHandle, TcpSession, TcpStats};
 use ark_udp::{UdpHandler, UdpServer, UdpServerHandle, UdpSession, UdpStats};
 use ark_ws::{Message, Request, WsClose, WsHandler, WsServer, WsServerHandle, WsSession};
@@ -161,7 +161,13 @@ fn start() -> io::Result<Servers> {
         .start(http_router(served.clone()))?;
     let rudp_echo = Echo::default();
     let e = rudp_echo.clone();
-    let rudp = RudpServer::builder().bind(any).start(move |_| e.clone())?;
+    // The zero-window deadline shortened so its bad actor sees it within a short soak.
+    let mut rudp_config = RudpConfig::default();
+    rudp_config.zero_window_timeout = crate::rudp_zero::ZERO_WINDOW_TIMEOUT;
+    let rudp = RudpServer::builder()
+        .bind(any)
+        .config(rudp_config)
+        .start(move |_| e.clone())?;
     Ok(Servers {
         tcp: (tcp, tcp_echo),
         udp: (udp, udp_echo),
@@ -203,6 +209,8 @@ fn rudp_json(s: Option<RudpStats>) -> Value {
             "messages_delivered": s.messages_delivered, "duplicates": s.duplicates,
             "malformed": s.malformed, "forged_acks": s.forged_acks,
             "unauthenticated": s.unauthenticated, "refused_sessions": s.refused_sessions,
+            "refused_per_ip": s.refused_per_ip, "replays": s.replays,
+            "zero_window_closes": s.zero_window_closes, "cut_bytes": s.cut_bytes,
         })
     })
 }

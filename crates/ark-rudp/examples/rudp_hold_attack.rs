@@ -54,8 +54,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     thread::sleep(Duration::from_secs(1));
     let message = vec![7u8; MESSAGE];
     for client in &clients {
-        client.send(&message, Delivery::Ordered);
-        client.send(&message, Delivery::Ordered);
+        client.send(&message, Delivery::Ordered)?;
+        client.send(&message, Delivery::Ordered)?;
     }
     thread::sleep(Duration::from_secs(3));
     let sent = clients[0].stats().map_or(0, |s| s.data_sent);

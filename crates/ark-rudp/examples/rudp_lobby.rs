@@ -68,7 +68,9 @@ impl RudpHandler for Player {
             _ => return, // not a lobby message: ignored
         };
         for other in self.others(session.peer_addr()) {
-            other.send(message, delivery);
+            // A player whose buffer is full (or who left) misses this line; the refusal is
+            // counted in its session's stats.
+            let _ = other.send(message, delivery);
         }
     }
 
@@ -132,9 +134,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Everyone moves, and ada says something once all three are in.
     std::thread::sleep(Duration::from_millis(300));
     for (i, client) in clients.iter().enumerate() {
-        client.send(format!("P{i},{}", i * 2).as_bytes(), Delivery::Unreliable);
+        client.send(format!("P{i},{}", i * 2).as_bytes(), Delivery::Unreliable)?;
     }
-    clients[0].send(b"Cada: hello, lobby", Delivery::Ordered);
+    clients[0].send(b"Cada: hello, lobby", Delivery::Ordered)?;
     // Listen for a second (the lobby's size keeps coming every 100 ms).
     let (mut chat, mut sizes) = (0, 0);
     let end = std::time::Instant::now() + Duration::from_secs(1);

@@ -3,19 +3,52 @@
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use ark_reactor::Stopping;
+use ark_reactor::{Answer, Lifecycle, Stopping};
 use ark_udp::{
     UdpCast, UdpCastBuilder, UdpClient as UdpClientSocket, UdpClientBuilder, UdpSocketHandle,
 };
 
 use crate::config::RudpConfig;
 use crate::driver::socket::{Driver, Role};
-use crate::proto::connection::{Connection, Delivery, RudpStats};
+use crate::proto::connection::{CloseReason, Connection, Delivery, RudpStats, SendError};
 use crate::proto::cookie::random_u64;
 use crate::proto::listener::Listener;
-use crate::session::{RudpHandler, RudpSessionHandle, RudpShared};
+use crate::session::{Command, RudpHandler, RudpSessionHandle, RudpShared, SessionShared};
+
+/// What a graceful stop gives the sessions' CLOSEs after `RudpConfig::close_timeout` (5 of
+/// them at most 500 ms apart), and the socket's own stop after that.
+const CLOSE_PHASE: Duration = Duration::from_millis(3_000);
+/// ark-udp's stop of the socket (its default deadline).
+const SOCKET_STOP: Duration = Duration::from_secs(5);
+
+/// A graceful stop of `socket`'s sessions: the socket's thread stops each (every handler's
+/// `on_stopping`, then each session delivers what it was given and closes, see
+/// `RudpSession::close`); a thread of its own waits until all ended (at most `close_timeout`
+/// and the CLOSE phase), then stops the socket. The returned [`Stopping`] ends with that
+/// thread.
+fn stop_gracefully(
+    socket: UdpSocketHandle,
+    mailbox: &Arc<RudpShared>,
+    grace: Duration,
+) -> Stopping {
+    let life = Lifecycle::new();
+    let member = life.join(None);
+    mailbox.post(Command::Stop);
+    let shared = mailbox.clone();
+    let finish = move || {
+        shared.wait_stopped(Instant::now() + grace + CLOSE_PHASE);
+        let _ = socket.stop().wait_timeout(SOCKET_STOP);
+        drop(member);
+    };
+    // No thread to be had: the closure is dropped, and with it the socket's handle, whose
+    // drop stops the socket at once (in the background), and the member.
+    let _ = std::thread::Builder::new()
+        .name("ark-rudp-stop".into())
+        .spawn(finish);
+    Stopping::begin(life, None, grace + CLOSE_PHASE + SOCKET_STOP)
+}
 
 /// Socket settings both builders share.
 macro_rules! rudp_options {
@@ -96,10 +129,14 @@ impl RudpServerBuilder {
             listener: Box::new(Listener::new(config.clone())),
             factory: Box::new(factory),
         };
-        let driver = Driver::new(role, &config, mailbox.clone());
+        let driver = Driver::new(role, config.clone(), mailbox.clone());
         let socket = self.udp.max_datagram(config.receive_slot()).start(driver)?;
         let _ = mailbox.mailbox.attach(socket.waker());
-        Ok(RudpServerHandle { socket, mailbox })
+        Ok(RudpServerHandle {
+            socket,
+            mailbox,
+            close_timeout: config.close_timeout,
+        })
     }
 }
 
@@ -108,6 +145,7 @@ impl RudpServerBuilder {
 pub struct RudpServerHandle {
     socket: UdpSocketHandle,
     mailbox: Arc<RudpShared>,
+    close_timeout: Duration,
 }
 
 impl RudpServerHandle {
@@ -138,10 +176,16 @@ impl RudpServerHandle {
         self.mailbox.stats()
     }
 
-    /// Begins stopping: every session's `on_stopping`, a CLOSE to each peer, then
-    /// `on_close(Stopped)`; wait with [`Stopping::wait`].
+    /// Begins a graceful stop and returns at once: no new sessions; every session's
+    /// `on_stopping`; each session then delivers what it was given (repeating it until the
+    /// peer acknowledged all of it, for at most `RudpConfig::close_timeout`), sends its
+    /// CLOSE until answered, and its handler gets `on_close(Stopped)` (or
+    /// `CloseReason::Cut` with the bytes the deadline cut). Then the socket closes. Wait with
+    /// [`Stopping::wait`] (it gives the whole stop `close_timeout` + 8 s); a shorter
+    /// [`Stopping::wait_timeout`] returns at its deadline while the stop finishes in the
+    /// background.
     pub fn stop(self) -> Stopping {
-        self.socket.stop()
+        stop_gracefully(self.socket, &self.mailbox, self.close_timeout)
     }
 
     /// Stops within `timeout` (see [`stop`](Self::stop)) and waits for the end.
@@ -192,10 +236,11 @@ impl RudpClientBuilder {
         let config = Arc::new(self.config);
         let mailbox = Arc::new(RudpShared::default());
         let conn = Connection::client(config.clone(), Instant::now(), random_u64());
+        let shared = SessionShared::new(&config);
         let role = Role::Client {
-            pending: Some(Box::new((conn, handler))),
+            pending: Some(Box::new((conn, handler, shared.clone()))),
         };
-        let driver = Driver::new(role, &config, mailbox.clone());
+        let driver = Driver::new(role, config.clone(), mailbox.clone());
         let socket = self
             .udp
             .max_datagram(config.receive_slot())
@@ -205,9 +250,11 @@ impl RudpClientBuilder {
             session: RudpSessionHandle {
                 peer: server,
                 mailbox: mailbox.clone(),
+                shared,
             },
             socket,
             mailbox,
+            close_timeout: config.close_timeout,
         })
     }
 }
@@ -218,6 +265,7 @@ pub struct RudpClientHandle {
     socket: UdpSocketHandle,
     session: RudpSessionHandle,
     mailbox: Arc<RudpShared>,
+    close_timeout: Duration,
 }
 
 impl RudpClientHandle {
@@ -243,8 +291,17 @@ impl RudpClientHandle {
     }
 
     /// Sends a message from any thread (see [`RudpSessionHandle::send`]).
-    pub fn send(&self, message: &[u8], delivery: Delivery) {
-        self.session.send(message, delivery);
+    ///
+    /// # Errors
+    /// As [`RudpSessionHandle::send`]: `TooLarge`, `Full` or `Closed`, counted.
+    pub fn send(&self, message: &[u8], delivery: Delivery) -> Result<(), SendError> {
+        self.session.send(message, delivery)
+    }
+
+    /// An answer once everything sent so far was acknowledged (see
+    /// [`RudpSessionHandle::flush`]).
+    pub fn flush(&self) -> Answer<Result<(), CloseReason>> {
+        self.session.flush()
     }
 
     /// A handle to the session.
@@ -257,9 +314,11 @@ impl RudpClientHandle {
         self.mailbox.stats()
     }
 
-    /// Begins stopping (`on_stopping`, a CLOSE to the server, `on_close(Stopped)`).
+    /// Begins a graceful stop (`on_stopping`; what was sent is delivered, repeated until
+    /// acknowledged for at most `RudpConfig::close_timeout`; a CLOSE to the server until
+    /// answered; `on_close(Stopped)`, or `CloseReason::Cut`): see [`RudpServerHandle::stop`].
     pub fn stop(self) -> Stopping {
-        self.socket.stop()
+        stop_gracefully(self.socket, &self.mailbox, self.close_timeout)
     }
 
     /// Stops within `timeout` (see [`stop`](Self::stop)) and waits for the end.

@@ -9,8 +9,11 @@ use crate::proto::fec::Fec;
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct RudpConfig {
-    /// Largest fragment payload per datagram (default 1200 B, which with the 26-byte header
-    /// and IPv6 + UDP headers stays under a 1280-byte path MTU).
+    /// Largest fragment payload per datagram (default 1200 B). A DATA datagram adds 25 bytes
+    /// of header (30 with FEC) and the 8-byte session token: 1,233 bytes (1,238) of UDP
+    /// payload; a PARITY datagram 68 bytes. Under IPv6 + UDP (48 bytes) a path MTU of 1280
+    /// takes a fragment of at most 1,199 bytes without FEC and 1,164 with it (loopback and
+    /// Ethernet take the default).
     pub mtu: usize,
     /// Largest reliable message (default 256 KiB); at most half the receive window in
     /// fragments.
@@ -63,6 +66,24 @@ pub struct RudpConfig {
     pub handshake_timeout: Duration,
     /// A server's cookies are good for this long (default 10 s).
     pub cookie_lifetime: Duration,
+    /// A close ([`RudpSession::close`](crate::RudpSession::close)) or stop keeps sending and
+    /// repeating what was queued until the peer acknowledged all of it, for at most this long
+    /// (default 5 s, as ark-udp's stop); then the CLOSE goes, repeated until answered (up to 5
+    /// times, the RTO apart and doubling, at most 500 ms apart). What was still
+    /// unacknowledged at the deadline is reported (`CloseReason::Cut`, `RudpStats::cut_bytes`).
+    pub close_timeout: Duration,
+    /// With data waiting and the peer's receive window at zero (nothing in flight), window
+    /// probes go out (an ACK with PING, the RTO apart and doubling up to `max_rto`); if the
+    /// window stays zero this long, the session ends with `CloseReason::ZeroWindow` and its
+    /// buffers are freed (default 30 s, as ark-tcp's write stall).
+    pub zero_window_timeout: Duration,
+    /// A server holds at most this many sessions per source IP address (default 64); a valid
+    /// HELLO past it is refused as one past `max_sessions` is, and counted in
+    /// `RudpStats::refused_per_ip`. 64 leaves room for many clients behind one NAT while one
+    /// address can take at most 64 of the 10,000 sessions (and 64 × about 2.2 MiB of
+    /// buffers). Sessions that closed and still answer a repeated CLOSE (for at most 2 s)
+    /// count too.
+    pub max_sessions_per_ip: usize,
     /// A server holds at most this many sessions (default 10,000); a valid HELLO past it gets
     /// no session and no answer (the client's handshake times out), and is counted in
     /// `RudpStats::refused_sessions`. A session's memory is bounded by its send buffer
@@ -98,6 +119,9 @@ impl Default for RudpConfig {
             unacked_timeout: Duration::from_secs(10),
             handshake_timeout: Duration::from_secs(10),
             cookie_lifetime: Duration::from_secs(10),
+            close_timeout: Duration::from_secs(5),
+            zero_window_timeout: Duration::from_secs(30),
+            max_sessions_per_ip: 64,
             max_sessions: 10_000,
             gro: true,
         }

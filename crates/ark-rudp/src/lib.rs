@@ -7,8 +7,14 @@
 //!   1200 bytes; replayed HELLOs make no second session);
 //! * every datagram after the handshake ending in an 8-byte per-session, per-direction token
 //!   derived from the handshake, so an off-path attacker spoofing the peer's address cannot
-//!   close, feed or keep alive a session (what lacks it is counted and dropped unread);
-//!   `max_sessions` on a server, `max_message` on both ends' receive side;
+//!   close, feed or keep alive a session (what lacks it is counted and dropped unread), and a
+//!   packet number, with a replay window that drops what was seen before;
+//!   `max_sessions` and `max_sessions_per_ip` on a server, `max_message` on both ends'
+//!   receive side, a zero-window deadline;
+//! * graceful closes and stops: what was accepted is delivered (retransmitted for at most
+//!   [`RudpConfig::close_timeout`], then what was cut is reported), the CLOSE repeated until
+//!   answered; handles' sends refuse at once (`Full`, `TooLarge`, `Closed`, counted) and
+//!   `flush()` says when everything sent was acknowledged;
 //! * reliable ordered messages, reliable unordered ones and unreliable datagrams on the same
 //!   session; fragmentation to [`RudpConfig::mtu`] (default 1200 B);
 //! * selective acknowledgement (a cumulative point and a 64-bit map on every datagram),

@@ -1,6 +1,7 @@
 //! The sans-IO part: a connection ([`connection`]) with its sending and receiving sides
 //! ([`send`], [`recv`]), FEC ([`fec`]), congestion control ([`congestion`]), RTT estimation
-//! ([`rtt`]), the wire format ([`packet`]), the handshake cookies ([`cookie`]) and the
+//! ([`rtt`]), the wire format ([`packet`]), packet numbers and the replay window ([`replay`]),
+//! the counters ([`stats`]), the handshake cookies ([`cookie`]) and the
 //! server's stateless side of the handshake ([`listener`]). Datagrams and time in;
 //! datagrams, messages, events and deadlines out. No sockets.
 
@@ -11,5 +12,7 @@ pub(crate) mod fec;
 pub(crate) mod listener;
 pub(crate) mod packet;
 pub(crate) mod recv;
+pub(crate) mod replay;
 pub(crate) mod rtt;
 pub(crate) mod send;
+pub(crate) mod stats;

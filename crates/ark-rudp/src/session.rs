@@ -3,13 +3,14 @@
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError, mpsc};
 use std::time::{Duration, Instant};
 
-use ark_reactor::{Deadlines, Mailbox, TimerId};
+use ark_reactor::{Answer, Answerer, Deadlines, Mailbox, TimerId};
 use ark_udp::UdpWaker;
 
+use crate::config::RudpConfig;
 use crate::proto::connection::{CloseReason, Connection, Delivery, RudpStats, SendError};
 
 /// The callbacks of one reliable-UDP session. One handler value per session; callbacks run on
@@ -75,15 +76,99 @@ impl Timers {
 pub(crate) enum Command {
     Send(SocketAddr, Vec<u8>, Delivery),
     Close(SocketAddr),
+    /// Answer once everything the session accepted so far is acknowledged.
+    Flush(SocketAddr, Answerer<Result<(), CloseReason>>),
     /// The sum of every session's counters (closed ones included), answered on the channel.
     Stats(mpsc::Sender<RudpStats>),
+    /// Stop every session gracefully, then close the socket.
+    Stop,
+}
+
+/// What one session shares with its handles, so a handle can refuse a send on its own thread
+/// at once: the bytes on their way through the mailbox and in the session's send buffer, the
+/// limits, whether it is closed, and the refusals it made.
+#[derive(Debug)]
+pub(crate) struct SessionShared {
+    /// Bytes posted by handles and not yet applied.
+    pub(crate) posted: AtomicUsize,
+    /// The session's `Connection::buffered`, published at the end of each of its turns.
+    pub(crate) buffered: AtomicUsize,
+    pub(crate) closed: AtomicBool,
+    /// `RudpConfig::send_buffer`, and the message limits (reliable, unreliable).
+    send_buffer: usize,
+    limits: (usize, usize),
+    /// Refusals of the handle: full, too large, closed.
+    pub(crate) refused: [AtomicU64; 3],
+}
+
+impl SessionShared {
+    pub(crate) fn new(config: &RudpConfig) -> Arc<SessionShared> {
+        Arc::new(SessionShared {
+            posted: AtomicUsize::new(0),
+            buffered: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
+            send_buffer: config.send_buffer,
+            limits: (config.message_limit(), config.mtu),
+            refused: Default::default(),
+        })
+    }
+
+    /// Takes `len` bytes for the mailbox, or says why not (and counts it).
+    fn admit(&self, len: usize, delivery: Delivery) -> Result<(), SendError> {
+        let refused = self.check(len, delivery);
+        if let Err(e) = &refused {
+            let which = match e {
+                SendError::Full { .. } => 0,
+                SendError::TooLarge { .. } => 1,
+                SendError::Closed => 2,
+            };
+            self.refused[which].fetch_add(1, Ordering::Relaxed);
+        }
+        refused
+    }
+
+    fn check(&self, len: usize, delivery: Delivery) -> Result<(), SendError> {
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(SendError::Closed);
+        }
+        let max = match delivery {
+            Delivery::Unreliable => self.limits.1,
+            _ => self.limits.0,
+        };
+        if len > max {
+            return Err(SendError::TooLarge { len, max });
+        }
+        let buffered = self.posted.load(Ordering::SeqCst) + self.buffered.load(Ordering::SeqCst);
+        if buffered > 0 && buffered + len > self.send_buffer {
+            return Err(SendError::Full {
+                buffered,
+                limit: self.send_buffer,
+            });
+        }
+        self.posted.fetch_add(len, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// The handle's refusals, as counters.
+    pub(crate) fn refusals(&self) -> RudpStats {
+        let [full, large, closed] = &self.refused;
+        RudpStats {
+            refused_full: full.load(Ordering::Relaxed),
+            refused_too_large: large.load(Ordering::Relaxed),
+            refused_closed: closed.load(Ordering::Relaxed),
+            ..RudpStats::default()
+        }
+    }
 }
 
 /// What a socket's sessions share with their handles: the commands of other threads, in
-/// ark-reactor's [`Mailbox`], waking the socket's thread through its [`UdpWaker`].
+/// ark-reactor's [`Mailbox`], waking the socket's thread through its [`UdpWaker`]; and the
+/// end of a graceful stop, signalled by the socket's thread.
 #[derive(Debug, Default)]
 pub(crate) struct RudpShared {
     pub(crate) mailbox: Mailbox<VecDeque<Command>, UdpWaker>,
+    stopped: Mutex<bool>,
+    stopped_signal: Condvar,
 }
 
 impl RudpShared {
@@ -102,6 +187,28 @@ impl RudpShared {
         self.post(Command::Stats(tx));
         rx.recv_timeout(Duration::from_secs(1)).ok()
     }
+
+    /// The socket's thread: every session of a graceful stop has ended.
+    pub(crate) fn signal_stopped(&self) {
+        *self.stopped.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        self.stopped_signal.notify_all();
+    }
+
+    /// Waits until [`signal_stopped`](Self::signal_stopped) or `deadline`; whether it came.
+    pub(crate) fn wait_stopped(&self, deadline: Instant) -> bool {
+        let mut stopped = self.stopped.lock().unwrap_or_else(PoisonError::into_inner);
+        while !*stopped {
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                return false;
+            };
+            stopped = self
+                .stopped_signal
+                .wait_timeout(stopped, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        true
+    }
 }
 
 /// A handler's view of its session during a callback.
@@ -110,6 +217,7 @@ pub struct RudpSession<'a> {
     pub(crate) conn: &'a mut Connection,
     pub(crate) timers: &'a mut Timers,
     pub(crate) mailbox: &'a Arc<RudpShared>,
+    pub(crate) shared: &'a Arc<SessionShared>,
     pub(crate) now: Instant,
 }
 
@@ -152,9 +260,12 @@ impl RudpSession<'_> {
         self.conn.send(message, Delivery::Unreliable)
     }
 
-    /// Closes the session: a CLOSE goes to the peer, then `on_close(Local)`.
+    /// Closes the session gracefully: sends are refused from now on; what was sent is
+    /// repeated until the peer acknowledged it (for at most `RudpConfig::close_timeout`), then
+    /// a CLOSE goes, repeated until the peer answers; then `on_close(Local)` (or
+    /// `CloseReason::Cut` if the deadline cut data).
     pub fn close(&mut self) {
-        self.conn.close();
+        self.conn.close(self.now);
     }
 
     /// The session's counters.
@@ -189,16 +300,19 @@ impl RudpSession<'_> {
         RudpSessionHandle {
             peer: self.peer,
             mailbox: self.mailbox.clone(),
+            shared: self.shared.clone(),
         }
     }
 }
 
-/// A cheap, cloneable, `Send` handle to one session: send to its peer or close it from any
-/// thread. What it sends is applied on the session's thread at its next turn.
+/// A cheap, cloneable, `Send` handle to one session: send to its peer, wait for what was
+/// sent to be acknowledged, or close it, from any thread. What it sends is applied on the
+/// session's thread at its next turn.
 #[derive(Debug, Clone)]
 pub struct RudpSessionHandle {
     pub(crate) peer: SocketAddr,
     pub(crate) mailbox: Arc<RudpShared>,
+    pub(crate) shared: Arc<SessionShared>,
 }
 
 impl RudpSessionHandle {
@@ -207,14 +321,35 @@ impl RudpSessionHandle {
         self.peer
     }
 
-    /// Sends a message (copied) as `delivery` says. Refusals of the session (full, too large,
-    /// closed) are not reported back to this thread: check with the handler when it matters.
-    pub fn send(&self, message: &[u8], delivery: Delivery) {
+    /// Sends a message (copied) as `delivery` says. The limits are checked here, on the
+    /// caller's thread: the bytes already on their way through the mailbox count against the
+    /// session's send buffer with what it holds (as of its last turn).
+    ///
+    /// # Errors
+    /// [`SendError::TooLarge`] past `RudpConfig::max_message` (the MTU for unreliable
+    /// messages); [`SendError::Full`] when the mailbox and the send buffer hold
+    /// `RudpConfig::send_buffer` bytes with this one; [`SendError::Closed`] once the session
+    /// is closing or closed. Nothing is queued, and the refusal is counted in the session's
+    /// [`RudpStats`] (`refused_full`, `refused_too_large`, `refused_closed`).
+    pub fn send(&self, message: &[u8], delivery: Delivery) -> Result<(), SendError> {
+        self.shared.admit(message.len(), delivery)?;
         self.mailbox
             .post(Command::Send(self.peer, message.to_vec(), delivery));
+        Ok(())
     }
 
-    /// Closes the session.
+    /// An answer given once every reliable message the session accepted before this call
+    /// (from this handle or its handler) was acknowledged by the peer: `Ok(())`, or the
+    /// session's `CloseReason` if it ended first. Wait for it on a thread
+    /// ([`Answer::wait`]) or `.await` it; it is dropped unanswered (`AnswerDropped`) if the
+    /// socket is gone.
+    pub fn flush(&self) -> Answer<Result<(), CloseReason>> {
+        let (answerer, answer) = ark_reactor::answer();
+        self.mailbox.post(Command::Flush(self.peer, answerer));
+        answer
+    }
+
+    /// Closes the session gracefully (see [`RudpSession::close`]).
     pub fn close(&self) {
         self.mailbox.post(Command::Close(self.peer));
     }

@@ -73,9 +73,8 @@ fn forged_acknowledgements_for_unsent_data_are_counted_and_ignored() {
                     ),
                 ];
                 // A hostile peer: it knows the session's token.
-                let token = conn.peer_token().expect("established");
-                for mut lie in lies {
-                    lie.extend_from_slice(&token);
+                for lie in lies {
+                    let lie = util::hostile(conn, &lie, 1);
                     conn.handle_datagram(now, &lie).unwrap();
                     forged[i] += 1;
                 }
@@ -134,7 +133,7 @@ fn datagram() -> impl Strategy<Value = Vec<u8>> {
 /// arbitrary.
 fn near(first: u32) -> impl Strategy<Value = Vec<u8>> {
     (
-        0u32..80,
+        (0u32..80, 0u32..2000),
         0u8..16,
         any::<[u8; 16]>(),
         any::<bool>(),
@@ -142,15 +141,17 @@ fn near(first: u32) -> impl Strategy<Value = Vec<u8>> {
         prop::collection::vec(any::<u8>(), 0..300),
     )
         .prop_map(
-            move |(offset, flags, ack, parity, (group, k, m, index), body)| {
+            move |((offset, pn), flags, ack, parity, (group, k, m, index), body)| {
                 let mut d = Vec::new();
                 if parity {
                     d.push(0x30);
+                    d.extend_from_slice(&pn.to_be_bytes());
                     d.extend_from_slice(&ack);
                     d.extend_from_slice(&u32::from(group % 4).to_be_bytes());
                     d.extend_from_slice(&[k, m, index]);
                 } else {
                     d.push(0x10 | flags);
+                    d.extend_from_slice(&pn.to_be_bytes());
                     d.extend_from_slice(&first.wrapping_add(offset).to_be_bytes());
                     d.extend_from_slice(&ack);
                     if flags & 0x8 != 0 {

@@ -234,7 +234,7 @@ impl Lcg {
 fn raw_hello(nonce: u64, cookie: [u8; 20]) -> Vec<u8> {
     let mut d = vec![0u8; HELLO];
     d[0] = 0x50;
-    d[1] = 2; // the protocol version
+    d[1] = 3; // the protocol version
     d[2..10].copy_from_slice(&nonce.to_be_bytes());
     d[10..30].copy_from_slice(&cookie);
     d
@@ -355,7 +355,7 @@ fn garbage_opens_no_session_and_a_real_client_still_connects() {
         next_note(&client_notes, Duration::from_secs(10)),
         Note::Open
     );
-    client.send(b"still here", Delivery::Ordered);
+    client.send(b"still here", Delivery::Ordered).unwrap();
     assert_eq!(
         next_note(&client_notes, Duration::from_secs(10)),
         Note::Message(b"still here".to_vec())

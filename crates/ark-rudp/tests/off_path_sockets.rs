@@ -41,7 +41,7 @@ fn forged_packets_from_the_peers_address_are_dropped_over_sockets() {
         .connect(relay.local_addr(), handler)
         .unwrap();
     assert_eq!(next_note(&notes, WAIT), Note::Open);
-    client.send(b"before", Delivery::Ordered);
+    client.send(b"before", Delivery::Ordered).unwrap();
     assert_eq!(next_note(&notes, WAIT), Note::Message(b"before".to_vec()));
     assert!(relay.client().is_some(), "the client wrote");
     // Paced, a round at a time, so that loopback drops none of them even on a loaded
@@ -65,7 +65,7 @@ fn forged_packets_from_the_peers_address_are_dropped_over_sockets() {
         }
         assert_eq!(counted(), (want, want), "round {round}: (server, client)");
     }
-    client.send(b"after", Delivery::Ordered);
+    client.send(b"after", Delivery::Ordered).unwrap();
     assert_eq!(
         next_note(&notes, WAIT),
         Note::Message(b"after".to_vec()),

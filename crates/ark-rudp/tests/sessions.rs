@@ -49,7 +49,7 @@ fn eight_clients_echo_in_order_over_a_lossy_relay() {
         // Sent from this thread, not the client's: through its handle's mailbox.
         for i in 0..MESSAGES {
             util::message(Side::Client, i, &mut message);
-            client.send(&message, Delivery::Ordered);
+            client.send(&message, Delivery::Ordered).unwrap();
         }
     }
     for (c, (_, notes)) in clients.iter().enumerate() {
@@ -120,7 +120,7 @@ fn a_session_handle_sends_from_other_threads_and_closes() {
             let handle = handle.clone();
             thread::spawn(move || {
                 for i in 0..50u8 {
-                    handle.send(&[t, i], Delivery::Ordered);
+                    handle.send(&[t, i], Delivery::Ordered).unwrap();
                 }
             })
         })
@@ -138,8 +138,8 @@ fn a_session_handle_sends_from_other_threads_and_closes() {
         next[t] += 1;
     }
     assert_eq!(next, [50; 4]);
-    handle.send(b"unreliable", Delivery::Unreliable);
-    handle.send(b"unordered", Delivery::Unordered);
+    handle.send(b"unreliable", Delivery::Unreliable).unwrap();
+    handle.send(b"unordered", Delivery::Unordered).unwrap();
     let mut got = vec![next_note(&notes, WAIT), next_note(&notes, WAIT)];
     got.sort_by_key(|n| format!("{n:?}"));
     assert_eq!(
@@ -159,8 +159,11 @@ fn a_session_handle_sends_from_other_threads_and_closes() {
         next_note(&notes, WAIT),
         Note::Close(CloseReason::PeerClosed)
     );
-    // The handle outlives its session harmlessly.
-    handle.send(b"late", Delivery::Ordered);
+    // The handle outlives its session harmlessly: it refuses.
+    assert_eq!(
+        handle.send(b"late", Delivery::Ordered),
+        Err(SendError::Closed)
+    );
     handle.close();
     client.stop().wait().unwrap();
     server.stop().wait().unwrap();
@@ -187,7 +190,7 @@ fn a_client_close_is_local_here_and_peer_closed_there() {
         .connect(server.local_addr(), handler)
         .unwrap();
     assert_eq!(next_note(&notes, WAIT), Note::Open);
-    client.send(b"ping", Delivery::Ordered);
+    client.send(b"ping", Delivery::Ordered).unwrap();
     assert_eq!(next_note(&notes, WAIT), Note::Message(b"ping".to_vec()));
     client.session().close();
     assert_eq!(next_note(&notes, WAIT), Note::Close(CloseReason::Local));
@@ -361,7 +364,7 @@ fn a_server_stop_gives_on_stopping_then_on_close_stopped_once_per_session() {
                 .connect(server.local_addr(), handler)
                 .unwrap();
             assert_eq!(next_note(&notes, WAIT), Note::Open);
-            client.send(b"hello", Delivery::Ordered);
+            client.send(b"hello", Delivery::Ordered).unwrap();
             assert_eq!(next_note(&notes, WAIT), Note::Message(b"hello".to_vec()));
             (client, notes)
         })
@@ -577,7 +580,7 @@ fn a_server_at_max_sessions_refuses_new_ones_until_one_ends() {
         }
         client.stop().wait().unwrap();
     };
-    fourth.send(b"in", Delivery::Ordered);
+    fourth.send(b"in", Delivery::Ordered).unwrap();
     assert_eq!(
         next_note(&fourth_notes, WAIT),
         Note::Message(b"in".to_vec())

@@ -3,28 +3,39 @@
 //! connection touched delivers its messages and events to its handler and sends what it has.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Instant, SystemTime};
 
-use ark_reactor::TimerId;
+use ark_reactor::{Answerer, TimerId};
 use ark_udp::{UdpHandler, UdpSession};
 
 use crate::config::RudpConfig;
 use crate::proto::connection::{CloseReason, Connection, Event, RudpStats};
 use crate::proto::listener::{Incoming, Listener};
-use crate::session::{Command, RudpHandler, RudpSession, RudpShared, TimerOwner, Timers};
+use crate::session::{
+    Command, RudpHandler, RudpSession, RudpShared, SessionShared, TimerOwner, Timers,
+};
 
 /// Makes a new session's handler.
 pub(crate) type Factory<H> = Box<dyn FnMut(SocketAddr) -> H + Send>;
+
+/// Flushes waiting for the acknowledgement of `bytes_acked` up to a target.
+type Flushes = Vec<(u64, Answerer<Result<(), CloseReason>>)>;
 
 /// One connection and its handler.
 struct Entry<H> {
     conn: Connection,
     handler: H,
+    /// What the session shares with its handles.
+    shared: Arc<SessionShared>,
+    flushes: Flushes,
     /// The connection's own timer and its deadline.
     timer: Option<(TimerId, Instant)>,
     opened: bool,
+    /// The handler heard `on_close`; the connection may still answer a repeated CLOSE.
+    ended: bool,
     /// In the driver's `dirty` list (touched this turn).
     dirty: bool,
 }
@@ -37,14 +48,17 @@ pub(crate) enum Role<H> {
     },
     /// A client's one connection, made when the socket opens.
     Client {
-        pending: Option<Box<(Connection, H)>>,
+        pending: Option<Box<(Connection, H, Arc<SessionShared>)>>,
     },
 }
 
 /// The connections of one socket.
 pub(crate) struct Driver<H> {
     role: Role<H>,
+    config: Arc<RudpConfig>,
     entries: HashMap<SocketAddr, Entry<H>>,
+    /// Sessions per source address (a server's).
+    per_ip: HashMap<IpAddr, usize>,
     /// Connections touched this turn.
     dirty: Vec<SocketAddr>,
     timers: Timers,
@@ -52,27 +66,29 @@ pub(crate) struct Driver<H> {
     armed: Option<(TimerId, Instant)>,
     mailbox: Arc<RudpShared>,
     out: Vec<u8>,
-    /// Counters of connections already closed.
+    /// Counters of connections already removed.
     closed_stats: RudpStats,
     connected: bool,
-    /// `RudpConfig::max_sessions`.
-    max_sessions: usize,
+    /// A graceful stop is under way: no new sessions; the socket closes once all ended.
+    stopping: bool,
 }
 
 impl<H: RudpHandler> Driver<H> {
-    pub(crate) fn new(role: Role<H>, config: &RudpConfig, mailbox: Arc<RudpShared>) -> Self {
+    pub(crate) fn new(role: Role<H>, config: Arc<RudpConfig>, mailbox: Arc<RudpShared>) -> Self {
         let connected = matches!(role, Role::Client { .. });
         Driver {
             role,
+            out: vec![0; (config.mtu + 128).max(crate::proto::packet::HELLO_SIZE)],
+            config,
             entries: HashMap::new(),
+            per_ip: HashMap::new(),
             dirty: Vec::new(),
             timers: Timers::default(),
             armed: None,
             mailbox,
-            out: vec![0; (config.mtu + 128).max(crate::proto::packet::HELLO_SIZE)],
             closed_stats: RudpStats::default(),
             connected,
-            max_sessions: config.max_sessions,
+            stopping: false,
         }
     }
 
@@ -99,6 +115,11 @@ impl<H: RudpHandler> Driver<H> {
         datagram: &[u8],
     ) {
         let hello = datagram.first().map(|b| b & 0xF0) == Some(crate::proto::packet::KIND_HELLO);
+        if hello && self.entries.get(&peer).is_some_and(|e| e.ended) {
+            // A session that ended and lingers (answering or repeating a CLOSE) gives way to
+            // a new client on the same address and port (the system reused the port).
+            self.remove(peer);
+        }
         if hello
             && let Role::Server { listener, .. } = &self.role
             && let Some(entry) = self.entries.get(&peer)
@@ -119,6 +140,23 @@ impl<H: RudpHandler> Driver<H> {
         self.accept(udp, peer, datagram, now);
     }
 
+    /// Whether a new session from `peer` is refused for a limit (counted), given that the
+    /// datagram is a valid new handshake.
+    fn over_limit(&mut self, peer: SocketAddr) -> bool {
+        if self.entries.len() >= self.config.max_sessions {
+            self.closed_stats.refused_sessions += 1;
+            #[cfg(feature = "tracing")]
+            tracing::info!(%peer, "rudp handshake refused: the session table is full");
+            return true;
+        }
+        let of_ip = self.per_ip.get(&peer.ip()).copied().unwrap_or(0);
+        if of_ip >= self.config.max_sessions_per_ip {
+            self.closed_stats.refused_per_ip += 1;
+            return true;
+        }
+        false
+    }
+
     /// A datagram from an address without a connection: the stateless handshake.
     fn accept(
         &mut self,
@@ -127,19 +165,20 @@ impl<H: RudpHandler> Driver<H> {
         datagram: &[u8],
         now: Instant,
     ) {
+        let Role::Server { listener, .. } = &self.role else {
+            return;
+        };
+        if self.stopping {
+            return;
+        }
+        // Full (for all, or for this address): no session, no answer, and the nonce not
+        // spent, so the client's next HELLO may get in once a session ends.
+        if listener.is_new_handshake(SystemTime::now(), peer, datagram) && self.over_limit(peer) {
+            return;
+        }
         let Role::Server { listener, factory } = &mut self.role else {
             return;
         };
-        if self.entries.len() >= self.max_sessions
-            && listener.is_new_handshake(SystemTime::now(), peer, datagram)
-        {
-            // Full: no session, no answer, and the nonce not spent, so the client's next
-            // HELLO may get in once a session ends.
-            self.closed_stats.refused_sessions += 1;
-            #[cfg(feature = "tracing")]
-            tracing::info!(%peer, "rudp handshake refused: the session table is full");
-            return;
-        }
         match listener.handle((now, SystemTime::now()), peer, datagram, &mut self.out) {
             Ok(Incoming::Reply(n)) => {
                 let _ = udp.send_to(peer, &self.out[..n]);
@@ -149,7 +188,8 @@ impl<H: RudpHandler> Driver<H> {
                 let mut conn = *conn;
                 conn.poll_transmit(now, &mut self.out); // the ACCEPT just sent
                 let handler = factory(peer);
-                self.insert(peer, conn, handler);
+                let shared = SessionShared::new(&self.config);
+                self.insert(peer, conn, handler, shared);
             }
             Ok(_) => {}
             Err(_error) => {
@@ -159,46 +199,92 @@ impl<H: RudpHandler> Driver<H> {
         }
     }
 
-    fn insert(&mut self, peer: SocketAddr, conn: Connection, handler: H) {
+    fn insert(
+        &mut self,
+        peer: SocketAddr,
+        conn: Connection,
+        handler: H,
+        shared: Arc<SessionShared>,
+    ) {
         let entry = Entry {
             conn,
             handler,
+            shared,
+            flushes: Vec::new(),
             timer: None,
             opened: false,
+            ended: false,
             dirty: false,
         };
         self.entries.insert(peer, entry);
+        *self.per_ip.entry(peer.ip()).or_default() += 1;
         self.touch(peer);
     }
 
+    /// Removes an entry: its counters go to the socket's sum, its address's count down.
+    fn remove(&mut self, peer: SocketAddr) -> Option<Entry<H>> {
+        let e = self.entries.remove(&peer)?;
+        self.closed_stats.add(&e.conn.stats().counters_only());
+        self.closed_stats.add(&e.shared.refusals());
+        if let Some(count) = self.per_ip.get_mut(&peer.ip()) {
+            *count -= 1;
+            if *count == 0 {
+                self.per_ip.remove(&peer.ip());
+            }
+        }
+        if let Some((timer, _)) = e.timer {
+            self.timers.cancel(timer);
+        }
+        Some(e)
+    }
+
     /// Applies what handles posted.
-    fn on_mail(&mut self) {
+    fn on_mail(&mut self, now: Instant) {
         for command in self.mailbox.take() {
             match command {
                 Command::Send(peer, message, delivery) => {
                     if let Some(e) = self.entries.get_mut(&peer) {
-                        let _ = e.conn.send(&message, delivery);
+                        // The bytes move from the mailbox's count to the buffer's: published
+                        // in that order, the handles' sum never dips below what is held.
+                        e.conn.send_admitted(&message, delivery);
+                        e.shared.buffered.store(e.conn.buffered(), Ordering::SeqCst);
+                        e.shared.posted.fetch_sub(message.len(), Ordering::SeqCst);
                         self.touch(peer);
                     }
                 }
                 Command::Close(peer) => {
                     if let Some(e) = self.entries.get_mut(&peer) {
-                        e.conn.close();
+                        e.conn.close(now);
                         self.touch(peer);
                     }
                 }
+                Command::Flush(peer, answerer) => self.flush_request(peer, answerer),
                 Command::Stats(reply) => {
                     let _ = reply.send(self.stats());
                 }
+                Command::Stop => self.begin_stop(now),
             }
         }
     }
 
+    /// A handle waits for everything its session accepted so far to be acknowledged.
+    fn flush_request(&mut self, peer: SocketAddr, answerer: Answerer<Result<(), CloseReason>>) {
+        let Some(e) = self.entries.get_mut(&peer).filter(|e| !e.ended) else {
+            return; // the session is gone: the answer is dropped unanswered
+        };
+        let target = e.conn.stats().bytes_accepted;
+        e.flushes.push((target, answerer));
+        self.touch(peer);
+    }
+
     fn stats(&self) -> RudpStats {
-        let mut total = self.closed_stats;
+        let mut total = RudpStats::default();
         for e in self.entries.values() {
-            total.add(&e.conn.stats());
+            let own = e.conn.stats();
+            total.add(&if e.ended { own.counters_only() } else { own });
+            total.add(&e.shared.refusals());
         }
+        total.add(&self.closed_stats);
         total
     }
 
@@ -217,16 +303,18 @@ impl<H: RudpHandler> Driver<H> {
                     e.timer = None;
                     e.conn.handle_timeout(now);
                 }
-                TimerOwner::User => {
+                TimerOwner::User if !e.ended => {
                     let mut session = RudpSession {
                         peer,
                         conn: &mut e.conn,
                         timers: &mut self.timers,
                         mailbox: &self.mailbox,
+                        shared: &e.shared,
                         now,
                     };
                     e.handler.on_timer(&mut session, timer);
                 }
+                TimerOwner::User => {}
             }
             self.touch(peer);
         }
@@ -239,6 +327,7 @@ impl<H: RudpHandler> Driver<H> {
             self.service(udp, peer, now);
         }
         self.arm(udp, now);
+        self.stop_if_done();
     }
 
     fn service(&mut self, udp: &mut UdpSession<'_>, peer: SocketAddr, now: Instant) {
@@ -246,28 +335,10 @@ impl<H: RudpHandler> Driver<H> {
             return;
         };
         e.dirty = false;
-        let mut session = RudpSession {
-            peer,
-            conn: &mut e.conn,
-            timers: &mut self.timers,
-            mailbox: &self.mailbox,
-            now,
+        let closed = self.deliver(peer, now);
+        let Some(e) = self.entries.get_mut(&peer) else {
+            return;
         };
-        let mut closed = None;
-        while let Some(event) = session.conn.poll_event() {
-            match event {
-                Event::Connected if !e.opened => {
-                    e.opened = true;
-                    e.handler.on_open(&mut session);
-                }
-                Event::Closed(reason) => closed = Some(reason),
-                Event::Connected => {}
-            }
-        }
-        while let Some(message) = session.conn.recv() {
-            e.handler.on_message(&mut session, &message);
-            session.conn.recycle(message);
-        }
         while let Some(n) = e.conn.poll_transmit(now, &mut self.out) {
             let datagram = &self.out[..n];
             let _ = if self.connected {
@@ -276,10 +347,50 @@ impl<H: RudpHandler> Driver<H> {
                 udp.send_to(peer, datagram)
             };
         }
+        publish(e);
         if let Some(reason) = closed {
-            return self.end(peer, reason);
+            self.ended(peer, reason);
+        }
+        if self
+            .entries
+            .get(&peer)
+            .is_some_and(|e| e.conn.is_finished())
+        {
+            self.remove(peer);
+            return;
         }
         self.rearm(peer);
+    }
+
+    /// `peer`'s events and messages to its handler; the reason if it closed.
+    fn deliver(&mut self, peer: SocketAddr, now: Instant) -> Option<CloseReason> {
+        let e = self.entries.get_mut(&peer)?;
+        let mut session = RudpSession {
+            peer,
+            conn: &mut e.conn,
+            timers: &mut self.timers,
+            mailbox: &self.mailbox,
+            shared: &e.shared,
+            now,
+        };
+        let mut closed = None;
+        while let Some(event) = session.conn.poll_event() {
+            match event {
+                Event::Connected if !e.opened && !e.ended => {
+                    e.opened = true;
+                    e.handler.on_open(&mut session);
+                }
+                Event::Closed(reason) => closed = Some(reason),
+                Event::Connected => {}
+            }
+        }
+        while let Some(message) = session.conn.recv() {
+            if !e.ended {
+                e.handler.on_message(&mut session, &message);
+            }
+            session.conn.recycle(message);
+        }
+        closed
     }
 
     /// Sets the connection's own timer at its `poll_timeout`.
@@ -312,51 +423,127 @@ impl<H: RudpHandler> Driver<H> {
         }
     }
 
-    /// Removes a connection: its timers end, its handler hears `reason` (a server's if it was
-    /// opened; a client's always, so a failed handshake is heard too).
-    fn end(&mut self, peer: SocketAddr, reason: CloseReason) {
-        let Some(mut e) = self.entries.remove(&peer) else {
+    /// The connection ended with `reason`: its handler hears it once (a server's if it was
+    /// opened; a client's always, so a failed handshake is heard too), its user timers end,
+    /// its handles are refused from now on and its flushes answered. The entry stays while
+    /// the connection still answers the peer's CLOSE.
+    fn ended(&mut self, peer: SocketAddr, reason: CloseReason) {
+        let connected = self.connected;
+        let Some(e) = self.entries.get_mut(&peer) else {
             return;
         };
-        self.closed_stats.add(&e.conn.stats());
+        if std::mem::replace(&mut e.ended, true) {
+            return;
+        }
+        e.shared.closed.store(true, Ordering::SeqCst);
+        for (_, answerer) in e.flushes.drain(..) {
+            answerer.give(Err(reason.clone()));
+        }
+        if e.opened || connected {
+            e.handler.on_close(&reason);
+        }
         let timers: Vec<TimerId> = self
             .timers
             .owners
             .iter()
-            .filter(|(_, owner)| owner.0 == peer)
+            .filter(|(_, owner)| owner.0 == peer && owner.1 == TimerOwner::User)
             .map(|(t, _)| *t)
             .collect();
         for timer in timers {
             self.timers.cancel(timer);
         }
-        if e.opened || self.connected {
-            e.handler.on_close(&reason);
-        }
     }
 
-    /// The socket is stopping: every handler's `on_stopping`, then a CLOSE to every peer.
-    fn stopping(&mut self, udp: &mut UdpSession<'_>) {
-        let now = Instant::now();
+    /// Ends a connection now (replaced, or the socket closing) and removes it.
+    fn end(&mut self, peer: SocketAddr, reason: CloseReason) {
+        self.ended(peer, reason);
+        self.remove(peer);
+    }
+
+    /// A graceful stop begins: every handler's `on_stopping`, then every connection delivers
+    /// what it was given and closes (see `Connection::stop`); no new sessions. The socket
+    /// closes once all have ended.
+    fn begin_stop(&mut self, now: Instant) {
+        self.stopping = true;
         let peers: Vec<SocketAddr> = self.entries.keys().copied().collect();
         for peer in peers {
-            if let Some(e) = self.entries.get_mut(&peer) {
+            if let Some(e) = self.entries.get_mut(&peer).filter(|e| !e.ended) {
                 let mut session = RudpSession {
                     peer,
                     conn: &mut e.conn,
                     timers: &mut self.timers,
                     mailbox: &self.mailbox,
+                    shared: &e.shared,
                     now,
                 };
                 if e.opened {
                     e.handler.on_stopping(&mut session);
                 }
-                // What on_stopping sent leaves before the CLOSE (once: nothing is repeated).
-                e.conn.close();
-                let _ = e.conn.poll_event();
+                e.conn.stop(now);
+                e.shared.closed.store(true, Ordering::SeqCst);
             }
-            self.service(udp, peer, now);
-            self.end(peer, CloseReason::Stopped);
+            self.touch(peer);
         }
+    }
+
+    /// During a graceful stop: once every session ended, the stopper is told (it then
+    /// closes the socket).
+    fn stop_if_done(&mut self) {
+        if self.stopping && self.entries.values().all(|e| e.ended) {
+            self.mailbox.signal_stopped();
+        }
+    }
+
+    /// The socket is closing (after a graceful stop, or cut short): what is left ends now,
+    /// `Stopped` (or `Cut` with what was still unacknowledged).
+    fn stopping(&mut self, udp: &mut UdpSession<'_>) {
+        let now = udp.now();
+        if !self.stopping {
+            self.begin_stop(now);
+            while let Some(peer) = self.dirty.pop() {
+                self.service(udp, peer, now);
+            }
+        }
+        let peers: Vec<SocketAddr> = self.entries.keys().copied().collect();
+        for peer in peers {
+            let reason = self.entries.get(&peer).map(|e| cut_reason(e, &self.config));
+            if let Some(reason) = reason {
+                self.end(peer, reason);
+            }
+        }
+    }
+}
+
+/// Publishes what a session's handles check on their own threads, and answers the flushes
+/// whose messages were all acknowledged.
+fn publish<H>(e: &mut Entry<H>) {
+    e.shared.buffered.store(e.conn.buffered(), Ordering::SeqCst);
+    if e.conn.is_closed() {
+        e.shared.closed.store(true, Ordering::SeqCst);
+    }
+    if e.flushes.is_empty() {
+        return;
+    }
+    let acked = e.conn.stats().bytes_acked;
+    let (done, waiting): (Flushes, Flushes) = std::mem::take(&mut e.flushes)
+        .into_iter()
+        .partition(|(target, _)| *target <= acked);
+    e.flushes = waiting;
+    for (_, answerer) in done {
+        answerer.give(Ok(()));
+    }
+}
+
+/// What a session still open when its socket closes ends with: `Stopped`, or `Cut` around it
+/// with the bytes still unacknowledged.
+fn cut_reason<H>(e: &Entry<H>, config: &RudpConfig) -> CloseReason {
+    match e.conn.buffered() {
+        0 => CloseReason::Stopped,
+        bytes => CloseReason::Cut {
+            cause: Box::new(CloseReason::Stopped),
+            bytes,
+            timeout: config.close_timeout,
+        },
     }
 }
 
@@ -370,9 +557,9 @@ impl<H: RudpHandler> UdpHandler for Driver<H> {
         if let Role::Client { pending } = &mut self.role
             && let Some(pair) = pending.take()
         {
-            let (conn, handler) = *pair;
+            let (conn, handler, shared) = *pair;
             let peer = session.peer_addr();
-            self.insert(peer, conn, handler);
+            self.insert(peer, conn, handler, shared);
         }
     }
 
@@ -385,8 +572,8 @@ impl<H: RudpHandler> UdpHandler for Driver<H> {
         self.on_timers(session.now());
     }
 
-    fn on_wake(&mut self, _: &mut UdpSession<'_>) {
-        self.on_mail();
+    fn on_wake(&mut self, session: &mut UdpSession<'_>) {
+        self.on_mail(session.now());
     }
 
     fn on_turn_end(&mut self, session: &mut UdpSession<'_>) {
@@ -400,7 +587,11 @@ impl<H: RudpHandler> UdpHandler for Driver<H> {
     fn on_close(&mut self, _: &ark_udp::CloseReason) {
         let peers: Vec<SocketAddr> = self.entries.keys().copied().collect();
         for peer in peers {
-            self.end(peer, CloseReason::Stopped);
+            let reason = self.entries.get(&peer).map(|e| cut_reason(e, &self.config));
+            if let Some(reason) = reason {
+                self.end(peer, reason);
+            }
         }
+        self.mailbox.signal_stopped();
     }
 }

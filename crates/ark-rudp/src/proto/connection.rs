@@ -12,13 +12,18 @@ use crate::proto::packet::{
     self, AckBlock, COOKIE_LEN, FecTag, HELLO_SIZE, Packet, PacketError, TOKEN_LEN,
 };
 use crate::proto::recv::{Arrival, Receiver};
+use crate::proto::replay::{PacketNumbers, ReplayWindow};
 use crate::proto::send::Sender;
+pub use crate::proto::stats::RudpStats;
+
+mod close;
 
 /// Why a connection ended.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CloseReason {
-    /// Closed by this end.
+    /// Closed by this end; everything sent was acknowledged and the peer answered the CLOSE
+    /// (or did not, after the CLOSE went the most times: `RudpStats::closes_unanswered`).
     #[error("closed locally")]
     Local,
     /// The peer sent CLOSE.
@@ -31,15 +36,30 @@ pub enum CloseReason {
     /// acknowledging.
     #[error("data unacknowledged for {0:?}: the peer stopped acknowledging")]
     Unacknowledged(Duration),
+    /// The peer's receive window stayed zero, with data waiting, for
+    /// `RudpConfig::zero_window_timeout`: it acknowledges but takes nothing.
+    #[error("the peer's receive window stayed zero for {0:?} with data waiting")]
+    ZeroWindow(Duration),
     /// The handshake did not finish in time.
     #[error("no handshake within {0:?}")]
     HandshakeTimeout(Duration),
     /// The peer's address began a new connection (it restarted).
     #[error("replaced by a new handshake from the same address")]
     Replaced,
-    /// The server or client stopped.
+    /// The server or client stopped; everything sent was acknowledged first.
     #[error("stopped")]
     Stopped,
+    /// A close or stop reached its deadline (`RudpConfig::close_timeout`) with reliable data
+    /// still unacknowledged: `bytes` of payload accepted by `send` may not have arrived.
+    #[error("{cause} cut after {timeout:?}: {bytes} bytes sent were never acknowledged")]
+    Cut {
+        /// `Local` or `Stopped`: what was closing.
+        cause: Box<CloseReason>,
+        /// Payload bytes accepted and unacknowledged.
+        bytes: usize,
+        /// `RudpConfig::close_timeout`.
+        timeout: Duration,
+    },
     /// The peer sent a message longer than this end's `RudpConfig::max_message`: it was dropped
     /// unread, and the connection closed (a CLOSE goes to the peer).
     #[error("the peer sent a message of {len} bytes, over the limit of {max} bytes")]
@@ -66,12 +86,12 @@ pub enum SendError {
     /// The send buffer is full: the peer is slow or gone.
     #[error("send buffer full: {buffered} bytes buffered, limit {limit}")]
     Full {
-        /// Bytes buffered.
+        /// Bytes buffered (for a handle: in the session's buffer and on their way to it).
         buffered: usize,
         /// `RudpConfig::send_buffer`.
         limit: usize,
     },
-    /// The connection is closed.
+    /// The connection is closed or closing.
     #[error("the connection is closed")]
     Closed,
 }
@@ -85,56 +105,6 @@ pub enum Delivery {
     Unordered,
     /// One datagram, not repeated if lost (at most `RudpConfig::mtu` bytes).
     Unreliable,
-}
-
-/// Counters of one connection.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-#[non_exhaustive]
-pub struct RudpStats {
-    /// DATA datagrams sent (first transmissions and retransmissions).
-    pub data_sent: u64,
-    /// DATA datagrams sent again.
-    pub retransmissions: u64,
-    /// PARITY datagrams sent.
-    pub parity_sent: u64,
-    /// ACK datagrams sent (keep-alives included).
-    pub acks_sent: u64,
-    /// Data datagrams rebuilt from parity.
-    pub fec_recovered: u64,
-    /// Fragments that arrived more than once.
-    pub duplicates: u64,
-    /// Datagrams not understood.
-    pub malformed: u64,
-    /// Acknowledgements that named data never sent (ignored).
-    pub forged_acks: u64,
-    /// Datagrams without the session's token, or handshake datagrams with another nonce:
-    /// dropped unread (they close, feed and refresh nothing).
-    pub unauthenticated: u64,
-    /// Valid handshakes a server refused because it held `RudpConfig::max_sessions` already.
-    pub refused_sessions: u64,
-    /// Messages delivered.
-    pub messages_delivered: u64,
-    /// The loss rate measured from the peer's receive count, 0..1.
-    pub loss_estimate: f64,
-    /// Smoothed RTT.
-    pub srtt: Duration,
-}
-
-impl RudpStats {
-    /// Adds `other`'s counters (not the estimates).
-    pub fn add(&mut self, other: &RudpStats) {
-        self.data_sent += other.data_sent;
-        self.retransmissions += other.retransmissions;
-        self.parity_sent += other.parity_sent;
-        self.acks_sent += other.acks_sent;
-        self.fec_recovered += other.fec_recovered;
-        self.duplicates += other.duplicates;
-        self.malformed += other.malformed;
-        self.forged_acks += other.forged_acks;
-        self.unauthenticated += other.unauthenticated;
-        self.refused_sessions += other.refused_sessions;
-        self.messages_delivered += other.messages_delivered;
-    }
 }
 
 /// Something the application should hear of.
@@ -159,10 +129,26 @@ enum State {
         cookie_hellos: Option<(Instant, u32)>,
     },
     Established,
-    /// Closed; whether our CLOSE still has to leave.
-    Closed {
-        send_close: bool,
+    /// Closing by this end (a close or a stop): what was queued is sent and repeated until
+    /// all of it is acknowledged, or until `deadline`; sends are refused.
+    Finishing {
+        reason: CloseReason,
+        deadline: Instant,
     },
+    /// Our CLOSE went out `sent` times (the next at `next`), waiting for the peer's answer;
+    /// `reason` is reported then (`None`: an abrupt end, reported already).
+    CloseSent {
+        reason: Option<CloseReason>,
+        sent: u32,
+        next: Instant,
+    },
+    /// The peer closed and we answered: its repeated CLOSEs (our answer was lost) are answered
+    /// again until `until`. Nothing else is taken or sent.
+    Draining {
+        until: Instant,
+    },
+    /// Closed: nothing more (a CLOSE in `close_out` may still leave once).
+    Closed,
 }
 
 /// The tokens one end sends and expects.
@@ -188,8 +174,6 @@ impl Keys {
     }
 }
 
-/// CLOSE code: an orderly close.
-const CLOSE_NORMAL: u8 = 0;
 /// The first data sequence of both directions: the low 32 bits of the handshake's nonce,
 /// so sequences start anywhere in the 32-bit space (and wrap), and a blind injector must
 /// guess them.
@@ -252,6 +236,13 @@ pub struct Connection {
     loss: LossMeter,
     unreliable: VecDeque<Vec<u8>>,
     ack_pending: bool,
+    /// The packet numbers this end sends, and those it accepted from the peer.
+    tx_numbers: PacketNumbers,
+    rx_numbers: ReplayWindow,
+    /// A CLOSE to send at the next transmit: `Some(true)` answers the peer's.
+    close_out: Option<bool>,
+    /// The peer's window is zero with data waiting: since when, and the next probe.
+    persist: Option<close::Persist>,
     /// DATA and PARITY datagrams sent / received.
     tx_count: u64,
     rx_count: u64,
@@ -287,6 +278,10 @@ impl Connection {
             accepted_at: None,
             started: now,
             ack_pending: false,
+            tx_numbers: PacketNumbers::default(),
+            rx_numbers: ReplayWindow::default(),
+            close_out: None,
+            persist: None,
             tx_count: 0,
             rx_count: 0,
             rto_deadline: None,
@@ -350,53 +345,88 @@ impl Connection {
         self.keys.map(|k| k.rx)
     }
 
-    /// Whether the handshake finished and the connection is not closed.
+    /// The packet number after the largest accepted from the peer (its low 32 bits go on the
+    /// wire): a number this end has not seen. For tests that play a hostile peer.
+    #[doc(hidden)]
+    pub fn fresh_peer_number(&self) -> u32 {
+        self.rx_numbers.largest().map_or(0, |n| n + 1) as u32
+    }
+
+    /// Whether the handshake finished and the connection is neither closing nor closed.
     pub fn is_established(&self) -> bool {
         matches!(self.state, State::Established)
     }
 
-    /// Whether the connection is closed.
+    /// Whether the connection is closing or closed: it takes no more sends.
     pub fn is_closed(&self) -> bool {
-        matches!(self.state, State::Closed { .. })
+        !matches!(self.state, State::Handshaking { .. } | State::Established)
     }
 
-    /// The counters.
+    /// Whether the connection has nothing more to do: closed, and its last CLOSE (if any)
+    /// sent. (After [`Event::Closed`] a connection whose peer closed still answers repeated
+    /// CLOSEs for a while: keep feeding it until this says `true`.)
+    pub fn is_finished(&self) -> bool {
+        matches!(self.state, State::Closed) && self.close_out.is_none()
+    }
+
+    /// The counters and estimates.
     pub fn stats(&self) -> RudpStats {
         RudpStats {
             parity_sent: self.fec_tx.parity_sent,
             fec_recovered: self.fec_rx.recovered,
             duplicates: self.recv.duplicates,
+            bytes_accepted: self.send.accepted_bytes,
+            bytes_acked: self.send.acked_bytes,
             loss_estimate: self.loss.estimate,
             srtt: self.rtt.srtt(),
+            rttvar: self.rtt.rttvar(),
+            srtt_max: self.rtt.srtt(),
+            sessions: 1,
             ..self.stats
         }
+    }
+
+    /// The largest message [`send`](Self::send) takes for `delivery`.
+    pub fn message_limit(&self, delivery: Delivery) -> usize {
+        match delivery {
+            Delivery::Unreliable => self.config.mtu,
+            _ => self.config.message_limit(),
+        }
+    }
+
+    /// Payload bytes queued and not yet acknowledged (reliable ones), or not yet sent
+    /// (unreliable ones): what `RudpConfig::send_buffer` bounds.
+    pub fn buffered(&self) -> usize {
+        self.send.buffered + self.unreliable.iter().map(Vec::len).sum::<usize>()
     }
 
     /// Queues a message (copied).
     ///
     /// # Errors
-    /// [`SendError::TooLarge`], [`SendError::Full`] or [`SendError::Closed`]; nothing is queued.
+    /// [`SendError::TooLarge`], [`SendError::Full`] or [`SendError::Closed`] (also while
+    /// closing); nothing is queued, and the refusal is counted
+    /// ([`RudpStats::refused_full`] and its neighbours).
     pub fn send(&mut self, message: &[u8], delivery: Delivery) -> Result<(), SendError> {
+        let refused = self.check_send(message.len(), delivery);
+        if let Err(e) = &refused {
+            self.count_refusal(e);
+            return refused;
+        }
+        self.queue(message, delivery);
+        Ok(())
+    }
+
+    /// Queues a message a handle admitted against the send buffer on its own thread (its
+    /// bytes were counted there): refused only if the connection closed since (counted).
+    pub(crate) fn send_admitted(&mut self, message: &[u8], delivery: Delivery) {
         if self.is_closed() {
-            return Err(SendError::Closed);
+            self.count_refusal(&SendError::Closed);
+        } else {
+            self.queue(message, delivery);
         }
-        let max = match delivery {
-            Delivery::Unreliable => self.config.mtu,
-            _ => self.config.message_limit(),
-        };
-        if message.len() > max {
-            return Err(SendError::TooLarge {
-                len: message.len(),
-                max,
-            });
-        }
-        let buffered = self.send.buffered + self.unreliable.iter().map(Vec::len).sum::<usize>();
-        if buffered > 0 && buffered + message.len() > self.config.send_buffer {
-            return Err(SendError::Full {
-                buffered,
-                limit: self.config.send_buffer,
-            });
-        }
+    }
+
+    fn queue(&mut self, message: &[u8], delivery: Delivery) {
         match delivery {
             Delivery::Unreliable => {
                 let buf = self.recv.copy(&[message]);
@@ -406,7 +436,33 @@ impl Connection {
                 .send
                 .push(message, self.config.mtu, delivery == Delivery::Unordered),
         }
+    }
+
+    fn check_send(&self, len: usize, delivery: Delivery) -> Result<(), SendError> {
+        if self.is_closed() {
+            return Err(SendError::Closed);
+        }
+        let max = self.message_limit(delivery);
+        if len > max {
+            return Err(SendError::TooLarge { len, max });
+        }
+        let buffered = self.buffered();
+        if buffered > 0 && buffered + len > self.config.send_buffer {
+            return Err(SendError::Full {
+                buffered,
+                limit: self.config.send_buffer,
+            });
+        }
         Ok(())
+    }
+
+    /// Counts a refused send (this connection's, or one its handle refused).
+    pub(crate) fn count_refusal(&mut self, error: &SendError) {
+        match error {
+            SendError::Full { .. } => self.stats.refused_full += 1,
+            SendError::TooLarge { .. } => self.stats.refused_too_large += 1,
+            SendError::Closed => self.stats.refused_closed += 1,
+        }
     }
 
     /// The next delivered message, if any. Give its buffer back with
@@ -428,21 +484,6 @@ impl Connection {
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
     }
-
-    /// Closes the connection: messages queued and not yet sent leave once, then a CLOSE goes
-    /// to the peer, then nothing more (what is lost on the way is not repeated).
-    pub fn close(&mut self) {
-        self.close_with(CloseReason::Local, true);
-    }
-
-    fn close_with(&mut self, reason: CloseReason, send_close: bool) {
-        if self.is_closed() {
-            return;
-        }
-        let send_close = send_close && !matches!(self.state, State::Handshaking { .. });
-        self.state = State::Closed { send_close };
-        self.events.push_back(Event::Closed(reason));
-    }
 }
 
 /// Receiving.
@@ -453,13 +494,14 @@ impl Connection {
     /// (forged by an off-path attacker spoofing the peer's address, or from an earlier
     /// session), and a handshake datagram with another nonce, is counted
     /// ([`RudpStats::unauthenticated`]) and dropped unread: it closes, feeds and
-    /// refreshes nothing.
+    /// refreshes nothing. One whose packet number was accepted before, or is older than the
+    /// replay window, is counted ([`RudpStats::replays`]) and dropped likewise.
     ///
     /// # Errors
-    /// The datagram was not understood or not authenticated; it is ignored, the connection
-    /// goes on.
+    /// The datagram was not understood, not authenticated or a replay; it is ignored, the
+    /// connection goes on.
     pub fn handle_datagram(&mut self, now: Instant, datagram: &[u8]) -> Result<(), PacketError> {
-        if self.is_closed() {
+        if matches!(self.state, State::Closed) {
             return Ok(());
         }
         let first = datagram.first().copied().unwrap_or(0);
@@ -471,7 +513,31 @@ impl Connection {
             return Err(PacketError::Unauthenticated(first));
         };
         let packet = packet::parse(datagram).inspect_err(|_| self.stats.malformed += 1)?;
+        // parse checked the length: every kind after the handshake has its number.
+        let wire = packet::packet_number(datagram).unwrap_or_default();
+        let number = self.rx_numbers.widen(wire);
+        if !self.rx_numbers.is_fresh(number) {
+            self.stats.replays += 1;
+            return Err(PacketError::Replayed {
+                kind: first,
+                number,
+            });
+        }
+        self.rx_numbers.mark(number);
         self.last_received = now;
+        if let State::Draining { .. } = self.state {
+            if let Packet::Close { answer: false, .. } = packet {
+                self.close_out = Some(true);
+            }
+            return Ok(());
+        }
+        self.on_packet(now, packet, datagram);
+        self.update_persist(now);
+        Ok(())
+    }
+
+    /// An authenticated, fresh datagram (`datagram` without its token: FEC keeps DATA whole).
+    fn on_packet(&mut self, now: Instant, packet: Packet<'_>, datagram: &[u8]) {
         match packet {
             Packet::Data {
                 flags,
@@ -487,7 +553,7 @@ impl Connection {
                 if let Some(tag) = fec {
                     self.fec_rx.on_data(tag, datagram);
                 }
-                self.on_fragment(seq, flags, fragment);
+                self.on_fragment(now, seq, flags, fragment);
             }
             Packet::Parity {
                 ack,
@@ -500,7 +566,7 @@ impl Connection {
                 self.implicit_accept();
                 self.rx_count += 1;
                 self.on_ack(&ack, now);
-                self.on_parity((group, k, m, index), shard);
+                self.on_parity(now, (group, k, m, index), shard);
             }
             Packet::Ack { ping, ack } => {
                 self.implicit_accept();
@@ -512,10 +578,9 @@ impl Connection {
                 let buf = self.recv.copy(&[message]);
                 self.recv.inbox.push_back(buf);
             }
-            Packet::Close(_) => self.close_with(CloseReason::PeerClosed, false),
+            Packet::Close { answer, .. } => self.on_close(now, answer),
             Packet::Cookie { .. } | Packet::Accept { .. } | Packet::Hello { .. } => {}
         }
-        Ok(())
     }
 
     /// A HELLO, COOKIE or ACCEPT: believed only with this connection's nonce.
@@ -530,6 +595,9 @@ impl Connection {
         if nonce != self.nonce {
             self.stats.unauthenticated += 1;
             return Err(PacketError::Unauthenticated(datagram[0]));
+        }
+        if self.is_closed() {
+            return Ok(());
         }
         self.last_received = now;
         match packet {
@@ -586,17 +654,17 @@ impl Connection {
         }
     }
 
-    fn on_fragment(&mut self, seq: u32, flags: u8, fragment: &[u8]) {
+    fn on_fragment(&mut self, now: Instant, seq: u32, flags: u8, fragment: &[u8]) {
         self.ack_pending = true;
         // A fragment past the window is dropped: the sender repeats it once the window opens.
         let _: Arrival = self.recv.on_fragment(seq, flags, fragment);
         if let Some(len) = self.recv.oversized.take() {
             let max = self.config.max_message;
-            self.close_with(CloseReason::MessageTooLarge { len, max }, true);
+            self.abort(now, CloseReason::MessageTooLarge { len, max });
         }
     }
 
-    fn on_parity(&mut self, (group, k, m, index): (u32, u8, u8, u8), shard: &[u8]) {
+    fn on_parity(&mut self, now: Instant, (group, k, m, index): (u32, u8, u8, u8), shard: &[u8]) {
         let mut fec_rx = std::mem::replace(&mut self.fec_rx, FecReceiver::new());
         fec_rx.on_parity((group, k, m, index), shard, &mut |datagram| {
             if let Ok(Packet::Data {
@@ -606,7 +674,7 @@ impl Connection {
                 ..
             }) = packet::parse(datagram)
             {
-                self.on_fragment(seq, flags, fragment);
+                self.on_fragment(now, seq, flags, fragment);
             }
         });
         self.fec_rx = fec_rx;
@@ -642,22 +710,15 @@ impl Connection {
     /// Writes the next datagram to send into `out` (at least `RudpConfig::mtu` + 64 bytes, and
     /// 1200 for a client's HELLO); returns its length, or `None` when nothing is due.
     pub fn poll_transmit(&mut self, now: Instant, out: &mut [u8]) -> Option<usize> {
-        // Closing: what was queued leaves once, before the CLOSE (nothing is repeated).
-        if matches!(self.state, State::Closed { send_close: true })
-            && let Some(keys) = self.keys
-            && let Some(seq) = self.send.next_to_send(usize::MAX)
-        {
-            let n = self.transmit_data(seq, now, out);
+        self.progress_close(now);
+        if let Some(answer) = self.close_out.take() {
+            let keys = self.keys?;
+            let pn = self.tx_numbers.take();
+            let n = packet::write_close(out, pn, close::CLOSE_NORMAL, answer);
             return Some(packet::seal(out, n, &keys.tx));
         }
         match &mut self.state {
-            State::Closed { send_close } => {
-                let keys = self.keys?;
-                return std::mem::take(send_close).then(|| {
-                    let n = packet::write_close(out, CLOSE_NORMAL);
-                    packet::seal(out, n, &keys.tx)
-                });
-            }
+            State::Closed | State::Draining { .. } => return None,
             State::Handshaking {
                 cookie,
                 next_hello,
@@ -677,7 +738,7 @@ impl Connection {
                 }
                 return Some(packet::write_hello(out, self.nonce, cookie));
             }
-            State::Established => {}
+            State::Established | State::Finishing { .. } | State::CloseSent { .. } => {}
         }
         if std::mem::take(&mut self.accept_pending) {
             return Some(packet::write_accept(out, self.nonce));
@@ -696,17 +757,20 @@ impl Connection {
             return Some(self.transmit_data(seq, now, out));
         }
         if let Some(message) = self.unreliable.pop_front() {
-            out[0] = packet::KIND_UNRELIABLE;
-            let n = 1 + message.len();
-            out[1..n].copy_from_slice(&message);
+            let n = packet::write_unreliable(out, self.tx_numbers.take(), &message);
             self.recv.spare.push(message);
             return Some(n);
         }
         let keep_alive = now.saturating_duration_since(self.last_sent) >= self.config.keep_alive;
-        if self.ack_pending || keep_alive {
+        let probe = self
+            .persist
+            .as_mut()
+            .is_some_and(close::Persist::take_probe);
+        if self.ack_pending || keep_alive || probe {
             self.ack_pending = false;
             self.stats.acks_sent += 1;
-            return Some(packet::write_ack(out, &self.ack_block(), keep_alive));
+            let (pn, ack) = (self.tx_numbers.take(), self.ack_block());
+            return Some(packet::write_ack(out, pn, &ack, keep_alive || probe));
         }
         None
     }
@@ -719,7 +783,8 @@ impl Connection {
         let (group, k, m, index, shard) = self.fec_tx.parity.pop_front()?;
         let ack = self.ack_block();
         self.ack_pending = false;
-        let n = packet::write_parity_header(out, &ack, group, (k, m, index));
+        let pn = self.tx_numbers.take();
+        let n = packet::write_parity_header(out, (pn, &ack), group, (k, m, index));
         let len = n + shard.len();
         out[n..len].copy_from_slice(&shard);
         self.fec_tx.recycle(shard);
@@ -735,7 +800,8 @@ impl Connection {
             return 0;
         };
         let retransmission = o.transmissions > 0;
-        let n = packet::write_data_header(out, o.flags, seq as u32, &ack, tag);
+        let pn = self.tx_numbers.take();
+        let n = packet::write_data_header(out, (pn, o.flags), seq as u32, &ack, tag);
         out[n..n + o.data.len()].copy_from_slice(&o.data);
         let len = n + o.data.len();
         if tag.is_some() {
@@ -773,11 +839,12 @@ impl Connection {
     /// When [`handle_timeout`](Self::handle_timeout) must run next.
     pub fn poll_timeout(&self) -> Option<Instant> {
         match &self.state {
-            State::Closed { .. } => None,
+            State::Closed => None,
+            State::Draining { until } => Some(*until),
             State::Handshaking { next_hello, .. } => {
                 Some((*next_hello).min(self.started + self.config.handshake_timeout))
             }
-            State::Established => [
+            State::Established | State::Finishing { .. } | State::CloseSent { .. } => [
                 self.rto_deadline,
                 self.send.loss_deadline(),
                 self.fec_tx.deadline(self.fec_delay()),
@@ -786,6 +853,10 @@ impl Connection {
                 self.send
                     .has_unacked()
                     .then(|| self.last_progress + self.config.unacked_timeout),
+                self.persist
+                    .as_ref()
+                    .map(|p| p.deadline(self.config.zero_window_timeout)),
+                self.close_deadline(),
             ]
             .into_iter()
             .flatten()
@@ -793,26 +864,33 @@ impl Connection {
         }
     }
 
-    /// Time passed: retransmission timer, FEC group closing, keep-alive and dead-peer checks.
+    /// Time passed: retransmission timer, FEC group closing, keep-alive, window probes,
+    /// dead-peer checks and the steps of a close.
     pub fn handle_timeout(&mut self, now: Instant) {
         let config = self.config.clone();
         match self.state {
-            State::Closed { .. } => {}
-            State::Handshaking { .. } => {
-                if now >= self.started + config.handshake_timeout {
-                    self.close_with(
-                        CloseReason::HandshakeTimeout(config.handshake_timeout),
-                        false,
-                    );
+            State::Closed => {}
+            State::Draining { until } => {
+                if now >= until {
+                    self.state = State::Closed;
                 }
             }
-            State::Established => {
+            State::Handshaking { .. } => {
+                if now >= self.started + config.handshake_timeout {
+                    let reason = CloseReason::HandshakeTimeout(config.handshake_timeout);
+                    self.close_now(now, reason, false);
+                }
+            }
+            State::Established | State::Finishing { .. } | State::CloseSent { .. } => {
                 if now >= self.last_received + config.idle_timeout {
-                    return self.close_with(CloseReason::IdleTimeout(config.idle_timeout), true);
+                    return self.abort(now, CloseReason::IdleTimeout(config.idle_timeout));
                 }
                 if self.send.has_unacked() && now >= self.last_progress + config.unacked_timeout {
                     let reason = CloseReason::Unacknowledged(config.unacked_timeout);
-                    return self.close_with(reason, true);
+                    return self.abort(now, reason);
+                }
+                if self.persist_expired(now) {
+                    return;
                 }
                 self.fec_tx.close_if_due(now, self.fec_delay());
                 if self.send.loss_deadline().is_some_and(|d| d <= now) {
@@ -823,6 +901,7 @@ impl Connection {
                 if self.rto_deadline.is_some_and(|d| d <= now) {
                     self.on_rto(now);
                 }
+                self.progress_close(now);
             }
         }
     }

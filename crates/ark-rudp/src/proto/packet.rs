@@ -6,21 +6,24 @@
 //! HELLO     0x50 | version u8 | nonce u64 | cookie [20] | zero padding to HELLO_SIZE
 //! COOKIE    0x60 | nonce u64 | cookie [20]
 //! ACCEPT    0x70 | nonce u64
-//! DATA      0x1F | seq u32 | ack block [16] | (FEC flag: group u32 | index u8) | fragment
-//! ACK       0x2F | ack block [16]                              (flag PING: answer at once)
-//! PARITY    0x30 | ack block [16] | group u32 | k u8 | m u8 | index u8 | shard
-//! UNRELIABLE 0x40 | message
-//! CLOSE     0x80 | code u8
-//! After the handshake (DATA, ACK, PARITY, UNRELIABLE, CLOSE) every datagram ends in the
-//! 8-byte token of its direction (see `cookie::SessionTokens`): a datagram without it is
-//! counted and dropped before it is parsed.
+//! DATA      0x1F | pn u32 | seq u32 | ack block [16] | (FEC flag: group u32 | index u8) | fragment
+//! ACK       0x2F | pn u32 | ack block [16]                     (flag PING: answer at once)
+//! PARITY    0x30 | pn u32 | ack block [16] | group u32 | k u8 | m u8 | index u8 | shard
+//! UNRELIABLE 0x40 | pn u32 | message
+//! CLOSE     0x8F | pn u32 | code u8                  (flag ANSWER: this answers the peer's CLOSE)
+//! After the handshake (DATA, ACK, PARITY, UNRELIABLE, CLOSE) every datagram carries the low
+//! 32 bits of its direction's packet number (one more per datagram sent, retransmissions
+//! included; see `replay`) and ends in the 8-byte token of its direction (see
+//! `cookie::SessionTokens`): a datagram without the token is counted and dropped before it is
+//! parsed, one whose number was seen is counted and dropped before it does anything.
 //! ack block: next expected seq u32 | bitmap u64 (bit i: seq next+1+i arrived)
 //!            | window u16 (fragments the peer may send past next) | received u16 (datagrams
 //!            of kind DATA or PARITY received so far, wrapping: the sender's loss measure)
 //! ```
 
-/// Protocol version in HELLO (2: datagrams after the handshake end in the session token).
-pub(crate) const VERSION: u8 = 2;
+/// Protocol version in HELLO (2: datagrams after the handshake end in the session token; 3:
+/// and carry a packet number).
+pub(crate) const VERSION: u8 = 3;
 /// A HELLO is padded to this size, so the server's answers (COOKIE, ACCEPT) are always
 /// smaller than what the client sent: no amplification.
 pub(crate) const HELLO_SIZE: usize = 1200;
@@ -30,12 +33,16 @@ pub(crate) const COOKIE_LEN: usize = 20;
 pub(crate) const TOKEN_LEN: usize = 8;
 /// Ack block bytes.
 pub(crate) const ACK_BLOCK: usize = 16;
+/// The packet number's bytes on the wire (its low 32 bits).
+pub(crate) const PN_LEN: usize = 4;
+/// What every datagram after the handshake starts with: the kind byte and the packet number.
+pub(crate) const PREFIX: usize = 1 + PN_LEN;
 /// DATA header bytes without FEC fields.
-pub(crate) const DATA_HEADER: usize = 1 + 4 + ACK_BLOCK;
+pub(crate) const DATA_HEADER: usize = PREFIX + 4 + ACK_BLOCK;
 /// FEC fields of a DATA packet.
 pub(crate) const FEC_FIELDS: usize = 5;
 /// PARITY header bytes.
-pub(crate) const PARITY_HEADER: usize = 1 + ACK_BLOCK + 4 + 3;
+pub(crate) const PARITY_HEADER: usize = PREFIX + ACK_BLOCK + 4 + 3;
 
 pub(crate) const KIND_DATA: u8 = 0x10;
 pub(crate) const KIND_ACK: u8 = 0x20;
@@ -54,8 +61,10 @@ pub(crate) const LAST: u8 = 0x2;
 pub(crate) const UNORDERED: u8 = 0x4;
 /// DATA: FEC fields follow the ack block.
 pub(crate) const FEC: u8 = 0x8;
-/// ACK: the peer wants an acknowledgement at once (keep-alive).
+/// ACK: the peer wants an acknowledgement at once (keep-alive, window probe).
 pub(crate) const PING: u8 = 0x1;
+/// CLOSE: the answer to the peer's CLOSE (its acknowledgement).
+pub(crate) const ANSWER: u8 = 0x1;
 
 /// Why a datagram was not understood.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -79,6 +88,16 @@ pub enum PacketError {
     /// earlier session): dropped before it is parsed.
     #[error("datagram without the session's token (kind {0:#04x})")]
     Unauthenticated(u8),
+    /// An authenticated datagram whose packet number was accepted before, or is older than the
+    /// replay window: a replay (or a duplicate the network made), dropped before it did
+    /// anything.
+    #[error("replayed datagram (kind {kind:#04x}, packet number {number})")]
+    Replayed {
+        /// The kind byte.
+        kind: u8,
+        /// Its packet number, widened.
+        number: u64,
+    },
     /// Fields that contradict each other (a FEC index outside its group, k or m of 0, ...).
     #[error("malformed {0} packet")]
     Malformed(&'static str),
@@ -156,7 +175,11 @@ pub(crate) enum Packet<'a> {
         shard: &'a [u8],
     },
     Unreliable(&'a [u8]),
-    Close(u8),
+    Close {
+        code: u8,
+        /// This CLOSE answers ours.
+        answer: bool,
+    },
 }
 
 fn be32(b: &[u8]) -> u32 {
@@ -175,6 +198,12 @@ fn be64(b: &[u8]) -> u64 {
 /// ACCEPT), which carry the nonce instead of a session token.
 pub(crate) fn is_handshake(first: u8) -> bool {
     matches!(first & 0xF0, KIND_HELLO | KIND_COOKIE | KIND_ACCEPT)
+}
+
+/// The wire packet number of a datagram after the handshake (its token removed), if it is
+/// long enough to have one.
+pub(crate) fn packet_number(d: &[u8]) -> Option<u32> {
+    d.get(1..PREFIX).map(be32)
 }
 
 /// Appends `token` to the `len` bytes of `out`; returns the new length.
@@ -219,21 +248,24 @@ pub(crate) fn parse(d: &[u8]) -> Result<Packet<'_>, PacketError> {
             });
             Ok(Packet::Data {
                 flags,
-                seq: be32(&d[1..5]),
-                ack: AckBlock::read(&d[5..5 + ACK_BLOCK]),
+                seq: be32(&d[PREFIX..PREFIX + 4]),
+                ack: AckBlock::read(&d[PREFIX + 4..DATA_HEADER]),
                 fec,
                 fragment: &d[DATA_HEADER + fec_len..],
             })
         }
         KIND_ACK => {
-            need(1 + ACK_BLOCK)?;
+            need(PREFIX + ACK_BLOCK)?;
             Ok(Packet::Ack {
                 ping: flags & PING != 0,
-                ack: AckBlock::read(&d[1..1 + ACK_BLOCK]),
+                ack: AckBlock::read(&d[PREFIX..PREFIX + ACK_BLOCK]),
             })
         }
         KIND_PARITY => parse_parity(d, first),
-        KIND_UNRELIABLE => Ok(Packet::Unreliable(&d[1..])),
+        KIND_UNRELIABLE => {
+            need(PREFIX)?;
+            Ok(Packet::Unreliable(&d[PREFIX..]))
+        }
         KIND_HELLO => {
             need(HELLO_SIZE)?;
             if d[1] != VERSION {
@@ -258,8 +290,11 @@ pub(crate) fn parse(d: &[u8]) -> Result<Packet<'_>, PacketError> {
             })
         }
         KIND_CLOSE => {
-            need(2)?;
-            Ok(Packet::Close(d[1]))
+            need(PREFIX + 1)?;
+            Ok(Packet::Close {
+                code: d[PREFIX],
+                answer: flags & ANSWER != 0,
+            })
         }
         _ => Err(PacketError::UnknownKind(first)),
     }
@@ -272,14 +307,14 @@ fn parse_parity(d: &[u8], first: u8) -> Result<Packet<'_>, PacketError> {
             len: d.len(),
         });
     }
-    let at = 1 + ACK_BLOCK;
+    let at = PREFIX + ACK_BLOCK;
     let (k, m, index) = (d[at + 4], d[at + 5], d[at + 6]);
     let shard = &d[PARITY_HEADER..];
     if k == 0 || m == 0 || index >= m || !shard.len().is_multiple_of(2) {
         return Err(PacketError::Malformed("parity"));
     }
     Ok(Packet::Parity {
-        ack: AckBlock::read(&d[1..at]),
+        ack: AckBlock::read(&d[PREFIX..at]),
         group: be32(&d[at..at + 4]),
         k,
         m,
@@ -313,31 +348,50 @@ pub(crate) fn write_accept(out: &mut [u8], nonce: u64) -> usize {
     9
 }
 
-/// Writes an ACK; returns its length.
-pub(crate) fn write_ack(out: &mut [u8], ack: &AckBlock, ping: bool) -> usize {
-    out[0] = KIND_ACK | if ping { PING } else { 0 };
-    ack.write(&mut out[1..1 + ACK_BLOCK]);
-    1 + ACK_BLOCK
+/// Writes the kind byte and the packet number `pn` (its low 32 bits) of a datagram after the
+/// handshake; returns their length.
+pub(crate) fn write_prefix(out: &mut [u8], first: u8, pn: u64) -> usize {
+    out[0] = first;
+    out[1..PREFIX].copy_from_slice(&(pn as u32).to_be_bytes());
+    PREFIX
 }
 
-/// Writes a CLOSE; returns its length.
-pub(crate) fn write_close(out: &mut [u8], code: u8) -> usize {
-    out[0] = KIND_CLOSE;
-    out[1] = code;
-    2
+/// Writes an ACK; returns its length.
+pub(crate) fn write_ack(out: &mut [u8], pn: u64, ack: &AckBlock, ping: bool) -> usize {
+    write_prefix(out, KIND_ACK | if ping { PING } else { 0 }, pn);
+    ack.write(&mut out[PREFIX..PREFIX + ACK_BLOCK]);
+    PREFIX + ACK_BLOCK
+}
+
+/// Writes a CLOSE (`answer`: the answer to the peer's); returns its length.
+pub(crate) fn write_close(out: &mut [u8], pn: u64, code: u8, answer: bool) -> usize {
+    write_prefix(out, KIND_CLOSE | if answer { ANSWER } else { 0 }, pn);
+    out[PREFIX] = code;
+    PREFIX + 1
+}
+
+/// Writes an UNRELIABLE datagram; returns its length.
+pub(crate) fn write_unreliable(out: &mut [u8], pn: u64, message: &[u8]) -> usize {
+    write_prefix(out, KIND_UNRELIABLE, pn);
+    out[PREFIX..PREFIX + message.len()].copy_from_slice(message);
+    PREFIX + message.len()
 }
 
 /// Writes a DATA header (`fec`: its tag); returns the header's length.
 pub(crate) fn write_data_header(
     out: &mut [u8],
-    flags: u8,
+    (pn, flags): (u64, u8),
     seq: u32,
     ack: &AckBlock,
     fec: Option<FecTag>,
 ) -> usize {
-    out[0] = KIND_DATA | flags | if fec.is_some() { FEC } else { 0 };
-    out[1..5].copy_from_slice(&seq.to_be_bytes());
-    ack.write(&mut out[5..5 + ACK_BLOCK]);
+    write_prefix(
+        out,
+        KIND_DATA | flags | if fec.is_some() { FEC } else { 0 },
+        pn,
+    );
+    out[PREFIX..PREFIX + 4].copy_from_slice(&seq.to_be_bytes());
+    ack.write(&mut out[PREFIX + 4..DATA_HEADER]);
     match fec {
         Some(tag) => {
             out[DATA_HEADER..DATA_HEADER + 4].copy_from_slice(&tag.group.to_be_bytes());
@@ -351,13 +405,13 @@ pub(crate) fn write_data_header(
 /// Writes a PARITY header; returns its length.
 pub(crate) fn write_parity_header(
     out: &mut [u8],
-    ack: &AckBlock,
+    (pn, ack): (u64, &AckBlock),
     group: u32,
     (k, m, index): (u8, u8, u8),
 ) -> usize {
-    out[0] = KIND_PARITY;
-    ack.write(&mut out[1..1 + ACK_BLOCK]);
-    let at = 1 + ACK_BLOCK;
+    write_prefix(out, KIND_PARITY, pn);
+    ack.write(&mut out[PREFIX..PREFIX + ACK_BLOCK]);
+    let at = PREFIX + ACK_BLOCK;
     out[at..at + 4].copy_from_slice(&group.to_be_bytes());
     out[at + 4] = k;
     out[at + 5] = m;
@@ -391,7 +445,8 @@ mod tests {
             received: 65_535,
         };
         let mut b = [0u8; 1500];
-        let n = write_data_header(&mut b, FIRST | LAST, u32::MAX, &ack, None);
+        let n = write_data_header(&mut b, (1 << 40 | 6, FIRST | LAST), u32::MAX, &ack, None);
+        assert_eq!(packet_number(&b[..n]), Some(6), "the low 32 bits");
         b[n..n + 3].copy_from_slice(b"abc");
         assert_eq!(
             parse(&b[..n + 3]),
@@ -404,11 +459,11 @@ mod tests {
             })
         );
         let tag = FecTag { group: 9, index: 3 };
-        let n = write_data_header(&mut b, FIRST, 1, &ack, Some(tag));
+        let n = write_data_header(&mut b, (0, FIRST), 1, &ack, Some(tag));
         assert!(
             matches!(parse(&b[..n]), Ok(Packet::Data { fec: Some(t), flags, .. }) if t == tag && flags == FIRST | FEC)
         );
-        let n = write_ack(&mut b, &ack, true);
+        let n = write_ack(&mut b, 2, &ack, true);
         assert_eq!(parse(&b[..n]), Ok(Packet::Ack { ping: true, ack }));
         let n = write_hello(&mut b, 42, &[1; COOKIE_LEN]);
         assert_eq!(n, HELLO_SIZE);
@@ -421,7 +476,7 @@ mod tests {
         );
         let n = write_cookie(&mut b, 42, &[2; COOKIE_LEN]);
         assert!(n < HELLO_SIZE, "a cookie answer is smaller than the hello");
-        let n = write_parity_header(&mut b, &ack, 5, (8, 2, 1));
+        let n = write_parity_header(&mut b, (3, &ack), 5, (8, 2, 1));
         b[n..n + 4].fill(9);
         assert!(matches!(
             parse(&b[..n + 4]),
@@ -433,20 +488,40 @@ mod tests {
                 ..
             })
         ));
-        let n = write_close(&mut b, 3);
-        assert_eq!(parse(&b[..n]), Ok(Packet::Close(3)));
+        let n = write_close(&mut b, 4, 3, false);
+        assert_eq!(
+            parse(&b[..n]),
+            Ok(Packet::Close {
+                code: 3,
+                answer: false
+            })
+        );
+        let n = write_close(&mut b, 5, 0, true);
+        assert_eq!(
+            parse(&b[..n]),
+            Ok(Packet::Close {
+                code: 0,
+                answer: true
+            })
+        );
+        let n = write_unreliable(&mut b, 6, b"xy");
+        assert_eq!(parse(&b[..n]), Ok(Packet::Unreliable(b"xy")));
+        assert_eq!(packet_number(&b[..n]), Some(6));
     }
 
     #[test]
     fn truncated_and_garbage_datagrams_are_errors() {
         let mut b = [0u8; 1500];
-        let n = write_data_header(&mut b, FIRST, 1, &AckBlock::default(), None);
+        let n = write_data_header(&mut b, (0, FIRST), 1, &AckBlock::default(), None);
         for len in 0..n {
             assert!(parse(&b[..len]).is_err(), "{len} bytes");
         }
         assert_eq!(parse(&[0xF3]), Err(PacketError::UnknownKind(0xF3)));
         assert!(parse(&[KIND_HELLO, VERSION, 0]).is_err());
-        let n = write_parity_header(&mut b, &AckBlock::default(), 1, (8, 2, 2));
+        for short in [&[KIND_UNRELIABLE, 0, 0][..], &[KIND_CLOSE, 0, 0, 0, 0]] {
+            assert!(parse(short).is_err(), "{short:?}: no packet number or code");
+        }
+        let n = write_parity_header(&mut b, (0, &AckBlock::default()), 1, (8, 2, 2));
         assert_eq!(
             parse(&b[..n + 2]),
             Err(PacketError::Malformed("parity")),

@@ -53,6 +53,11 @@ impl RttEstimator {
         self.srtt.unwrap_or(self.initial_rto)
     }
 
+    /// The RTT variation (zero before any sample).
+    pub(crate) fn rttvar(&self) -> Duration {
+        self.rttvar
+    }
+
     /// The latest sample.
     pub(crate) fn latest(&self) -> Duration {
         self.latest

@@ -53,6 +53,10 @@ pub(crate) struct Sender {
     pub(crate) retransmit: VecDeque<u64>,
     /// Payload bytes buffered (waiting or unacknowledged).
     pub(crate) buffered: usize,
+    /// Payload bytes of reliable messages queued so far.
+    pub(crate) accepted_bytes: u64,
+    /// Payload bytes of reliable messages acknowledged so far.
+    pub(crate) acked_bytes: u64,
     pub(crate) in_flight: usize,
     serial: u64,
     largest_acked_serial: u64,
@@ -73,6 +77,8 @@ impl Sender {
             unsent: 0,
             retransmit: VecDeque::new(),
             buffered: 0,
+            accepted_bytes: 0,
+            acked_bytes: 0,
             in_flight: 0,
             serial: 0,
             largest_acked_serial: 0,
@@ -107,6 +113,35 @@ impl Sender {
             });
         }
         self.buffered += message.len();
+        self.accepted_bytes += message.len() as u64;
+    }
+
+    /// Whether nothing is queued or unacknowledged (an empty message counts: it is a fragment).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// Whether fragments wait, none is in flight or unacknowledged, and the peer's window
+    /// admits none of them (a zero window): only a window probe can move it on.
+    pub(crate) fn window_closed(&self) -> bool {
+        self.unsent == 0
+            && !self.queue.is_empty()
+            && self.retransmit.is_empty()
+            && self.base >= self.peer_next + self.peer_window
+    }
+
+    /// Drops everything queued (the connection closed); returns the payload bytes dropped.
+    pub(crate) fn clear(&mut self) -> usize {
+        let dropped = self.buffered;
+        while let Some(o) = self.queue.pop_front() {
+            self.base += 1;
+            self.spare.push(o.data);
+        }
+        self.spare.truncate(64);
+        self.retransmit.clear();
+        (self.unsent, self.buffered, self.in_flight) = (0, 0, 0);
+        self.loss_deadline = None;
+        dropped
     }
 
     /// Whether anything sent is unacknowledged.
@@ -222,6 +257,7 @@ impl Sender {
         while self.queue.front().is_some_and(|o| o.acked) {
             if let Some(o) = self.queue.pop_front() {
                 self.buffered -= o.data.len();
+                self.acked_bytes += o.data.len() as u64;
                 self.spare.push(o.data);
             }
             self.base += 1;
@@ -385,6 +421,25 @@ mod tests {
         s.sent(0, t, 0, false);
         let later = t + Duration::from_millis(50);
         assert_eq!(s.on_timeout(later, Duration::from_millis(40)), 2, "0 and 4");
+    }
+
+    #[test]
+    fn a_zero_window_with_nothing_in_flight_is_closed_and_clear_frees_all() {
+        let t = Instant::now();
+        let mut s = Sender::new(0, 1024);
+        s.push(&[1; 3000], 1000, false);
+        assert!(!s.window_closed(), "the window admits new data");
+        s.sent(0, t, 0, false);
+        let zero = AckBlock {
+            window: 0,
+            ..ack(1, 0)
+        };
+        s.on_ack(&zero, t, (Duration::from_secs(1), Duration::ZERO));
+        assert_eq!(s.next_to_send(usize::MAX), None);
+        assert!(s.window_closed(), "two fragments wait behind a zero window");
+        assert_eq!((s.accepted_bytes, s.acked_bytes), (3000, 1000));
+        assert_eq!(s.clear(), 2000);
+        assert!(s.is_empty() && !s.window_closed() && s.buffered == 0);
     }
 
     #[test]

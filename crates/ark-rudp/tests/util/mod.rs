@@ -618,7 +618,7 @@ pub fn forgeries() -> Vec<Vec<u8>> {
     ack.extend_from_slice(&[0; 16]);
     let mut hello = vec![0u8; 1200];
     hello[0] = 0x50;
-    hello[1] = 2; // this version: parsed, then refused for its nonce
+    hello[1] = 3; // this version: parsed, then refused for its nonce
     let mut cookie = vec![0x60];
     cookie.extend_from_slice(&[7; 8 + 20]);
     let mut accept = vec![0x70];
@@ -626,4 +626,78 @@ pub fn forgeries() -> Vec<Vec<u8>> {
     let mut unreliable = vec![0x40];
     unreliable.extend_from_slice(b"evil");
     vec![vec![0x80, 0], unreliable, data, ack, hello, cookie, accept]
+}
+
+/// What a hostile peer (one that knows the session's token) sends `victim`: `packet` (a kind
+/// byte and the kind's fields, without packet number) with a packet number `victim` has not
+/// seen, `ahead` past the largest it took (1: the honest peer's next datagram is then dropped
+/// as a replay, and repaired like a loss; more: the honest peer's numbers below it stay
+/// fresh, within the replay window) and the token.
+pub fn hostile(victim: &Connection, packet: &[u8], ahead: u32) -> Vec<u8> {
+    let mut d = vec![packet[0]];
+    let number = victim.fresh_peer_number().wrapping_add(ahead - 1);
+    d.extend_from_slice(&number.to_be_bytes());
+    d.extend_from_slice(&packet[1..]);
+    d.extend_from_slice(&victim.peer_token().expect("established"));
+    d
+}
+
+/// A client played by the test over a std UDP socket: the sans-IO [`Connection`] does the
+/// protocol (a proper handshake, acknowledgements, keep-alive pings), and with `zero_window`
+/// every acknowledgement block it sends advertises a receive window of 0 (a peer that
+/// acknowledges everything and takes nothing).
+pub struct RawPeer {
+    pub socket: std::net::UdpSocket,
+    pub conn: Connection,
+    pub zero_window: bool,
+    buf: Vec<u8>,
+}
+
+/// Where an outgoing datagram's ack block window is, by kind (after the kind byte and the
+/// 4-byte packet number).
+fn window_offset(first: u8) -> Option<usize> {
+    match first & 0xF0 {
+        0x10 => Some(5 + 4 + 12),    // DATA: seq, then the ack block
+        0x20 | 0x30 => Some(5 + 12), // ACK, PARITY: the ack block first
+        _ => None,
+    }
+}
+
+impl RawPeer {
+    /// A peer bound to `local` (port 0 picks one) for the server at `server`.
+    pub fn new(local: &str, server: SocketAddr, zero_window: bool, nonce: u64) -> RawPeer {
+        let socket = std::net::UdpSocket::bind(local).expect("bind");
+        socket.connect(server).expect("connect");
+        socket.set_nonblocking(true).expect("nonblocking");
+        let conn = Connection::client(Arc::new(RudpConfig::default()), Instant::now(), nonce);
+        RawPeer {
+            socket,
+            conn,
+            zero_window,
+            buf: vec![0; 65_536],
+        }
+    }
+
+    /// One round: what arrived, due timers, what is to send. Messages are taken and dropped.
+    pub fn pump(&mut self) {
+        let now = Instant::now();
+        while let Ok(n) = self.socket.recv(&mut self.buf) {
+            let _ = self.conn.handle_datagram(now, &self.buf[..n]);
+        }
+        if self.conn.poll_timeout().is_some_and(|t| t <= now) {
+            self.conn.handle_timeout(now);
+        }
+        while let Some(m) = self.conn.recv() {
+            self.conn.recycle(m);
+        }
+        while let Some(n) = self.conn.poll_transmit(now, &mut self.buf) {
+            if self.zero_window
+                && let Some(at) = window_offset(self.buf[0])
+                && n >= at + 2 + 8
+            {
+                self.buf[at..at + 2].fill(0);
+            }
+            let _ = self.socket.send(&self.buf[..n]);
+        }
+    }
 }
