@@ -125,10 +125,12 @@ impl Lifecycle {
         before < to as u8
     }
 
-    /// The phase now (one atomic load: cheap enough for every turn of every member).
+    /// The phase now (one atomic load: cheap enough for every turn of every member). An
+    /// acquire: a member that sees a phase also sees what its stopper did before it (the
+    /// messages it queued before `stop()`, say).
     #[inline]
     pub fn phase(&self) -> Phase {
-        match self.phase.load(Ordering::Relaxed) {
+        match self.phase.load(Ordering::Acquire) {
             0 => Phase::Running,
             1 => Phase::Draining,
             _ => Phase::Stopping,

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ark_reactor::{Answer, Lifecycle, Stopping};
+use ark_reactor::{Answer, Stopping};
 use ark_udp::{
     UdpCast, UdpCastBuilder, UdpClient as UdpClientSocket, UdpClientBuilder, UdpSocketHandle,
 };
@@ -15,40 +15,11 @@ use crate::driver::socket::{Driver, Role};
 use crate::proto::connection::{CloseReason, Connection, Delivery, RudpStats, SendError};
 use crate::proto::cookie::random_u64;
 use crate::proto::listener::Listener;
-use crate::session::{Command, RudpHandler, RudpSessionHandle, RudpShared, SessionShared};
+use crate::session::{RudpHandler, RudpSessionHandle, RudpShared, SessionShared};
 
 /// What a graceful stop gives the sessions' CLOSEs after `RudpConfig::close_timeout` (5 of
-/// them at most 500 ms apart), and the socket's own stop after that.
+/// them at most 500 ms apart) before the socket is closed at once.
 const CLOSE_PHASE: Duration = Duration::from_millis(3_000);
-/// ark-udp's stop of the socket (its default deadline).
-const SOCKET_STOP: Duration = Duration::from_secs(5);
-
-/// A graceful stop of `socket`'s sessions: the socket's thread stops each (every handler's
-/// `on_stopping`, then each session delivers what it was given and closes, see
-/// `RudpSession::close`); a thread of its own waits until all ended (at most `close_timeout`
-/// and the CLOSE phase), then stops the socket. The returned [`Stopping`] ends with that
-/// thread.
-fn stop_gracefully(
-    socket: UdpSocketHandle,
-    mailbox: &Arc<RudpShared>,
-    grace: Duration,
-) -> Stopping {
-    let life = Lifecycle::new();
-    let member = life.join(None);
-    mailbox.post(Command::Stop);
-    let shared = mailbox.clone();
-    let finish = move || {
-        shared.wait_stopped(Instant::now() + grace + CLOSE_PHASE);
-        let _ = socket.stop().wait_timeout(SOCKET_STOP);
-        drop(member);
-    };
-    // No thread to be had: the closure is dropped, and with it the socket's handle, whose
-    // drop stops the socket at once (in the background), and the member.
-    let _ = std::thread::Builder::new()
-        .name("ark-rudp-stop".into())
-        .spawn(finish);
-    Stopping::begin(life, None, grace + CLOSE_PHASE + SOCKET_STOP)
-}
 
 /// Socket settings both builders share.
 macro_rules! rudp_options {
@@ -181,11 +152,21 @@ impl RudpServerHandle {
     /// peer acknowledged all of it, for at most `RudpConfig::close_timeout`), sends its
     /// CLOSE until answered, and its handler gets `on_close(Stopped)` (or
     /// `CloseReason::Cut` with the bytes the deadline cut). Then the socket closes. Wait with
-    /// [`Stopping::wait`] (it gives the whole stop `close_timeout` + 8 s); a shorter
-    /// [`Stopping::wait_timeout`] returns at its deadline while the stop finishes in the
-    /// background.
+    /// [`Stopping::wait`] (it gives the whole stop `close_timeout` + 3 s; the socket stays
+    /// open as long as its sessions have something to deliver or a CLOSE to exchange);
+    /// [`Stopping::wait_timeout`] closes what is left at its own deadline.
     pub fn stop(self) -> Stopping {
-        stop_gracefully(self.socket, &self.mailbox, self.close_timeout)
+        self.socket.stop_allowing(self.close_timeout + CLOSE_PHASE)
+    }
+
+    /// Begins a drain and returns at once: no new sessions (a HELLO gets no answer); every
+    /// open session's handler gets [`on_drain`](crate::RudpHandler::on_drain), and the
+    /// session goes on — messages both ways — until its peer or the handler closes it.
+    /// Sessions still open when `drain` has passed are stopped as [`stop`](Self::stop) does
+    /// (delivering what they accepted). [`Stopping::report`] says whether the drain's
+    /// deadline cut any off (`undrained`: the socket, 1, with the sessions still on it).
+    pub fn drain(self, drain: Duration) -> Stopping {
+        self.socket.drain(drain, self.close_timeout + CLOSE_PHASE)
     }
 
     /// Stops within `timeout` (see [`stop`](Self::stop)) and waits for the end.
@@ -318,7 +299,7 @@ impl RudpClientHandle {
     /// acknowledged for at most `RudpConfig::close_timeout`; a CLOSE to the server until
     /// answered; `on_close(Stopped)`, or `CloseReason::Cut`): see [`RudpServerHandle::stop`].
     pub fn stop(self) -> Stopping {
-        stop_gracefully(self.socket, &self.mailbox, self.close_timeout)
+        self.socket.stop_allowing(self.close_timeout + CLOSE_PHASE)
     }
 
     /// Stops within `timeout` (see [`stop`](Self::stop)) and waits for the end.

@@ -72,7 +72,9 @@ pub use api::{
     RudpClient, RudpClientBuilder, RudpClientHandle, RudpServer, RudpServerBuilder,
     RudpServerHandle,
 };
-pub use ark_reactor::{IoModel, ReactorConfig, ReactorPool, Runtime, Stopping, TimerId};
+pub use ark_reactor::{
+    IoModel, ReactorConfig, ReactorPool, Runtime, StopReport, Stopping, TimerId,
+};
 pub use config::RudpConfig;
 pub use proto::congestion::Congestion;
 pub use proto::connection::{CloseReason, Connection, Delivery, Event, RudpStats, SendError};

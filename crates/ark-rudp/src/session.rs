@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, PoisonError, mpsc};
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use ark_reactor::{Answer, Answerer, Deadlines, Mailbox, TimerId};
@@ -27,6 +27,15 @@ pub trait RudpHandler: Send + 'static {
     /// A timer set with [`RudpSession::set_timer`] fired.
     fn on_timer(&mut self, session: &mut RudpSession<'_>, timer: TimerId) {
         let _ = (session, timer);
+    }
+
+    /// The server is draining (`RudpServerHandle::drain`): it takes no new sessions, and
+    /// this one goes on as before until its peer or the handler closes it, or the drain's
+    /// deadline passes (then `on_stopping` and a graceful close follow). The moment to tell
+    /// the peer to finish (a lobby's "server restarting"), or to close a session with nothing
+    /// under way. Runs once.
+    fn on_drain(&mut self, session: &mut RudpSession<'_>) {
+        let _ = session;
     }
 
     /// The server or client is stopping: the last moment to send (a CLOSE follows).
@@ -80,8 +89,6 @@ pub(crate) enum Command {
     Flush(SocketAddr, Answerer<Result<(), CloseReason>>),
     /// The sum of every session's counters (closed ones included), answered on the channel.
     Stats(mpsc::Sender<RudpStats>),
-    /// Stop every session gracefully, then close the socket.
-    Stop,
 }
 
 /// What one session shares with its handles, so a handle can refuse a send on its own thread
@@ -162,13 +169,10 @@ impl SessionShared {
 }
 
 /// What a socket's sessions share with their handles: the commands of other threads, in
-/// ark-reactor's [`Mailbox`], waking the socket's thread through its [`UdpWaker`]; and the
-/// end of a graceful stop, signalled by the socket's thread.
+/// ark-reactor's [`Mailbox`], waking the socket's thread through its [`UdpWaker`].
 #[derive(Debug, Default)]
 pub(crate) struct RudpShared {
     pub(crate) mailbox: Mailbox<VecDeque<Command>, UdpWaker>,
-    stopped: Mutex<bool>,
-    stopped_signal: Condvar,
 }
 
 impl RudpShared {
@@ -186,28 +190,6 @@ impl RudpShared {
         let (tx, rx) = mpsc::channel();
         self.post(Command::Stats(tx));
         rx.recv_timeout(Duration::from_secs(1)).ok()
-    }
-
-    /// The socket's thread: every session of a graceful stop has ended.
-    pub(crate) fn signal_stopped(&self) {
-        *self.stopped.lock().unwrap_or_else(PoisonError::into_inner) = true;
-        self.stopped_signal.notify_all();
-    }
-
-    /// Waits until [`signal_stopped`](Self::signal_stopped) or `deadline`; whether it came.
-    pub(crate) fn wait_stopped(&self, deadline: Instant) -> bool {
-        let mut stopped = self.stopped.lock().unwrap_or_else(PoisonError::into_inner);
-        while !*stopped {
-            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
-                return false;
-            };
-            stopped = self
-                .stopped_signal
-                .wait_timeout(stopped, left)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
-        true
     }
 }
 

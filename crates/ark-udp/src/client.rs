@@ -203,9 +203,27 @@ impl UdpSocketHandle {
     }
 
     /// Begins closing the socket and returns at once: the handler gets `on_stopping`, then
-    /// `on_close(Stopped)`; wait with [`Stopping::wait`] (an own pool is then stopped).
+    /// `on_close(Stopped)` (for a handler that [`lingers`](crate::UdpHandler::lingers), once
+    /// it is done); wait with [`Stopping::wait`] (5 s; an own pool is then stopped).
     pub fn stop(mut self) -> Stopping {
         self.begin_stop()
+    }
+
+    /// As [`stop`](Self::stop), giving the handler `timeout` to wind down: what
+    /// [`Stopping::wait`] waits for a handler that lingers (a reliable protocol delivering
+    /// what it accepted) before the socket is closed at once.
+    pub fn stop_allowing(mut self, timeout: std::time::Duration) -> Stopping {
+        let pool = self.pool.take().map(|pool| (pool, self.own_pool));
+        Stopping::begin(self.life.clone(), pool, timeout)
+    }
+
+    /// Begins a drain and returns at once: the handler gets `on_drain` and the socket goes on
+    /// while it [`lingers`](crate::UdpHandler::lingers) (closing at once if it does not); at
+    /// `drain` the stop follows (`on_stopping`), given `timeout` more to wind down.
+    /// [`Stopping::report`] says whether the drain's deadline cut it off.
+    pub fn drain(mut self, drain: std::time::Duration, timeout: std::time::Duration) -> Stopping {
+        let pool = self.pool.take().map(|pool| (pool, self.own_pool));
+        Stopping::drain(self.life.clone(), pool, drain, timeout)
     }
 
     /// Stops within `timeout` (see [`stop`](Self::stop)) and waits for the end.

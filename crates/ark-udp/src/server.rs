@@ -351,6 +351,15 @@ impl UdpServerHandle {
         self.stop().wait_timeout(timeout)
     }
 
+    /// Begins a drain and returns at once: every session's handler gets `on_drain` (the
+    /// moment to tell its peer to finish); plain UDP has no end of a conversation to wait
+    /// for, so the sockets then close (a handler cannot hold a server's socket), and at
+    /// `drain` at the latest every session gets `on_stopping` and `on_close(Stopped)`.
+    pub fn drain(mut self, drain: Duration) -> Stopping {
+        let pool = self.pool.take().map(|pool| (pool, self.own_pool));
+        Stopping::drain(self.life.clone(), pool, drain, STOP_TIMEOUT)
+    }
+
     fn begin_stop(&mut self) -> Stopping {
         let pool = self.pool.take().map(|pool| (pool, self.own_pool));
         Stopping::begin(self.life.clone(), pool, STOP_TIMEOUT)

@@ -250,9 +250,28 @@ pub trait UdpHandler: Send + 'static {
     }
 
     /// The server or client is stopping: the last moment to send a goodbye (it leaves before
-    /// the socket closes); `on_close(Stopped)` follows.
+    /// the socket closes); `on_close(Stopped)` follows (for a handler that
+    /// [`lingers`](Self::lingers), once it is done).
     fn on_stopping(&mut self, session: &mut UdpSession<'_>) {
         let _ = session;
+    }
+
+    /// The server or client drains (`drain` on its handle): the moment to tell the peer to
+    /// finish. Plain UDP has no end of a conversation to wait for: the socket closes after
+    /// this, unless a client's or cast socket's handler [`lingers`](Self::lingers); at the
+    /// drain's deadline the stop follows (`on_stopping`).
+    fn on_drain(&mut self, session: &mut UdpSession<'_>) {
+        let _ = session;
+    }
+
+    /// Client and cast sockets: while the socket drains or stops, whether this handler still
+    /// has work under way — a protocol on UDP that delivers what it accepted (reliable UDP,
+    /// retransmitting until acknowledged) or waits for its peers to finish. While it says so
+    /// the socket goes on (datagrams, timers, wakes, turn ends); it closes at the first turn
+    /// after it says no, or at the stop's deadline. Asked after every turn of a draining or
+    /// stopping socket. Default `false`: the socket closes at once.
+    fn lingers(&self) -> bool {
+        false
     }
 
     /// Client and cast sockets: the turn is ending and what was queued is about to leave

@@ -69,7 +69,8 @@ pub(crate) struct Driver<H> {
     /// Counters of connections already removed.
     closed_stats: RudpStats,
     connected: bool,
-    /// A graceful stop is under way: no new sessions; the socket closes once all ended.
+    /// A drain or a graceful stop is under way: no new sessions; the socket closes once all
+    /// ended (ark-udp asks [`UdpHandler::lingers`]).
     stopping: bool,
 }
 
@@ -132,7 +133,12 @@ impl<H: RudpHandler> Driver<H> {
             let _result = entry.conn.handle_datagram(now, datagram);
             #[cfg(feature = "tracing")]
             if let Err(error) = &_result {
-                tracing::debug!(%peer, %error, "rudp datagram dropped");
+                ark_reactor::log_limited!(
+                    tracing::Level::DEBUG,
+                    %peer,
+                    %error,
+                    "rudp datagram dropped"
+                );
             }
             Self::touch_entry(&mut self.dirty, peer, entry);
             return;
@@ -146,7 +152,11 @@ impl<H: RudpHandler> Driver<H> {
         if self.entries.len() >= self.config.max_sessions {
             self.closed_stats.refused_sessions += 1;
             #[cfg(feature = "tracing")]
-            tracing::info!(%peer, "rudp handshake refused: the session table is full");
+            ark_reactor::log_limited!(
+                tracing::Level::INFO,
+                %peer,
+                "rudp handshake refused: the session table is full"
+            );
             return true;
         }
         let of_ip = self.per_ip.get(&peer.ip()).copied().unwrap_or(0);
@@ -194,7 +204,12 @@ impl<H: RudpHandler> Driver<H> {
             Ok(_) => {}
             Err(_error) => {
                 #[cfg(feature = "tracing")]
-                tracing::debug!(%peer, error = %_error, "rudp handshake datagram dropped");
+                ark_reactor::log_limited!(
+                    tracing::Level::DEBUG,
+                    %peer,
+                    error = %_error,
+                    "rudp handshake datagram dropped"
+                );
             }
         }
     }
@@ -262,7 +277,6 @@ impl<H: RudpHandler> Driver<H> {
                 Command::Stats(reply) => {
                     let _ = reply.send(self.stats());
                 }
-                Command::Stop => self.begin_stop(now),
             }
         }
     }
@@ -327,7 +341,6 @@ impl<H: RudpHandler> Driver<H> {
             self.service(udp, peer, now);
         }
         self.arm(udp, now);
-        self.stop_if_done();
     }
 
     fn service(&mut self, udp: &mut UdpSession<'_>, peer: SocketAddr, now: Instant) {
@@ -486,24 +499,30 @@ impl<H: RudpHandler> Driver<H> {
         }
     }
 
-    /// During a graceful stop: once every session ended, the stopper is told (it then
-    /// closes the socket).
-    fn stop_if_done(&mut self) {
-        if self.stopping && self.entries.values().all(|e| e.ended) {
-            self.mailbox.signal_stopped();
+    /// The socket drains: no new sessions; every open session's handler hears `on_drain`
+    /// and the session goes on until its peer or its handler closes it.
+    fn draining(&mut self, now: Instant) {
+        self.stopping = true;
+        let peers: Vec<SocketAddr> = self.entries.keys().copied().collect();
+        for peer in peers {
+            if let Some(e) = self.entries.get_mut(&peer).filter(|e| e.opened && !e.ended) {
+                let mut session = RudpSession {
+                    peer,
+                    conn: &mut e.conn,
+                    timers: &mut self.timers,
+                    mailbox: &self.mailbox,
+                    shared: &e.shared,
+                    now,
+                };
+                e.handler.on_drain(&mut session);
+            }
+            self.touch(peer);
         }
     }
 
-    /// The socket is closing (after a graceful stop, or cut short): what is left ends now,
-    /// `Stopped` (or `Cut` with what was still unacknowledged).
-    fn stopping(&mut self, udp: &mut UdpSession<'_>) {
-        let now = udp.now();
-        if !self.stopping {
-            self.begin_stop(now);
-            while let Some(peer) = self.dirty.pop() {
-                self.service(udp, peer, now);
-            }
-        }
+    /// The socket's sessions end now (it closes: the stop's deadline, or nothing left to
+    /// deliver): `Stopped`, or `Cut` with what was still unacknowledged.
+    fn end_all(&mut self) {
         let peers: Vec<SocketAddr> = self.entries.keys().copied().collect();
         for peer in peers {
             let reason = self.entries.get(&peer).map(|e| cut_reason(e, &self.config));
@@ -580,18 +599,27 @@ impl<H: RudpHandler> UdpHandler for Driver<H> {
         self.flush(session);
     }
 
+    /// A stop: every session delivers what it was given and closes (`begin_stop`); the
+    /// socket lingers until they are done.
     fn on_stopping(&mut self, session: &mut UdpSession<'_>) {
-        self.stopping(session);
+        // What handles sent before the stop is part of what the stop delivers (the stop may
+        // come in a timer's turn, before the mailbox's wake).
+        self.on_mail(session.now());
+        self.begin_stop(session.now());
+    }
+
+    fn on_drain(&mut self, session: &mut UdpSession<'_>) {
+        self.on_mail(session.now());
+        self.draining(session.now());
+    }
+
+    /// While the socket drains or stops: until every session has ended and finished its
+    /// CLOSE exchange.
+    fn lingers(&self) -> bool {
+        !self.entries.is_empty()
     }
 
     fn on_close(&mut self, _: &ark_udp::CloseReason) {
-        let peers: Vec<SocketAddr> = self.entries.keys().copied().collect();
-        for peer in peers {
-            let reason = self.entries.get(&peer).map(|e| cut_reason(e, &self.config));
-            if let Some(reason) = reason {
-                self.end(peer, reason);
-            }
-        }
-        self.mailbox.signal_stopped();
+        self.end_all();
     }
 }

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ark_reactor::{Context, Handler, Lifecycle, Member, Ready, TimerId, Turn};
+use ark_reactor::{Context, Handler, Lifecycle, Member, Phase, Ready, TimerId, Turn};
 use mio::net::UdpSocket;
 
 use crate::config::{UdpConfig, UdpOffload};
@@ -34,6 +34,10 @@ pub(crate) struct UdpDriver<H> {
     writable_interest: bool,
     /// The last receive round found one datagram at most: start the next with `recvfrom`.
     receive_singly: bool,
+    /// The phase whose news the sessions have had (`on_drain`, `on_stopping`).
+    told: Phase,
+    /// The socket is closing (`Context::close` was called).
+    closing: bool,
     /// Keeps the owner's stop waiting until the socket is closed.
     _member: Member,
 }
@@ -74,6 +78,8 @@ impl<H: UdpHandler> UdpDriver<H> {
             life,
             writable_interest: false,
             receive_singly: false,
+            told: Phase::Running,
+            closing: false,
             _member: member,
         }
     }
@@ -210,8 +216,12 @@ impl<H: UdpHandler> UdpDriver<H> {
     /// timer. Receive-side counters are published before the replies leave, so a peer that
     /// got a reply finds its datagram (and its session) counted in `stats()`.
     fn finish_turn(&mut self, cx: &mut Context<'_>, tally: UdpStats, mut turn: Turn) -> Turn {
-        if !self.life.is_stopping() {
+        if self.wind_down(cx) {
+            turn = Turn::Done;
+        } else {
             self.sessions.turn_end();
+            // The turn's end may have finished what a lingering handler had under way.
+            self.wind_down(cx);
         }
         let blocked = self.publish_and_flush(cx, tally);
         let io = &mut self.sessions.io;
@@ -226,6 +236,28 @@ impl<H: UdpHandler> UdpDriver<H> {
 }
 
 impl<H: UdpHandler> UdpDriver<H> {
+    /// A drain or stop under way: the sessions hear of each phase once (`on_drain`,
+    /// `on_stopping`); the socket closes once no session lingers. Whether it closed.
+    fn wind_down(&mut self, cx: &mut Context<'_>) -> bool {
+        let phase = self.life.phase();
+        if self.closing || phase == Phase::Running {
+            return self.closing;
+        }
+        if self.told < phase {
+            self.told = phase;
+            match phase {
+                Phase::Draining => self.sessions.draining(),
+                _ => self.sessions.stopping(),
+            }
+        }
+        if self.sessions.lingers() {
+            return false;
+        }
+        self.closing = true;
+        cx.close();
+        true
+    }
+
     /// Registers for writability while a send would block, and only then (see
     /// `writable_interest`). Adding it re-checks the socket, so room that came between the
     /// refused send and now is still reported.
@@ -260,9 +292,7 @@ impl<H: UdpHandler> Handler for UdpDriver<H> {
         if self.sessions.handle_requests(&mut tally) {
             self.life.begin_stop();
         }
-        if self.life.is_stopping() {
-            self.sessions.stopping();
-            cx.close();
+        if self.wind_down(cx) {
             return self.finish_turn(cx, tally, Turn::Done);
         }
         let mut turn = Turn::Done;

@@ -264,12 +264,36 @@ impl<H: UdpHandler> UdpSessions<H> {
 
     /// A stop began: every session's `on_stopping` (what they send still leaves).
     pub(crate) fn stopping(&mut self) {
-        let peers: Vec<SocketAddr> = match &mut self.mode {
+        for peer in self.peers() {
+            self.with_session(peer, None, |h, s| h.on_stopping(s));
+        }
+    }
+
+    /// The socket drains: every session's handler hears `on_drain`.
+    pub(crate) fn draining(&mut self) {
+        for peer in self.peers() {
+            self.with_session(peer, None, |h, s| h.on_drain(s));
+        }
+    }
+
+    /// Whether a client's or cast socket's handler still has work under way while the socket
+    /// drains or stops ([`UdpHandler::lingers`](crate::UdpHandler::lingers)); a server's
+    /// sessions never hold its socket.
+    pub(crate) fn lingers(&self) -> bool {
+        match &self.mode {
+            Mode::Client {
+                handler, opened, ..
+            }
+            | Mode::Cast { handler, opened } => *opened && handler.lingers(),
+            Mode::Server { .. } => false,
+        }
+    }
+
+    /// Every session's peer.
+    fn peers(&mut self) -> Vec<SocketAddr> {
+        match &mut self.mode {
             Mode::Server { sessions, .. } => sessions.iter_mut().map(|(a, _)| *a).collect(),
             _ => self.single_peer().into_iter().collect(),
-        };
-        for peer in peers {
-            self.with_session(peer, None, |h, s| h.on_stopping(s));
         }
     }
 
