@@ -59,11 +59,22 @@ pub struct Bridge {
 }
 
 impl Bridge {
-    /// Connects to `backends` (one TCP connection; the agent's per origin, reused).
+    /// Connects to `backends` (one TCP connection, waited for; the agent's per origin, reused).
+    ///
+    /// # Errors
+    /// The TCP backend did not accept a connection within 10 s, or a pool could not start.
     pub fn connect(backends: &Backends) -> std::io::Result<Bridge> {
         let replies = Arc::new(Replies::default());
         let tcp =
             TcpClient::builder().connect(backends.tcp.local_addr(), ToRequest(replies.clone()))?;
+        // The service is no use before its backend: a request that came sooner would get 502
+        // ("not connected").
+        if !tcp.wait_connected(std::time::Duration::from_secs(10)) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the TCP backend did not accept a connection within 10 s",
+            ));
+        }
         let agent = HttpAgent::builder().build()?;
         let origin = Origin::http(backends.http.local_addr());
         Ok(Bridge {
