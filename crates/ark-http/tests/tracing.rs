@@ -4,30 +4,9 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ark_http::{HttpServer, Router};
-
-/// Where the subscriber writes: a shared buffer.
-#[derive(Clone, Default)]
-struct Log(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Log {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Log {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
 
 fn exchange(addr: SocketAddr, bytes: &[u8]) -> String {
     let mut stream = TcpStream::connect(addr).unwrap();
@@ -42,15 +21,7 @@ fn exchange(addr: SocketAddr, bytes: &[u8]) -> String {
 
 #[test]
 fn a_session_its_close_a_refusal_and_a_panic_are_traced() {
-    let log = Log::default();
-    let writer = log.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::INFO)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    // Sessions run on the server's threads: the subscriber is the process's.
-    tracing::subscriber::set_global_default(subscriber).unwrap();
+    let log = ark_testkit::CapturedLog::install(tracing::Level::INFO);
 
     let router = Router::new()
         .get("/ok", |_, res| {

@@ -2,26 +2,10 @@
 //! drop event is rate-limited (`ark_reactor::log_limited!`: 10 a second), and the lines
 //! written count those left out — every datagram is accounted for, none logged per datagram.
 
-use std::io::Write;
 use std::net::UdpSocket;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ark_rudp::{RudpHandler, RudpServer, RudpSession};
-
-/// Where the subscriber writes: a shared buffer.
-#[derive(Clone, Default)]
-struct Log(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Log {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 struct Quiet;
 
@@ -29,26 +13,9 @@ impl RudpHandler for Quiet {
     fn on_message(&mut self, _: &mut RudpSession<'_>, _: &[u8]) {}
 }
 
-/// The `suppressed=N` of a log line.
-fn suppressed(line: &str) -> u64 {
-    let at = line.find("suppressed=").expect("a suppressed field") + "suppressed=".len();
-    let digits: String = line[at..]
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
-    digits.parse().unwrap()
-}
-
 #[test]
 fn a_garbage_flood_writes_a_bounded_log_that_counts_every_datagram() {
-    let log = Log::default();
-    let writer = log.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::DEBUG)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    tracing::subscriber::set_global_default(subscriber).unwrap();
+    let log = ark_testkit::CapturedLog::install(tracing::Level::DEBUG);
     let server = RudpServer::builder()
         .bind("127.0.0.1:0")
         .start(|_| Quiet)
@@ -75,18 +42,13 @@ fn a_garbage_flood_writes_a_bounded_log_that_counts_every_datagram() {
         || received() == last + 1
     ));
     server.stop().wait().unwrap();
-    let text = String::from_utf8_lossy(&log.0.lock().unwrap()).into_owned();
-    let lines: Vec<&str> = text
-        .lines()
-        .filter(|l| l.contains("rudp handshake datagram dropped"))
-        .collect();
+    let dropped = log.lines_of("rudp handshake datagram dropped");
     assert!(
-        lines.len() as u64 <= 10 * (seconds + 2),
-        "{} lines for {} datagrams",
-        lines.len(),
+        dropped.lines <= 10 * (seconds + 2),
+        "{dropped:?} for {} datagrams",
         last + 1
     );
-    let accounted: u64 = lines.iter().map(|l| suppressed(l)).sum::<u64>() + lines.len() as u64;
-    assert_eq!(accounted, last + 1);
-    assert!(text.len() < 64 * 1024, "{} bytes of log", text.len());
+    assert_eq!(dropped.events(), last + 1);
+    let bytes = log.text().len();
+    assert!(bytes < 64 * 1024, "{bytes} bytes of log");
 }

@@ -9,6 +9,8 @@
 //! * [`process_cpu_seconds`]: exact process CPU time (`CLOCK_PROCESS_CPUTIME_ID`).
 //! * [`last_record`]: the JSON record a benchmark program printed last on its stdout.
 //! * [`workspace_binary`]: another workspace package's program, for a test that runs it.
+//! * [`CapturedLog`]: the process's `tracing` log in memory, and [`LogLines`], the lines of
+//!   one event with the count of those a rate limit left out.
 //! * [`Window`] and [`payload`]: the closed loop of an echo client (so many messages, so
 //!   many unanswered at most) and the numbered payloads it sends, which every transport's
 //!   test clients (`Pinger`s, allocation counters) share; each crate's tests keep only their
@@ -337,4 +339,92 @@ pub fn payload(seq: u64, len: usize) -> Vec<u8> {
     (0..len)
         .map(|i| b'a' + ((seq as usize).wrapping_mul(7).wrapping_add(i) % 26) as u8)
         .collect()
+}
+
+/// The process's `tracing` log, written into memory: what a test of a `tracing` feature reads.
+/// Sessions run on the reactors' threads, so the subscriber is the process's (one per test
+/// binary: [`install`](Self::install) panics the second time).
+#[derive(Debug, Clone, Default)]
+pub struct CapturedLog(std::sync::Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for CapturedLog {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl CapturedLog {
+    /// Makes the process's subscriber write events at `level` and above, without colours,
+    /// into the returned log.
+    ///
+    /// # Panics
+    /// A subscriber was installed already.
+    pub fn install(level: tracing::Level) -> CapturedLog {
+        let log = CapturedLog::default();
+        let writer = log.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(level)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::set_global_default(subscriber)
+            .expect("one subscriber per test binary");
+        log
+    }
+
+    /// What was written so far.
+    pub fn text(&self) -> String {
+        let bytes = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    /// The lines of the event whose message is `message`, and how many events of it they
+    /// account for (the lines, plus the `suppressed=N` each carries from a rate limit).
+    pub fn lines_of(&self, message: &str) -> LogLines {
+        let text = self.text();
+        let lines: Vec<&str> = text.lines().filter(|l| l.contains(message)).collect();
+        let suppressed: u64 = lines
+            .iter()
+            .map(|line| {
+                let Some(at) = line.find("suppressed=") else {
+                    return 0;
+                };
+                let digits: String = line[at + "suppressed=".len()..]
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect();
+                digits.parse::<u64>().unwrap_or(0)
+            })
+            .sum();
+        LogLines {
+            lines: lines.len() as u64,
+            suppressed,
+        }
+    }
+}
+
+/// The lines of one event in a [`CapturedLog`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogLines {
+    /// Lines written.
+    pub lines: u64,
+    /// Events left out, as the written lines count them.
+    pub suppressed: u64,
+}
+
+impl LogLines {
+    /// Every event the lines account for: written or left out.
+    pub fn events(&self) -> u64 {
+        self.lines + self.suppressed
+    }
 }

@@ -40,6 +40,26 @@ struct Entry<H> {
     dirty: bool,
 }
 
+impl<H> Entry<H> {
+    /// The handler and a view of its session (`timers` and `mailbox` are the socket's).
+    fn view<'a>(
+        &'a mut self,
+        peer: SocketAddr,
+        (timers, mailbox): (&'a mut Timers, &'a Arc<RudpShared>),
+        now: Instant,
+    ) -> (&'a mut H, RudpSession<'a>) {
+        let session = RudpSession {
+            peer,
+            conn: &mut self.conn,
+            timers,
+            mailbox,
+            shared: &self.shared,
+            now,
+        };
+        (&mut self.handler, session)
+    }
+}
+
 /// The server's or the client's side.
 pub(crate) enum Role<H> {
     Server {
@@ -318,15 +338,9 @@ impl<H: RudpHandler> Driver<H> {
                     e.conn.handle_timeout(now);
                 }
                 TimerOwner::User if !e.ended => {
-                    let mut session = RudpSession {
-                        peer,
-                        conn: &mut e.conn,
-                        timers: &mut self.timers,
-                        mailbox: &self.mailbox,
-                        shared: &e.shared,
-                        now,
-                    };
-                    e.handler.on_timer(&mut session, timer);
+                    let (handler, mut session) =
+                        e.view(peer, (&mut self.timers, &self.mailbox), now);
+                    handler.on_timer(&mut session, timer);
                 }
                 TimerOwner::User => {}
             }
@@ -378,28 +392,32 @@ impl<H: RudpHandler> Driver<H> {
     /// `peer`'s events and messages to its handler; the reason if it closed.
     fn deliver(&mut self, peer: SocketAddr, now: Instant) -> Option<CloseReason> {
         let e = self.entries.get_mut(&peer)?;
-        let mut session = RudpSession {
-            peer,
-            conn: &mut e.conn,
-            timers: &mut self.timers,
-            mailbox: &self.mailbox,
-            shared: &e.shared,
-            now,
+        let (opened, ended) = (&mut e.opened, e.ended);
+        let (handler, mut session) = {
+            let session = RudpSession {
+                peer,
+                conn: &mut e.conn,
+                timers: &mut self.timers,
+                mailbox: &self.mailbox,
+                shared: &e.shared,
+                now,
+            };
+            (&mut e.handler, session)
         };
         let mut closed = None;
         while let Some(event) = session.conn.poll_event() {
             match event {
-                Event::Connected if !e.opened && !e.ended => {
-                    e.opened = true;
-                    e.handler.on_open(&mut session);
+                Event::Connected if !*opened && !ended => {
+                    *opened = true;
+                    handler.on_open(&mut session);
                 }
                 Event::Closed(reason) => closed = Some(reason),
                 Event::Connected => {}
             }
         }
         while let Some(message) = session.conn.recv() {
-            if !e.ended {
-                e.handler.on_message(&mut session, &message);
+            if !ended {
+                handler.on_message(&mut session, &message);
             }
             session.conn.recycle(message);
         }
@@ -477,44 +495,28 @@ impl<H: RudpHandler> Driver<H> {
     /// what it was given and closes (see `Connection::stop`); no new sessions. The socket
     /// closes once all have ended.
     fn begin_stop(&mut self, now: Instant) {
-        self.stopping = true;
-        let peers: Vec<SocketAddr> = self.entries.keys().copied().collect();
-        for peer in peers {
-            if let Some(e) = self.entries.get_mut(&peer).filter(|e| !e.ended) {
-                let mut session = RudpSession {
-                    peer,
-                    conn: &mut e.conn,
-                    timers: &mut self.timers,
-                    mailbox: &self.mailbox,
-                    shared: &e.shared,
-                    now,
-                };
-                if e.opened {
-                    e.handler.on_stopping(&mut session);
-                }
-                e.conn.stop(now);
-                e.shared.closed.store(true, Ordering::SeqCst);
-            }
-            self.touch(peer);
+        self.tell_all(now, |handler, session| handler.on_stopping(session));
+        for e in self.entries.values_mut().filter(|e| !e.ended) {
+            e.conn.stop(now);
+            e.shared.closed.store(true, Ordering::SeqCst);
         }
     }
 
     /// The socket drains: no new sessions; every open session's handler hears `on_drain`
     /// and the session goes on until its peer or its handler closes it.
     fn draining(&mut self, now: Instant) {
+        self.tell_all(now, |handler, session| handler.on_drain(session));
+    }
+
+    /// A drain or stop begins: no new sessions; `tell` runs for every open session's handler,
+    /// and every session is serviced at the turn's end.
+    fn tell_all(&mut self, now: Instant, tell: impl Fn(&mut H, &mut RudpSession<'_>)) {
         self.stopping = true;
         let peers: Vec<SocketAddr> = self.entries.keys().copied().collect();
         for peer in peers {
             if let Some(e) = self.entries.get_mut(&peer).filter(|e| e.opened && !e.ended) {
-                let mut session = RudpSession {
-                    peer,
-                    conn: &mut e.conn,
-                    timers: &mut self.timers,
-                    mailbox: &self.mailbox,
-                    shared: &e.shared,
-                    now,
-                };
-                e.handler.on_drain(&mut session);
+                let (handler, mut session) = e.view(peer, (&mut self.timers, &self.mailbox), now);
+                tell(handler, &mut session);
             }
             self.touch(peer);
         }
