@@ -12,7 +12,7 @@
 use crate::error::{AnswerError, HttpError};
 use crate::proto::decoder::{Dechunker, reserve_within};
 use crate::proto::head::{Limits, MAX_HEADERS};
-use crate::proto::syntax::{Declared, StatusLine, fields, read_head, reread, status_line};
+use crate::proto::syntax::{Declared, StatusLine, fields, reread, status_line, with_head};
 
 /// An answer as a handler sees it: status, version, headers and the whole body.
 #[derive(Debug)]
@@ -85,11 +85,12 @@ fn parse_answer(
     limits: &Limits,
     head_request: bool,
 ) -> Result<Option<AnswerHead>, AnswerError> {
-    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let Some((line, len, count)) = read_head(input, limits, &mut headers, status_line)? else {
+    let read = with_head(input, limits, status_line, |line, len, headers| {
+        fields(headers, line.version).map(|fields| (line, len, fields))
+    })?;
+    let Some((line, len, fields)) = read.transpose()? else {
         return Ok(None);
     };
-    let fields = fields(&headers[..count], line.version)?;
     if line.status == 101 {
         return Err(AnswerError::Switching);
     }

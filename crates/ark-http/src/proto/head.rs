@@ -3,7 +3,9 @@
 //! smuggling), and viewed as a [`Request`].
 
 use crate::error::{ExtractError, HttpError};
-use crate::proto::syntax::{Declared, RequestLine, fields, read_head, request_line, reread};
+use crate::proto::syntax::{
+    Declared, FEW_HEADERS, RequestLine, fields, request_line, reread, with_head,
+};
 use crate::proto::target::{Target, target_form, valid_authority};
 
 /// The most headers a request may have, whatever the limits say: the parser's fixed array.
@@ -93,11 +95,10 @@ pub struct HeadFacts {
 /// # Errors
 /// The head is malformed, over a limit, or framed ambiguously: see [`HttpError`].
 pub fn parse_head(input: &[u8], limits: &Limits) -> Result<Option<HeadFacts>, HttpError> {
-    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let Some((line, len, count)) = read_head(input, limits, &mut headers, request_line)? else {
-        return Ok(None);
-    };
-    check(&line, &headers[..count], len).map(Some)
+    with_head(input, limits, request_line, |line, len, headers| {
+        check(&line, headers, len)
+    })?
+    .transpose()
 }
 
 /// The request rules of one parsed head: its target's form, its `Host`, its framing.
@@ -135,6 +136,24 @@ fn check(
     })
 }
 
+/// A request's field lines: [`FEW_HEADERS`] slots in place (no allocation), or all
+/// [`MAX_HEADERS`] boxed for a request that has more.
+// The small variant is the point: in place, so a request with few fields allocates nothing.
+#[allow(clippy::large_enum_variant)]
+enum Slots<'a> {
+    Few([httparse::Header<'a>; FEW_HEADERS]),
+    Many(Box<[httparse::Header<'a>; MAX_HEADERS]>),
+}
+
+impl<'a> Slots<'a> {
+    fn as_slice(&self) -> &[httparse::Header<'a>] {
+        match self {
+            Slots::Few(few) => few,
+            Slots::Many(many) => &many[..],
+        }
+    }
+}
+
 /// A request as a handler sees it: method, target, version, headers and the whole body,
 /// borrowed from the connection's buffers.
 pub struct Request<'a> {
@@ -145,7 +164,7 @@ pub struct Request<'a> {
     /// The authority of an absolute-form target (RFC 9112 §3.2.2: it wins over `Host`).
     authority: Option<&'a str>,
     version: u8,
-    headers: [httparse::Header<'a>; MAX_HEADERS],
+    headers: Slots<'a>,
     count: usize,
     body: &'a [u8],
     params: &'a [(&'a str, &'a str)],
@@ -166,8 +185,15 @@ impl std::fmt::Debug for Request<'_> {
 impl<'a> Request<'a> {
     /// Views a head that [`parse_head`] accepted, with its decoded `body`.
     pub(crate) fn view(head: &'a [u8], body: &'a [u8]) -> Option<Request<'a>> {
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let (line, count) = reread(head, &mut headers, request_line)?;
+        let mut few = [httparse::EMPTY_HEADER; FEW_HEADERS];
+        let (headers, (line, count)) = match reread(head, &mut few, request_line) {
+            Some(read) => (Slots::Few(few), read),
+            None => {
+                let mut many = Box::new([httparse::EMPTY_HEADER; MAX_HEADERS]);
+                let read = reread(head, &mut many[..], request_line)?;
+                (Slots::Many(many), read)
+            }
+        };
         let (rest, authority) = match target_form(line.method, line.target) {
             Some(Target::Absolute { authority, rest }) => (rest, Some(authority)),
             _ => (line.target, None),
@@ -245,7 +271,9 @@ impl<'a> Request<'a> {
 
     /// Every header, in order.
     pub fn headers(&self) -> impl Iterator<Item = (&'a str, &'a [u8])> + '_ {
-        self.headers[..self.count].iter().map(|h| (h.name, h.value))
+        self.headers.as_slice()[..self.count]
+            .iter()
+            .map(|h| (h.name, h.value))
     }
 
     /// The whole body (chunked bodies decoded).
@@ -300,5 +328,45 @@ impl<'a> Request<'a> {
             return Err(ExtractError::NotJson);
         }
         serde_json::from_slice(self.body).map_err(|e| ExtractError::BadJson(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A head of `n` fields besides `Host`, the last one `x-last`.
+    fn head_with(n: usize) -> Vec<u8> {
+        let mut head = b"GET /a HTTP/1.1\r\nhost: h\r\n".to_vec();
+        for i in 0..n {
+            head.extend_from_slice(format!("x-{i}: {i}\r\n").as_bytes());
+        }
+        head.extend_from_slice(b"x-last: yes\r\n\r\n");
+        head
+    }
+
+    #[test]
+    fn heads_past_the_few_slots_are_read_whole_and_the_limit_still_holds() {
+        for n in [0, 14, 15, 16, 40, 98] {
+            let head = head_with(n);
+            let facts = parse_head(&head, &Limits::default()).unwrap().unwrap();
+            assert_eq!(facts.len, head.len(), "{n} fields");
+            let request = Request::view(&head, b"").unwrap();
+            assert_eq!(request.headers().count(), n + 2, "{n} fields");
+            assert_eq!(request.header("x-last"), Some(&b"yes"[..]), "{n} fields");
+        }
+        let over = head_with(99);
+        assert_eq!(
+            parse_head(&over, &Limits::default()),
+            Err(HttpError::TooManyHeaders { limit: MAX_HEADERS })
+        );
+        let limits = Limits {
+            max_headers: 10,
+            ..Limits::default()
+        };
+        assert_eq!(
+            parse_head(&head_with(9), &limits),
+            Err(HttpError::TooManyHeaders { limit: 10 })
+        );
     }
 }

@@ -1,6 +1,8 @@
 //! Request targets (RFC 9112 §3.2) and authorities (RFC 3986 §3.2, the `Host` value): which
 //! form a target has, where its path is, and whether an authority is valid.
 
+use crate::proto::syntax::ByteClass;
+
 /// A request target, by its form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Target<'a> {
@@ -49,6 +51,9 @@ pub(crate) fn valid_authority(value: &[u8]) -> bool {
     if value.is_empty() {
         return true;
     }
+    if let Some(valid) = plain_authority(value) {
+        return valid;
+    }
     if value.first() == Some(&b'[') {
         let Some(close) = value.iter().position(|&b| b == b']') else {
             return false;
@@ -73,6 +78,31 @@ pub(crate) fn valid_authority(value: &[u8]) -> bool {
     !host.is_empty() && reg_name(host) && port.is_none_or(valid_port)
 }
 
+/// The common case in one pass: a host of unreserved characters and sub-delims (no `%`, not
+/// an IP literal), then an optional port; `None` for anything else, which the full rules
+/// decide.
+#[inline]
+fn plain_authority(value: &[u8]) -> Option<bool> {
+    let mut colon = None;
+    for (i, &b) in value.iter().enumerate() {
+        if b == b':' {
+            if colon.is_some() {
+                return Some(false);
+            }
+            colon = Some(i);
+        } else if !REG_NAME.has(b) || (colon.is_some() && !b.is_ascii_digit()) {
+            return None;
+        }
+    }
+    Some(match colon {
+        None => true,
+        Some(at) => at > 0 && valid_port(&value[at + 1..]),
+    })
+}
+
+/// Unreserved characters and sub-delims (RFC 3986 §2.2–3).
+const REG_NAME: ByteClass = ByteClass::alphanumeric_and(b"-._~!$&'()*+,;=");
+
 /// `*( unreserved / pct-encoded / sub-delims )`.
 fn reg_name(host: &[u8]) -> bool {
     let mut at = 0;
@@ -85,7 +115,7 @@ fn reg_name(host: &[u8]) -> bool {
                 }
                 at += 3;
             }
-            b if b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=".contains(&b) => at += 1,
+            b if REG_NAME.has(b) => at += 1,
             _ => return false,
         }
     }
