@@ -88,6 +88,16 @@ pub use source::{CloseReason, Ready, Turn};
 pub use stats::{CounterSet, Counters, Stats};
 pub use striped::Striped;
 
+/// Whether a short read or write means the socket is drained, so a transport may stop there
+/// and wait for the next readiness edge: Linux's edge-triggered epoll raises a new edge for
+/// data or room that comes after any read or write, short or not. mio's portable contract
+/// ("Draining readiness" in `mio::Poll`'s documentation) promises another event only after an
+/// operation returned `WouldBlock` — what Windows' readiness emulation needs — so everywhere
+/// else, and on the forced portable path on Linux (`ark_portable`, so Linux CI runs the
+/// strictest contract), transports read and write until `WouldBlock`. `true` saves one
+/// syscall per read on the fast path.
+pub const SHORT_IO_DRAINS: bool = cfg!(all(target_os = "linux", not(ark_portable)));
+
 /// Which IO path this build of ark runs: `"linux"` (mio plus Linux's fast paths) or
 /// `"portable"` (mio's portable API alone: macOS, Windows, the BSDs, and Linux built with
 /// `--cfg ark_portable`). ark-loopback puts it in every record as `io_path`.

@@ -198,8 +198,12 @@ impl<C: Framing, H: TcpHandler> Transport<C, H> for TlsLayer {
         cx.counters().add_writes(1);
         core.count_write();
         match result {
-            // A partial write filled the socket: its next writable edge will come.
-            Ok(_) => (self.session.wants_write(), resumed),
+            // A partial write filled the socket: on Linux its next writable edge will come;
+            // elsewhere the turn runs again and writes until `WouldBlock` (`SHORT_IO_DRAINS`).
+            Ok(_) => (
+                ark_reactor::SHORT_IO_DRAINS && self.session.wants_write(),
+                resumed,
+            ),
             Err(e) => (write_failed(&e, core), resumed),
         }
     }

@@ -213,8 +213,13 @@ impl<C: Framing, H: TcpHandler> Transport<C, H> for Plain {
         cx.counters().add_writes(1);
         core.count_write();
         match result {
-            // A partial write filled the socket: its next writable edge will come.
-            Ok(n) => (n < len, core.handle_written(now, n)),
+            // A partial write filled the socket: on Linux its next writable edge will come;
+            // elsewhere only a `WouldBlock` promises one, so the turn runs again and writes
+            // until it sees one (`SHORT_IO_DRAINS`).
+            Ok(n) => (
+                ark_reactor::SHORT_IO_DRAINS && n < len,
+                core.handle_written(now, n),
+            ),
             Err(e) => (write_failed(&e, core), false),
         }
     }
@@ -255,9 +260,11 @@ pub(crate) fn read_loop<C: Framing, H: TcpHandler>(
                 if !transport.received(stream, core, cx, n) {
                     return false;
                 }
-                // A short read drained the socket, unless the peer's end of stream came with
-                // this edge: then read on until it shows.
-                if n < asked && !ready.contains(Ready::READ_CLOSED) {
+                // A short read drained the socket (where it does: `SHORT_IO_DRAINS`), unless
+                // the peer's end of stream came with this edge: then read on until it shows.
+                // Elsewhere the next read's `WouldBlock` ends the loop.
+                if ark_reactor::SHORT_IO_DRAINS && n < asked && !ready.contains(Ready::READ_CLOSED)
+                {
                     core.release_idle_buffers();
                     return false;
                 }
