@@ -37,6 +37,10 @@ pub(crate) struct Conn<C: Framing, H: TcpHandler, T> {
     timer: TimerSlot,
     /// The last read filled its buffer or reading resumed: read without a new edge.
     read_more: bool,
+    /// The last write found the socket full: no write until a writable event. (On Windows a
+    /// `WouldBlock` re-arms every interest, so a write tried on every turn of a session that
+    /// is paused with unread input made each turn raise the next: a spin.)
+    write_blocked: bool,
     /// Buffer bytes last published to the owner's counters: (receive, send).
     published: (usize, usize),
     /// Keeps the owner's stop waiting until the session is gone.
@@ -96,6 +100,7 @@ impl<C: Framing, H: TcpHandler, T: Transport<C, H>> Conn<C, H, T> {
             outgoing,
             timer: TimerSlot::default(),
             read_more: true,
+            write_blocked: false,
             published: (0, 0),
             _member: member,
         }
@@ -150,7 +155,12 @@ impl<C: Framing, H: TcpHandler, T: Transport<C, H>> Conn<C, H, T> {
             return Turn::Done;
         };
         let now = cx.now();
-        let (blocked, resumed) = self.transport.write(&mut self.stream, core, cx, now);
+        let (blocked, resumed) = if self.write_blocked {
+            (true, false)
+        } else {
+            self.transport.write(&mut self.stream, core, cx, now)
+        };
+        self.write_blocked = blocked;
         if resumed {
             self.read_more = true;
             turn = Turn::Again;
@@ -254,6 +264,9 @@ impl<C: Framing, H: TcpHandler, T: Transport<C, H>> Conn<C, H, T> {
     /// A readiness turn: connect, requests from handles, read, then write and the rest.
     fn ready(&mut self, cx: &mut Context<'_>, ready: Ready) -> Turn {
         let now = cx.now();
+        if ready.is_writable() {
+            self.write_blocked = false;
+        }
         let connecting = self
             .core
             .as_ref()
