@@ -10,15 +10,21 @@
 #   - Debian's `wrk`: the independent HTTP load generator of `ark-bench run` cases with
 #     `load_generator = "wrk"` (and of their test in bench-harness/ark-bench);
 #   - the Rust standard library of macOS (Apple silicon), Windows (MSVC) and FreeBSD, for
-#     test.sh's `cargo check --target` of the crates there (rustup, from static.rust-lang.org).
+#     test.sh's `cargo check --target` of the crates there (rustup, from static.rust-lang.org);
+#   - Windows for real (scripts/wine-test.sh): Debian's `wine` and `wine64` (Wine 8.0 on
+#     Debian 12) to run the tests, `gcc-mingw-w64-x86-64` to link them (and to build ring's C
+#     and the bcryptprimitives stand-in), and Rust's x86_64-pc-windows-gnu standard library.
 set -euo pipefail
 if ! command -v openssl >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1 \
-    || ! command -v wrk >/dev/null 2>&1 || [ ! -s /etc/ssl/certs/ca-certificates.crt ]; then
+    || ! command -v wrk >/dev/null 2>&1 || [ ! -s /etc/ssl/certs/ca-certificates.crt ] \
+    || ! command -v wine >/dev/null 2>&1 || ! command -v x86_64-w64-mingw32-gcc >/dev/null 2>&1; then
     SUDO=""
     if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openssl ca-certificates curl wrk >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
+        openssl ca-certificates curl wrk wine wine64 gcc-mingw-w64-x86-64 >/dev/null
 fi
+wine --version
 openssl version
 curl --version | head -n 1
 wrk -v 2>&1 | head -n 1 || true
@@ -26,7 +32,7 @@ if ! python3 -c 'import websockets' 2>/dev/null; then
     python3 -m pip install --quiet --disable-pip-version-check 'websockets>=12,<18'
 fi
 python3 -c 'import ssl, websockets; print("websockets", websockets.__version__, "/", ssl.OPENSSL_VERSION)'
-cross_targets=(aarch64-apple-darwin x86_64-pc-windows-msvc x86_64-unknown-freebsd)
+cross_targets=(aarch64-apple-darwin x86_64-pc-windows-msvc x86_64-unknown-freebsd x86_64-pc-windows-gnu)
 installed=$(rustup target list --installed)
 for target in "${cross_targets[@]}"; do
     if ! grep -qx "$target" <<<"$installed"; then

@@ -7,7 +7,9 @@
 # plain-TCP user compiles: checked to pull in no crypto); the same tests on the portable IO
 # path (`ARK_PORTABLE=1`) with `tls` on, and ark-loopback's CLI tests there; `cargo package` of
 # every library crate and `cargo doc -D warnings`; `cargo check` for macOS, Windows and
-# FreeBSD; a short smoke run of every fuzz target.
+# FreeBSD; the transport crates' tests cross-compiled for Windows (x86_64-pc-windows-gnu) and
+# run under Wine, with ark-loopback.exe (scripts/wine-test.sh); a short smoke run of every fuzz
+# target.
 # Every configuration runs once in debug: the Linux path without tls, the portable path with
 # it (its TLS code is the same on both paths and runs with debug assertions there); the release
 # run covers the Linux path with tls.
@@ -71,7 +73,9 @@ if [ "$#" -eq 0 ]; then
         -p ark-reactor -p ark-tcp -p ark-udp -p ark-ws -p ark-tls -p ark-http -p ark-link -p ark-rudp \
         --features ark-tcp/tls,ark-ws/tls,ark-http/tls
     ARK_PORTABLE=1 cargo test -p ark-loopback --test cli
-    echo "== type-checked where it is not tested: macOS, Windows, FreeBSD [${SECONDS}s]"
+    echo "== Windows under Wine: the transport crates' tests and ark-loopback.exe [${SECONDS}s]"
+    bash scripts/wine-test.sh
+    echo "== type-checked where it is not run: macOS, Windows (MSVC), FreeBSD [${SECONDS}s]"
     # No toolchain here links or runs for them; `cargo check` compiles every cfg they take.
     # ring (ark-tls, ark-rudp's cookies) needs the target's C headers: macOS and Windows check
     # the crates without it, FreeBSD (whose headers the host's gcc accepts) all of them.

@@ -175,8 +175,27 @@ fn one_hundred_peers_open_sessions_that_expire() {
     server.stop().wait().unwrap();
 }
 
+/// Where a sharded server cannot be (no `SO_REUSEPORT`: Windows) it is refused by name.
+fn refused_without_reuseport(builder: ark_udp::UdpServerBuilder) -> bool {
+    if cfg!(unix) {
+        return false;
+    }
+    let refused = builder.start(|_| Echo::default()).map(|_| ()).unwrap_err();
+    assert_eq!(refused.kind(), std::io::ErrorKind::Unsupported);
+    assert!(refused.to_string().contains("SO_REUSEPORT"), "{refused}");
+    true
+}
+
 #[test]
 fn sharded_server_spreads_peers_over_reuseport_sockets() {
+    let sharded = || {
+        UdpServer::builder()
+            .bind("127.0.0.1:0")
+            .io_model(IoModel::Sharded { reactors: 2 })
+    };
+    if refused_without_reuseport(sharded()) {
+        return;
+    }
     let server = UdpServer::builder()
         .bind("127.0.0.1:0")
         .io_model(IoModel::Sharded { reactors: 2 })
@@ -210,6 +229,15 @@ fn sharded_server_spreads_peers_over_reuseport_sockets() {
 /// and IPv6, plain sockets and ark clients given a socket from `bind_for_shard`.
 #[test]
 fn peer_port_steering_sends_each_peer_to_the_shard_its_port_names() {
+    let steered = || {
+        UdpServer::builder()
+            .bind("127.0.0.1:0")
+            .io_model(IoModel::Sharded { reactors: 2 })
+            .steering(Steering::PeerPort)
+    };
+    if refused_without_reuseport(steered()) {
+        return;
+    }
     if !Steering::PeerPort.is_available() {
         // The portable path has no steering program: a sharded server refuses it by name.
         let refused = UdpServer::builder()

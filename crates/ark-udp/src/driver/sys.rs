@@ -205,7 +205,7 @@ impl Default for SendBatch {
             entries: Vec::new(),
             sent: 0,
             received_bytes: 0,
-            scratch: imp::SendScratch::default(),
+            scratch: Default::default(),
             max_segments: 1,
             trains_sent: 0,
             gso_fallbacks: 0,

@@ -34,15 +34,49 @@ impl RecvBatch {
     ///
     /// The buffer is one byte longer than the slot: macOS and the BSDs cut a longer datagram
     /// silently, so one that fills it was longer than the limit and is reported truncated.
-    /// (Windows refuses such a datagram with `WSAEMSGSIZE`: the driver counts it as a
-    /// receive error.)
+    /// Windows refuses such a datagram with `WSAEMSGSIZE` (and std's `recv_from` then loses
+    /// its sender): see [`recv_from`].
     pub(crate) fn recv_one(&mut self, socket: &UdpSocket) -> io::Result<usize> {
         self.received.clear();
         let buffer = &mut self.data[self.offset..self.offset + self.slot + 1];
-        let (len, from) = socket.recv_from(buffer)?;
-        self.push_received(0, len.min(self.slot), from, (0, len > self.slot));
+        let (len, cut, from) = recv_from(socket, buffer)?;
+        self.push_received(0, len.min(self.slot), from, (0, cut || len > self.slot));
         Ok(1)
     }
+}
+
+/// One datagram into `buffer`: its length, whether it was cut, its sender.
+#[cfg(not(windows))]
+fn recv_from(
+    socket: &UdpSocket,
+    buffer: &mut [u8],
+) -> io::Result<(usize, bool, std::net::SocketAddr)> {
+    socket
+        .recv_from(buffer)
+        .map(|(len, from)| (len, false, from))
+}
+
+/// One datagram into `buffer`: its length, whether it was cut, its sender. Windows reports a
+/// datagram longer than the buffer as the error `WSAEMSGSIZE`, after filling the buffer;
+/// socket2's `WSARecvFrom` turns that into a truncation flag with the sender, so a long
+/// datagram is reported truncated to its session as on every other platform. Through mio's
+/// `try_io`, so a `WouldBlock` re-arms the socket's readiness.
+#[cfg(windows)]
+fn recv_from(
+    socket: &UdpSocket,
+    buffer: &mut [u8],
+) -> io::Result<(usize, bool, std::net::SocketAddr)> {
+    use std::mem::MaybeUninit;
+    // SAFETY: `u8` and `MaybeUninit<u8>` have the same layout; the slice is initialised and
+    // the callee only writes bytes into it (never uninitialised ones), so it stays initialised.
+    let uninit = unsafe { &mut *(std::ptr::from_mut::<[u8]>(buffer) as *mut [MaybeUninit<u8>]) };
+    let mut bufs = [socket2::MaybeUninitSlice::new(uninit)];
+    let (len, flags, from) =
+        socket.try_io(|| socket2::SockRef::from(socket).recv_from_vectored(&mut bufs))?;
+    let from = from
+        .as_socket()
+        .ok_or_else(|| io::Error::other("a datagram from a non-IP address"))?;
+    Ok((len, flags.is_truncated(), from))
 }
 
 impl SendBatch {
