@@ -45,6 +45,11 @@ if [ "$#" -eq 0 ]; then
     fi
     cargo test -p ark-reactor -p ark-tcp -p ark-udp -p ark-ws -p ark-http -p ark-link -p ark-rudp \
         --features "$debug_features"
+    echo "== features that explain themselves: the compiler's message without them [${SECONDS}s]"
+    # Without ark-http's `json` and ark-ws's `http` (the runs above have them on): a call of
+    # what they gate fails to compile naming the feature (trybuild, the messages pinned in
+    # tests/ui/*.stderr).
+    cargo test -p ark-http -p ark-ws --test features
     echo "== publishing: MSRV, cargo package of every library crate, cargo doc -D warnings [${SECONDS}s]"
     # The MSRV (workspace rust-version) is the pinned toolchain, so every build here checks it;
     # they must not drift apart.

@@ -54,10 +54,13 @@
 //! ```
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
+// docs.rs: every feature-gated item is marked with its feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod agent;
 mod client;
 mod error;
+mod feature;
 mod proto;
 mod response;
 mod server;
@@ -74,6 +77,8 @@ pub use client::{
     ClientSession, HttpClient, HttpClientBuilder, HttpClientHandle, HttpClientHandler,
 };
 pub use error::{AnswerError, ExtractError, HttpError};
+#[doc(hidden)]
+pub use feature::NeedsJsonFeature;
 pub use proto::answers::ClientResponse;
 pub use proto::decoder::{Decoded, RequestDecoder};
 pub use proto::head::{BodyKind, HeadFacts, Limits, MAX_HEADERS, Request, parse_head};

@@ -223,6 +223,14 @@ impl Response {
         }
     }
 
+    /// Needs the cargo feature `json`, off in this build: a call does not compile, and says
+    /// so (see [`NeedsJsonFeature`](crate::NeedsJsonFeature)).
+    #[cfg(not(feature = "json"))]
+    pub fn json<T: crate::NeedsJsonFeature + ?Sized>(&mut self, value: &T) -> &mut Self {
+        let _ = value;
+        unreachable!("no type implements NeedsJsonFeature")
+    }
+
     /// Whether the connection closes after this response.
     pub fn closes(&self) -> bool {
         self.close

@@ -18,6 +18,8 @@
 //! ```
 
 #![warn(missing_docs, missing_debug_implementations)]
+// docs.rs: every feature-gated item is marked with its feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod args;
 pub mod clients;

@@ -47,6 +47,8 @@
 //! ```
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
+// docs.rs: every feature-gated item is marked with its feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod answer;
 mod config;

@@ -12,10 +12,10 @@ use ark_udp::{
 
 use crate::config::RudpConfig;
 use crate::driver::socket::{Driver, Role};
+use crate::handler::{RudpHandler, RudpSessionHandle, RudpShared, SessionShared};
 use crate::proto::connection::{CloseReason, Connection, Delivery, RudpStats, SendError};
 use crate::proto::cookie::random_u64;
 use crate::proto::listener::Listener;
-use crate::session::{RudpHandler, RudpSessionHandle, RudpShared, SessionShared};
 
 /// What a graceful stop gives the sessions' CLOSEs after `RudpConfig::close_timeout` (5 of
 /// them at most 500 ms apart) before the socket is closed at once.

@@ -61,12 +61,14 @@
 //! ```
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
+// docs.rs: every feature-gated item is marked with its feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod api;
 mod config;
 mod driver;
+mod handler;
 mod proto;
-mod session;
 
 pub use api::{
     RudpClient, RudpClientBuilder, RudpClientHandle, RudpServer, RudpServerBuilder,
@@ -76,9 +78,9 @@ pub use ark_reactor::{
     IoModel, ReactorConfig, ReactorPool, Runtime, StopReport, Stopping, TimerId,
 };
 pub use config::RudpConfig;
+pub use handler::{RudpHandler, RudpSession, RudpSessionHandle};
 pub use proto::congestion::Congestion;
 pub use proto::connection::{CloseReason, Connection, Delivery, Event, RudpStats, SendError};
 pub use proto::fec::Fec;
 pub use proto::listener::{Incoming, Listener};
 pub use proto::packet::PacketError;
-pub use session::{RudpHandler, RudpSession, RudpSessionHandle};

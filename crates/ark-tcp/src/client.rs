@@ -19,10 +19,10 @@ use crate::driver;
 use crate::driver::tls::TlsLayer;
 use crate::error::{CloseReason, SendError};
 use crate::handle::TcpSessionHandle;
+use crate::handler::{SessionInfo, TcpHandler};
 use crate::owner::Owner;
 use crate::proto::core::{Framing, SessionCore};
 use crate::server::tcp_options;
-use crate::session::{SessionInfo, TcpHandler};
 use crate::stats::{TcpCounters, TcpStats};
 
 /// Reconnection with exponential backoff and jitter.

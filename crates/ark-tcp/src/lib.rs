@@ -65,6 +65,8 @@
 //! ```
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
+// docs.rs: every feature-gated item is marked with its feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod client;
 mod config;
@@ -72,10 +74,10 @@ mod driver;
 mod encode;
 mod error;
 mod handle;
+mod handler;
 mod owner;
 mod proto;
 mod server;
-mod session;
 mod stats;
 mod trace;
 
@@ -92,10 +94,10 @@ pub use client::{Reconnect, TcpClient, TcpClientBuilder, TcpClientHandle};
 pub use config::{Keepalive, TcpConfig};
 pub use error::{CloseReason, SendError};
 pub use handle::TcpSessionHandle;
+pub use handler::{TcpHandler, TcpSession};
 pub use proto::core::Framing;
 pub use proto::sim::Simulator;
 pub use server::{TcpServer, TcpServerBuilder, TcpServerHandle};
-pub use session::{TcpHandler, TcpSession};
 pub use stats::{TcpSessionStats, TcpStats};
 
 /// The README's examples, compiled as doctests so the README cannot drift from the code.

@@ -20,9 +20,9 @@ use crate::driver;
 use crate::driver::tls::TlsLayer;
 use crate::error::CloseReason;
 use crate::handle::TcpSessionHandle;
+use crate::handler::{SessionInfo, TcpHandler};
 use crate::owner::Owner;
 use crate::proto::core::{Framing, SessionCore};
-use crate::session::{SessionInfo, TcpHandler};
 use crate::stats::{TcpCounters, TcpStats};
 
 /// Entry point: [`TcpServer::builder`].

@@ -7,7 +7,7 @@
 //! those left out in its `suppressed` field); `TcpStats` has the exact counts.
 
 use crate::error::CloseReason;
-use crate::session::SessionInfo;
+use crate::handler::SessionInfo;
 
 /// A session's span (a unit without the feature).
 #[cfg(feature = "tracing")]

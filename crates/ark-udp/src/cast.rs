@@ -8,9 +8,9 @@ use ark_reactor::{ReactorConfig, Runtime};
 
 use crate::client::UdpSocketHandle;
 use crate::config::UdpConfig;
+use crate::handler::UdpHandler;
 use crate::proto::sessions::Mode;
 use crate::server::{bind_socket, udp_options};
-use crate::session::UdpHandler;
 
 /// Entry point: [`UdpCast::builder`].
 #[derive(Debug)]

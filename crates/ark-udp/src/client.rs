@@ -9,11 +9,11 @@ use ark_reactor::{Lifecycle, ReactorConfig, ReactorPool, Runtime, Stopping};
 use crate::config::{UdpConfig, UdpOffload};
 use crate::error::SendError;
 use crate::handle::{UdpSessionHandle, UdpShared};
+use crate::handler::UdpHandler;
 use crate::proto::sessions::Mode;
 use crate::server::{
     Placement, STOP_TIMEOUT, apply_options, bind_socket, granted_buffers, register, udp_options,
 };
-use crate::session::UdpHandler;
 use crate::stats::{UdpCounters, UdpStats};
 
 /// Entry point: [`UdpClient::builder`].

@@ -58,10 +58,10 @@ mod config;
 mod driver;
 mod error;
 mod handle;
+mod handler;
 mod limits;
 mod proto;
 mod server;
-mod session;
 mod snmp;
 mod stats;
 
@@ -72,10 +72,10 @@ pub use config::{GRO_MIN_DATAGRAM, UdpConfig, UdpOffload};
 pub use driver::steering::{Steering, bind_for_shard, steer_by_peer_port};
 pub use error::{CloseReason, DatagramError, SendError};
 pub use handle::UdpSessionHandle;
+pub use handler::{UdpHandler, UdpSession};
 pub use limits::{
     MAX_PAYLOAD_V4, MAX_PAYLOAD_V6, max_payload, unfragmented_payload_v4, unfragmented_payload_v6,
 };
 pub use server::{UdpServer, UdpServerBuilder, UdpServerHandle};
-pub use session::{UdpHandler, UdpSession};
 pub use snmp::NetCounters;
 pub use stats::UdpStats;

@@ -14,8 +14,8 @@ use crate::config::{UdpConfig, UdpOffload};
 use crate::driver::socket::UdpDriver;
 use crate::driver::steering::{Steering, steer_by_peer_port};
 use crate::handle::UdpShared;
+use crate::handler::UdpHandler;
 use crate::proto::sessions::{Factory, Mode};
-use crate::session::UdpHandler;
 use crate::stats::{UdpCounters, UdpStats};
 
 /// How long a UDP stop waits for its sockets by default: each closes at its next turn.

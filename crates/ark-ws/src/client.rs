@@ -13,8 +13,8 @@ use crate::config::WsConfig;
 use crate::driver::conn::{ClientOf, WsConn};
 use crate::error::SendError;
 use crate::handle::{CurrentSession, WsSessionHandle, WsShared};
+use crate::handler::WsHandler;
 use crate::server::ws_options;
-use crate::session::WsHandler;
 use crate::stats::{WsCounters, WsStats};
 use tungstenite::Message;
 

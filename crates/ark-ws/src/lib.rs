@@ -59,17 +59,19 @@
 //! ```
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
+// docs.rs: every feature-gated item is marked with its feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod client;
 mod config;
 mod driver;
 mod error;
 mod handle;
+mod handler;
+mod http_upgrade;
 mod proto;
 mod server;
-mod session;
 mod stats;
-mod upgrade;
 
 /// Entry points for the fuzz targets (`crates/ark-ws/fuzz`); not a stable API.
 #[doc(hidden)]
@@ -126,12 +128,12 @@ pub use client::{WsClient, WsClientBuilder, WsClientHandle, refusal_is_final};
 pub use config::{UpgradeHook, WsConfig};
 pub use error::{Request, SendError};
 pub use handle::WsSessionHandle;
+pub use handler::{WsHandler, WsSession};
+#[cfg(feature = "http")]
+pub use http_upgrade::upgrade;
+pub use http_upgrade::{UpgradeError, WsUpgrade};
 pub use proto::close::{CloseCode, Initiator, InvalidCloseCode, OpenError, WsClose};
 pub use proto::data::ReceivedData;
 pub use server::{WsServer, WsServerBuilder, WsServerHandle};
-pub use session::{WsHandler, WsSession};
 pub use stats::{WsSessionStats, WsStats};
 pub use tungstenite::Message;
-#[cfg(feature = "http")]
-pub use upgrade::upgrade;
-pub use upgrade::{UpgradeError, WsUpgrade};

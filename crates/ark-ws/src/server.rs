@@ -13,7 +13,7 @@ use crate::config::{UpgradeHook, WsConfig};
 use crate::driver::conn::{Registry, WsConn};
 use crate::error::Request;
 use crate::handle::WsSessionHandle;
-use crate::session::WsHandler;
+use crate::handler::WsHandler;
 use crate::stats::{WsCounters, WsStats};
 
 /// Entry point: [`WsServer::builder`].

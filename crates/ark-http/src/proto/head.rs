@@ -310,6 +310,16 @@ impl<'a> Request<'a> {
         })
     }
 
+    /// Needs the cargo feature `json`, off in this build: a call does not compile, and says
+    /// so (see [`NeedsJsonFeature`](crate::NeedsJsonFeature)).
+    ///
+    /// # Errors
+    /// None: the method cannot be called.
+    #[cfg(not(feature = "json"))]
+    pub fn json<T: crate::NeedsJsonFeature>(&self) -> Result<T, ExtractError> {
+        unreachable!("no type implements NeedsJsonFeature")
+    }
+
     /// The body as JSON of type `T` (cargo feature `json`): the request must say
     /// `content-type: application/json` (or a `+json` type).
     ///

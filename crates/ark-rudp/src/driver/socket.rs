@@ -12,11 +12,11 @@ use ark_reactor::{Answerer, TimerId};
 use ark_udp::{UdpHandler, UdpSession};
 
 use crate::config::RudpConfig;
-use crate::proto::connection::{CloseReason, Connection, Event, RudpStats};
-use crate::proto::listener::{Incoming, Listener};
-use crate::session::{
+use crate::handler::{
     Command, RudpHandler, RudpSession, RudpShared, SessionShared, TimerOwner, Timers,
 };
+use crate::proto::connection::{CloseReason, Connection, Event, RudpStats};
+use crate::proto::listener::{Incoming, Listener};
 
 /// Makes a new session's handler.
 pub(crate) type Factory<H> = Box<dyn FnMut(SocketAddr) -> H + Send>;

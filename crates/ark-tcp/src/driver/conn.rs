@@ -17,10 +17,10 @@ use mio::net::TcpStream;
 use crate::driver::tls::TlsLayer;
 use crate::driver::transport::{Plain, Transport};
 use crate::error::CloseReason;
+use crate::handler::{SessionInfo, TcpHandler};
 use crate::owner::Owner;
 use crate::proto::core::link::State;
 use crate::proto::core::{Framing, SessionCore};
-use crate::session::{SessionInfo, TcpHandler};
 use crate::trace::{self, SessionSpan};
 
 /// A session's socket on the reactor, its bytes crossing through `T`.

@@ -13,8 +13,8 @@ use mio::net::TcpStream;
 
 use crate::driver::transport::{Transport, read_loop, write_failed};
 use crate::error::CloseReason;
+use crate::handler::{SessionInfo, TcpHandler};
 use crate::proto::core::{Framing, SessionCore};
-use crate::session::{SessionInfo, TcpHandler};
 
 /// The reactor's scratch buffer in two halves: the first takes a read of ciphertext, the
 /// second stages the plaintext handed to the core.

@@ -10,8 +10,8 @@ use ark_reactor::{Context, Ready};
 use mio::net::TcpStream;
 
 use crate::error::CloseReason;
+use crate::handler::{SessionInfo, TcpHandler};
 use crate::proto::core::{Framing, SessionCore};
-use crate::session::{SessionInfo, TcpHandler};
 
 /// What a driver needs of the layer between its socket and its [`SessionCore`].
 pub(crate) trait Transport<C: Framing, H: TcpHandler>: Send + 'static {

@@ -22,7 +22,7 @@ use ark_reactor::{Deadlines, SourceRef};
 use crate::config::TcpConfig;
 use crate::error::CloseReason;
 use crate::handle::TcpShared;
-use crate::session::{SessionInfo, TcpHandler, TcpSession};
+use crate::handler::{SessionInfo, TcpHandler, TcpSession};
 use crate::stats::TcpStats;
 
 pub(crate) mod link;

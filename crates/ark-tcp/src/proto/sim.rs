@@ -8,8 +8,8 @@ use ark_frame::LengthPrefix;
 
 use crate::config::TcpConfig;
 use crate::error::CloseReason;
+use crate::handler::{SessionInfo, TcpHandler, TcpSession};
 use crate::proto::core::{Framing, SessionCore};
-use crate::session::{SessionInfo, TcpHandler, TcpSession};
 
 /// Bytes handed to the session per simulated read, as a socket read into 64 KiB of scratch.
 const READ_CHUNK: usize = 64 * 1024;

@@ -12,8 +12,8 @@ use mio::net::UdpSocket;
 use crate::config::{UdpConfig, UdpOffload};
 use crate::driver::sys::{MAX_TRAIN_SEGMENTS, RecvBatch, SendBatch};
 use crate::handle::UdpShared;
+use crate::handler::{SessionIo, SessionTimers, UdpHandler};
 use crate::proto::sessions::{Mode, UdpSessions};
-use crate::session::{SessionIo, SessionTimers, UdpHandler};
 use crate::stats::{UdpCounters, UdpStats};
 
 pub(crate) struct UdpDriver<H> {

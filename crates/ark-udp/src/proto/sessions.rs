@@ -10,8 +10,8 @@ use std::time::Instant;
 use crate::config::UdpConfig;
 use crate::driver::sys::RecvBatch;
 use crate::error::{CloseReason, DatagramError};
+use crate::handler::{SessionIo, UdpHandler, UdpSession};
 use crate::proto::peers::Peers;
-use crate::session::{SessionIo, UdpHandler, UdpSession};
 use crate::stats::UdpStats;
 
 /// Makes the handler of a new peer's session.

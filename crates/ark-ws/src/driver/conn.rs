@@ -13,11 +13,11 @@ use tungstenite::{Error, Message, WebSocket};
 use crate::config::WsConfig;
 use crate::error::Request;
 use crate::handle::{CurrentSession, Request as HandleRequest, WsInbox, WsSessionHandle, WsShared};
+use crate::handler::{WsHandler, WsSession};
 use crate::proto::close::{CloseCode, Initiator, OpenError, WsClose};
 use crate::proto::data::ReceivedData;
 use crate::proto::inbound::{self, Frames, Inbound, Rules};
 use crate::proto::stream::MemStream;
-use crate::session::{WsHandler, WsSession};
 use crate::stats::{WsCounters, WsStats};
 
 /// The open sessions of a server, by id.

@@ -10,8 +10,8 @@ use ark_frame::LengthPrefix;
 use super::SessionCore;
 use crate::config::TcpConfig;
 use crate::error::CloseReason;
+use crate::handler::{TcpHandler, TcpSession};
 use crate::proto::sim::Simulator;
-use crate::session::{TcpHandler, TcpSession};
 
 /// What a [`Scripted`] handler saw, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]

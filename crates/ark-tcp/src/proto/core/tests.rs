@@ -338,7 +338,7 @@ fn a_connect_that_never_completes_times_out() {
     use std::time::Instant;
 
     use super::SessionCore;
-    use crate::session::SessionInfo;
+    use crate::handler::SessionInfo;
 
     let handler = Scripted::default();
     let log = handler.log.clone();
@@ -425,7 +425,7 @@ mod in_place {
     use super::super::SessionCore;
     use crate::config::TcpConfig;
     use crate::error::CloseReason;
-    use crate::session::{SessionInfo, TcpHandler, TcpSession};
+    use crate::handler::{SessionInfo, TcpHandler, TcpSession};
 
     /// Echoes every message; after each echo sends `extra` too (copied), and aborts after the
     /// first echo if asked.

@@ -12,7 +12,7 @@ use tungstenite::http::{self, HeaderName, HeaderValue};
 use crate::config::WsConfig;
 use crate::driver::conn::WsConn;
 use crate::error::Request;
-use crate::session::WsHandler;
+use crate::handler::WsHandler;
 
 /// Why an upgrade request is refused, with the status to answer ([`status`](Self::status)).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
