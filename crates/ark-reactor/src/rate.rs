@@ -1,0 +1,373 @@
+//! Rate limits: a [`TokenBucket`] per session and direction (sans-IO: time in, allowance and
+//! the instant of the next tokens out), a [`GroupBucket`] shared by the sessions of a group (a
+//! server's total), and [`Pace`], the two directions of one session with its group's, which
+//! every ark transport applies the same way — reads take no more than the allowance and pause
+//! until tokens come back (a timer, no busy loop, nothing buffered past what was read); writes
+//! leave what is over the allowance queued, under the transport's usual backpressure.
+//! libevent's `bufferevent_ratelim` and ENet's bandwidth limits are the models.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+const NANOS: u128 = 1_000_000_000;
+
+/// A rate: `bytes_per_second` on average, with bursts of up to `burst` bytes (the bucket's
+/// size: what a session that was idle may send or read at once).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimit {
+    /// Bytes per second (at least 1).
+    pub bytes_per_second: u64,
+    /// The most bytes at once (at least 1).
+    pub burst: u64,
+}
+
+impl RateLimit {
+    /// `bytes_per_second`, with a burst of a tenth of a second's worth (at least 16 KiB: a
+    /// TLS record, a large datagram's worth).
+    pub fn new(bytes_per_second: u64) -> RateLimit {
+        RateLimit {
+            bytes_per_second: bytes_per_second.max(1),
+            burst: (bytes_per_second / 10).max(16 * 1024),
+        }
+    }
+
+    /// The same rate with a burst of `burst` bytes.
+    pub fn with_burst(mut self, burst: u64) -> RateLimit {
+        self.burst = burst.max(1);
+        self
+    }
+}
+
+/// Rate limits of a session (or a group of sessions), each way; `None`: unlimited.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RateLimits {
+    /// Bytes received (read from the socket).
+    pub read: Option<RateLimit>,
+    /// Bytes sent (written to the socket).
+    pub write: Option<RateLimit>,
+}
+
+impl RateLimits {
+    /// Both directions limited to `bytes_per_second` (default bursts).
+    pub fn both(bytes_per_second: u64) -> RateLimits {
+        let limit = Some(RateLimit::new(bytes_per_second));
+        RateLimits {
+            read: limit,
+            write: limit,
+        }
+    }
+}
+
+/// A token bucket: `burst` tokens at most, refilled at `bytes_per_second`; one token a byte.
+/// Sans-IO: every call takes the time. Exact over any span (whole tokens are added and the
+/// clock advanced by exactly their time, so no rounding accumulates).
+#[derive(Debug, Clone)]
+pub struct TokenBucket {
+    limit: RateLimit,
+    tokens: u64,
+    /// The instant the tokens were counted at.
+    at: Instant,
+}
+
+impl TokenBucket {
+    /// A full bucket at `now`.
+    pub fn new(limit: RateLimit, now: Instant) -> TokenBucket {
+        TokenBucket {
+            limit,
+            tokens: limit.burst,
+            at: now,
+        }
+    }
+
+    /// The limit.
+    pub fn limit(&self) -> RateLimit {
+        self.limit
+    }
+
+    /// A new limit from `now` (the tokens kept, up to its burst).
+    pub fn set_limit(&mut self, limit: RateLimit, now: Instant) {
+        self.refill(now);
+        self.limit = limit;
+        self.tokens = self.tokens.min(limit.burst);
+    }
+
+    fn refill(&mut self, now: Instant) {
+        if self.tokens >= self.limit.burst {
+            self.at = self.at.max(now);
+            return;
+        }
+        let elapsed = now.saturating_duration_since(self.at).as_nanos();
+        let rate = u128::from(self.limit.bytes_per_second);
+        let added = elapsed * rate / NANOS;
+        if added == 0 {
+            return;
+        }
+        let room = u128::from(self.limit.burst - self.tokens);
+        if added >= room {
+            self.tokens = self.limit.burst;
+            self.at = now;
+        } else {
+            self.tokens += added as u64;
+            // Exactly the time those tokens took: the remainder counts towards the next.
+            let spent = added * NANOS / rate;
+            self.at += Duration::from_nanos(spent as u64);
+        }
+    }
+
+    /// Tokens available at `now`.
+    pub fn available(&mut self, now: Instant) -> u64 {
+        self.refill(now);
+        self.tokens
+    }
+
+    /// Spends `bytes` tokens (those of a read or write just made; at most what is there).
+    pub fn take(&mut self, bytes: u64) {
+        self.tokens = self.tokens.saturating_sub(bytes);
+    }
+
+    /// When `want` tokens (capped at the burst) will be there, counting from `now`.
+    pub fn ready_at(&mut self, want: u64, now: Instant) -> Instant {
+        self.refill(now);
+        let want = want.clamp(1, self.limit.burst);
+        if self.tokens >= want {
+            return now;
+        }
+        let missing = u128::from(want - self.tokens);
+        let rate = u128::from(self.limit.bytes_per_second);
+        let nanos = (missing * NANOS).div_ceil(rate);
+        self.at + Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+    }
+}
+
+/// A token bucket shared by a group of sessions (a server's total), on any thread.
+#[derive(Debug)]
+pub struct GroupBucket(Mutex<TokenBucket>);
+
+impl GroupBucket {
+    /// A full shared bucket.
+    pub fn new(limit: RateLimit, now: Instant) -> Arc<GroupBucket> {
+        Arc::new(GroupBucket(Mutex::new(TokenBucket::new(limit, now))))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, TokenBucket> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A new limit for the whole group.
+    pub fn set_limit(&self, limit: RateLimit, now: Instant) {
+        self.lock().set_limit(limit, now);
+    }
+}
+
+/// The buckets of one direction of one session: its own and its group's.
+#[derive(Debug, Clone, Default)]
+pub struct Direction {
+    own: Option<TokenBucket>,
+    group: Option<Arc<GroupBucket>>,
+}
+
+impl Direction {
+    /// Bytes this direction may move now (`usize::MAX`: unlimited).
+    pub fn allowance(&mut self, now: Instant) -> usize {
+        let own = self.own.as_mut().map_or(u64::MAX, |b| b.available(now));
+        let group = self
+            .group
+            .as_ref()
+            .map_or(u64::MAX, |g| g.lock().available(now));
+        usize::try_from(own.min(group)).unwrap_or(usize::MAX)
+    }
+
+    /// `bytes` moved: the tokens are spent.
+    pub fn spend(&mut self, bytes: usize) {
+        let bytes = bytes as u64;
+        if let Some(own) = self.own.as_mut() {
+            own.take(bytes);
+        }
+        if let Some(group) = &self.group {
+            group.lock().take(bytes);
+        }
+    }
+
+    /// When this direction may move `want` more bytes (a burst's worth at most): `None` if it
+    /// may now.
+    pub fn blocked_until(&mut self, want: usize, now: Instant) -> Option<Instant> {
+        let want = want as u64;
+        let own = self.own.as_mut().map(|b| b.ready_at(want, now));
+        let group = self.group.as_ref().map(|g| g.lock().ready_at(want, now));
+        own.into_iter().chain(group).max().filter(|&at| at > now)
+    }
+
+    /// Whether a limit applies.
+    pub fn is_limited(&self) -> bool {
+        self.own.is_some() || self.group.is_some()
+    }
+}
+
+/// The rate limits of one session: each direction's own bucket and its group's.
+#[derive(Debug, Clone, Default)]
+pub struct Pace {
+    /// Bytes received.
+    pub read: Direction,
+    /// Bytes sent.
+    pub write: Direction,
+}
+
+impl Pace {
+    /// A session's pace: its own `limits` and its group's buckets (`read`, `write`).
+    pub fn new(
+        limits: RateLimits,
+        group: (Option<Arc<GroupBucket>>, Option<Arc<GroupBucket>>),
+        now: Instant,
+    ) -> Pace {
+        Pace {
+            read: Direction {
+                own: limits.read.map(|l| TokenBucket::new(l, now)),
+                group: group.0,
+            },
+            write: Direction {
+                own: limits.write.map(|l| TokenBucket::new(l, now)),
+                group: group.1,
+            },
+        }
+    }
+
+    /// New limits of the session's own (its group's stay), from `now`.
+    pub fn set_limits(&mut self, limits: RateLimits, now: Instant) {
+        set(&mut self.read.own, limits.read, now);
+        set(&mut self.write.own, limits.write, now);
+    }
+
+    /// Whether any limit applies.
+    pub fn is_limited(&self) -> bool {
+        self.read.is_limited() || self.write.is_limited()
+    }
+}
+
+fn set(bucket: &mut Option<TokenBucket>, limit: Option<RateLimit>, now: Instant) {
+    match (bucket.as_mut(), limit) {
+        (Some(b), Some(l)) => b.set_limit(l, now),
+        (_, l) => *bucket = l.map(|l| TokenBucket::new(l, now)),
+    }
+}
+
+/// Rates a session measured: bytes a second each way, averaged over about a second
+/// (an exponential average updated at each of its turns), for stats.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Meter {
+    rate: f64,
+    at: Option<Instant>,
+}
+
+impl Meter {
+    /// `bytes` moved since the last call, at `now`: the rate, bytes a second.
+    pub fn record(&mut self, bytes: u64, now: Instant) -> f64 {
+        let Some(at) = self.at else {
+            self.at = Some(now);
+            return self.rate;
+        };
+        let dt = now.saturating_duration_since(at).as_secs_f64();
+        if dt <= 0.0 {
+            // The same instant: the bytes count in the next interval.
+            return self.rate;
+        }
+        let weight = 1.0 - (-dt).exp(); // a time constant of one second
+        self.rate += weight * (bytes as f64 / dt - self.rate);
+        self.at = Some(now);
+        self.rate
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Simulates a reader that asks for `chunk` bytes every `every` for `for_`, spending what
+    /// the bucket allows; returns the bytes moved.
+    fn drain(limit: RateLimit, chunk: u64, every: Duration, for_: Duration) -> u64 {
+        let start = Instant::now();
+        let mut bucket = TokenBucket::new(limit, start);
+        let (mut now, mut moved) = (start, 0u64);
+        while now < start + for_ {
+            let take = bucket.available(now).min(chunk);
+            bucket.take(take);
+            moved += take;
+            now += every;
+        }
+        moved
+    }
+
+    #[test]
+    fn a_bucket_moves_its_rate_within_two_percent_plus_one_burst() {
+        for (rate, chunk, every_us) in [
+            (1_000_000, 64 * 1024, 1_000),
+            (10_000, 1_500, 7_000),
+            (123_457, 4_096, 333),
+        ] {
+            let limit = RateLimit::new(rate);
+            let seconds = 10;
+            let moved = drain(
+                limit,
+                chunk,
+                Duration::from_micros(every_us),
+                Duration::from_secs(seconds),
+            );
+            let expected = rate * seconds + limit.burst;
+            let off = (moved as f64 - expected as f64).abs() / expected as f64;
+            assert!(
+                off < 0.02,
+                "rate {rate}: moved {moved}, expected {expected}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_burst_is_bounded_by_the_bucket() {
+        let start = Instant::now();
+        let limit = RateLimit::new(1_000).with_burst(500);
+        let mut bucket = TokenBucket::new(limit, start);
+        // Idle for an hour: still no more than the burst at once.
+        let later = start + Duration::from_secs(3600);
+        assert_eq!(bucket.available(later), 500);
+        bucket.take(500);
+        assert_eq!(bucket.available(later), 0);
+        // 100 tokens take 100 ms; 1,000 are capped at the burst.
+        assert_eq!(
+            bucket.ready_at(100, later),
+            later + Duration::from_millis(100)
+        );
+        assert_eq!(
+            bucket.ready_at(1_000, later),
+            later + Duration::from_millis(500)
+        );
+        assert_eq!(bucket.available(later + Duration::from_millis(250)), 250);
+    }
+
+    #[test]
+    fn a_group_bucket_is_shared_by_its_sessions() {
+        let start = Instant::now();
+        let group = GroupBucket::new(RateLimit::new(1_000).with_burst(1_000), start);
+        let mut one = Pace::new(RateLimits::default(), (Some(group.clone()), None), start);
+        let mut two = Pace::new(RateLimits::default(), (Some(group), None), start);
+        assert_eq!(one.read.allowance(start), 1_000);
+        one.read.spend(700);
+        assert_eq!(two.read.allowance(start), 300);
+        two.read.spend(300);
+        assert_eq!(
+            one.read.blocked_until(100, start),
+            Some(start + Duration::from_millis(100))
+        );
+        assert_eq!(one.write.allowance(start), usize::MAX);
+        assert!(!one.write.is_limited());
+    }
+
+    #[test]
+    fn a_meter_follows_a_steady_rate() {
+        let start = Instant::now();
+        let mut meter = Meter::default();
+        let mut rate = meter.record(0, start);
+        for i in 1..=50 {
+            rate = meter.record(10_000, start + Duration::from_millis(100 * i));
+        }
+        assert!((rate - 100_000.0).abs() < 1_000.0, "{rate}");
+    }
+}
