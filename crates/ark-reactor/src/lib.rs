@@ -86,7 +86,9 @@ pub use lifecycle::{Lifecycle, Member, Phase, StopReport, Stopping};
 pub use log_limit::{LOG_BURST, LOG_INTERVAL, LogLimit};
 pub use mailbox::{Mailbox, Wake};
 pub use pool::{IoModel, Placement, ReactorPool, Runtime, SourceRef, release_pool, resolve};
-pub use rate::{Direction, GroupBucket, Meter, Pace, RateLimit, RateLimits, TokenBucket};
+pub use rate::{
+    Direction, GroupBucket, Pace, RateLimit, RateLimits, RateWindow, TokenBucket, queue_delay,
+};
 pub use reactor::Reactor;
 pub use source::{CloseReason, Ready, Turn};
 pub use stats::{CounterSet, Counters, Stats};

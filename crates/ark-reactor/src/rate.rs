@@ -250,31 +250,47 @@ fn set(bucket: &mut Option<TokenBucket>, limit: Option<RateLimit>, now: Instant)
     }
 }
 
-/// Rates a session measured: bytes a second each way, averaged over about a second
-/// (an exponential average updated at each of its turns), for stats.
+/// The rate a session moved bytes at, for its stats: bytes a second over the last whole
+/// second (a window restarted each second; one comparison per call otherwise), each way.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Meter {
-    rate: f64,
-    at: Option<Instant>,
+pub struct RateWindow {
+    /// The window's start, and the totals then (in, out).
+    start: Option<(Instant, u64, u64)>,
+    /// Bytes a second over the last whole window (in, out).
+    rates: (u64, u64),
 }
 
-impl Meter {
-    /// `bytes` moved since the last call, at `now`: the rate, bytes a second.
-    pub fn record(&mut self, bytes: u64, now: Instant) -> f64 {
-        let Some(at) = self.at else {
-            self.at = Some(now);
-            return self.rate;
-        };
-        let dt = now.saturating_duration_since(at).as_secs_f64();
-        if dt <= 0.0 {
-            // The same instant: the bytes count in the next interval.
-            return self.rate;
+impl RateWindow {
+    /// The session's running totals (`bytes_in`, `bytes_out`) at `now`; returns the rates of
+    /// the last whole second, bytes a second (in, out).
+    pub fn record(&mut self, (bytes_in, bytes_out): (u64, u64), now: Instant) -> (u64, u64) {
+        match self.start {
+            None => self.start = Some((now, bytes_in, bytes_out)),
+            Some((at, from_in, from_out)) => {
+                let elapsed = now.saturating_duration_since(at);
+                if elapsed >= Duration::from_secs(1) {
+                    let per_second =
+                        |bytes: u64| (u128::from(bytes) * NANOS / elapsed.as_nanos().max(1)) as u64;
+                    self.rates = (
+                        per_second(bytes_in.saturating_sub(from_in)),
+                        per_second(bytes_out.saturating_sub(from_out)),
+                    );
+                    self.start = Some((now, bytes_in, bytes_out));
+                }
+            }
         }
-        let weight = 1.0 - (-dt).exp(); // a time constant of one second
-        self.rate += weight * (bytes as f64 / dt - self.rate);
-        self.at = Some(now);
-        self.rate
+        self.rates
     }
+}
+
+/// How long bytes queued now wait before they leave at `rate` bytes a second (`None`: nothing
+/// leaves, so no estimate; zero with nothing queued): what GameNetworkingSockets and renet
+/// call the send queue's delay.
+pub fn queue_delay(queued: u64, rate: u64) -> Option<Duration> {
+    if queued == 0 {
+        return Some(Duration::ZERO);
+    }
+    (rate > 0).then(|| Duration::from_nanos((u128::from(queued) * NANOS / u128::from(rate)) as u64))
 }
 
 #[cfg(test)]
@@ -361,13 +377,17 @@ mod tests {
     }
 
     #[test]
-    fn a_meter_follows_a_steady_rate() {
+    fn a_window_gives_the_rate_of_the_last_whole_second() {
         let start = Instant::now();
-        let mut meter = Meter::default();
-        let mut rate = meter.record(0, start);
-        for i in 1..=50 {
-            rate = meter.record(10_000, start + Duration::from_millis(100 * i));
-        }
-        assert!((rate - 100_000.0).abs() < 1_000.0, "{rate}");
+        let mut window = RateWindow::default();
+        assert_eq!(window.record((0, 0), start), (0, 0));
+        // Half a second in: no whole window yet.
+        let half = start + Duration::from_millis(500);
+        assert_eq!(window.record((5_000, 100), half), (0, 0));
+        let second = start + Duration::from_millis(1_250);
+        assert_eq!(window.record((12_500, 250), second), (10_000, 200));
+        assert_eq!(queue_delay(20_000, 10_000), Some(Duration::from_secs(2)));
+        assert_eq!(queue_delay(0, 0), Some(Duration::ZERO));
+        assert_eq!(queue_delay(1, 0), None);
     }
 }
