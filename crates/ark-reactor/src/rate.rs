@@ -201,6 +201,23 @@ impl Direction {
     pub fn is_limited(&self) -> bool {
         self.own.is_some() || self.group.is_some()
     }
+
+    /// What to wait for before moving again once the budget is spent: 20 ms of the slowest
+    /// of this direction's rates (at least 1 byte, at most its smallest burst), so a limited
+    /// session moves in steps of that size instead of waking for every few bytes.
+    pub fn resume_quantum(&self) -> usize {
+        let limits = self
+            .own
+            .as_ref()
+            .map(TokenBucket::limit)
+            .into_iter()
+            .chain(self.group.as_ref().map(|g| g.lock().limit()));
+        let quantum = limits
+            .map(|l| (l.bytes_per_second / 50).clamp(1, l.burst))
+            .min()
+            .unwrap_or(usize::MAX as u64);
+        usize::try_from(quantum).unwrap_or(usize::MAX)
+    }
 }
 
 /// The rate limits of one session: each direction's own bucket and its group's.

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use ark_frame::LengthPrefix;
 use ark_reactor::{
-    Lifecycle, Phase, Reactor, ReactorConfig, ReactorHandle, ReactorPool, Runtime, SourceRef,
+    Lifecycle, Pace, Phase, Reactor, ReactorConfig, ReactorHandle, ReactorPool, Runtime, SourceRef,
     Stopping,
 };
 use mio::net::TcpStream;
@@ -388,7 +388,10 @@ fn connect_on<C: Framing, H: TcpHandler>(
         info,
         now,
         Some(shared.connect_timeout),
-        Some(source.clone()),
+        (
+            Some(source.clone()),
+            Pace::new(shared.config.rate_limits, (None, None), now),
+        ),
     );
     *shared.session() = Some(core.session_handle());
     let owner: Arc<dyn Owner<H>> = shared.clone();

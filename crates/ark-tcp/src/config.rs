@@ -54,6 +54,12 @@ pub struct TcpConfig {
     /// (`CloseReason::WriteStalled`). Bounds how long a peer that never reads can hold a
     /// session and its queue. Default 30 s; `None` disables it.
     pub write_stall_timeout: Option<Duration>,
+    /// Each session's own rate limits, each way (default none): reads take no more than the
+    /// read bucket gives and pause until it refills (a deadline, no busy loop, nothing read
+    /// past the budget); bytes over the write bucket stay queued, under the send limit and
+    /// watermarks above. Counted on the session's bytes (under TLS, its plaintext). Change
+    /// them for one session with `TcpSession::set_rate_limits` or its handle's.
+    pub rate_limits: ark_reactor::RateLimits,
 }
 
 impl Default for TcpConfig {
@@ -71,6 +77,7 @@ impl Default for TcpConfig {
             close_timeout: Duration::from_secs(10),
             stall_timeout: Some(Duration::from_secs(10)),
             write_stall_timeout: Some(Duration::from_secs(30)),
+            rate_limits: ark_reactor::RateLimits::default(),
         }
     }
 }

@@ -3,6 +3,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
 
 use ark_reactor::{Mailbox, SourceRef};
 
@@ -23,6 +24,8 @@ pub(crate) struct Inbox {
     pub(crate) abort: bool,
     /// `TcpHandler::on_wake` is owed.
     pub(crate) wake: bool,
+    /// New rate limits of the session's own.
+    pub(crate) rate_limits: Option<ark_reactor::RateLimits>,
 }
 
 /// The state a session shares with its handles.
@@ -41,6 +44,9 @@ pub(crate) struct TcpShared {
     /// The session's own counters: bytes in, bytes out, frames in, frames out (added once per
     /// turn).
     traffic: [AtomicU64; 4],
+    /// Bytes a second in and out over the last whole second, and the send queue's delay in
+    /// nanoseconds (`u64::MAX`: none measurable), published once per turn.
+    rates: [AtomicU64; 3],
 }
 
 impl TcpShared {
@@ -61,7 +67,19 @@ impl TcpShared {
             state: AtomicU8::new(OPEN),
             mailbox: source.map_or_else(Mailbox::new, Mailbox::with_waker),
             traffic: Default::default(),
+            rates: Default::default(),
         })
+    }
+
+    /// Publishes the session's rates (see `SessionRate::measure`).
+    #[inline]
+    pub(crate) fn set_rates(&self, (rate_in, rate_out, delay): (u64, u64, Option<Duration>)) {
+        let delay = delay.map_or(u64::MAX, |d| {
+            u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+        });
+        for (slot, value) in self.rates.iter().zip([rate_in, rate_out, delay]) {
+            slot.store(value, Ordering::Relaxed);
+        }
     }
 
     /// Adds a turn's counts to the session's own.
@@ -238,13 +256,29 @@ impl TcpSessionHandle {
             .traffic
             .each_ref()
             .map(|n| n.load(Ordering::Relaxed));
+        let [bytes_in_per_second, bytes_out_per_second, delay] = self
+            .shared
+            .rates
+            .each_ref()
+            .map(|n| n.load(Ordering::Relaxed));
         crate::TcpSessionStats {
             bytes_in,
             bytes_out,
             messages_in,
             messages_out,
             queued_bytes: self.shared.queued.load(Ordering::Relaxed) as u64,
+            bytes_in_per_second,
+            bytes_out_per_second,
+            queue_delay: (delay != u64::MAX).then(|| Duration::from_nanos(delay)),
         }
+    }
+
+    /// Sets the session's own rate limits (each way; `None`: unlimited) from its next turn:
+    /// see [`TcpSession::set_rate_limits`](crate::TcpSession::set_rate_limits).
+    pub fn set_rate_limits(&self, limits: ark_reactor::RateLimits) {
+        self.shared
+            .mailbox
+            .post(|inbox| inbox.rate_limits = Some(limits));
     }
 
     /// Gives the session's handler a turn: [`TcpHandler::on_wake`] runs on the session's

@@ -196,6 +196,14 @@ impl TcpSession<'_> {
         self.link.set_timeouts(config);
     }
 
+    /// Sets this session's own rate limits, each way (`None`: unlimited), from now: reads
+    /// take no more than the read bucket gives, and what is queued over the write bucket
+    /// waits for it (see [`TcpConfig::rate_limits`](crate::TcpConfig::rate_limits)). A
+    /// group's limits (a server's total) still apply beside them.
+    pub fn set_rate_limits(&mut self, limits: ark_reactor::RateLimits) {
+        self.link.set_rate_limits(limits);
+    }
+
     /// Starts a timer: [`TcpHandler::on_timer`] runs with its id once `after` has passed
     /// (one-shot; set it again from `on_timer` to repeat). Timers end with the session.
     pub fn set_timer(&mut self, after: Duration) -> TimerId {

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use ark_frame::LengthPrefix;
 use ark_reactor::{
-    Context, Handler, Lifecycle, Phase, ReactorConfig, ReactorHandle, ReactorPool, Ready, Runtime,
-    SourceRef, Stopping, TimerId, Turn,
+    Context, GroupBucket, Handler, Lifecycle, Pace, Phase, RateLimit, RateLimits, ReactorConfig,
+    ReactorHandle, ReactorPool, Ready, Runtime, SourceRef, Stopping, TimerId, Turn,
 };
 use mio::net::TcpListener;
 
@@ -40,6 +40,7 @@ impl TcpServer {
             runtime: Runtime::default(),
             reactor_config: ReactorConfig::default(),
             backlog: 1024,
+            group_rate_limits: RateLimits::default(),
             #[cfg(feature = "tls")]
             tls: None,
         }
@@ -55,8 +56,40 @@ pub struct TcpServerBuilder<C> {
     runtime: Runtime,
     reactor_config: ReactorConfig,
     backlog: i32,
+    group_rate_limits: RateLimits,
     #[cfg(feature = "tls")]
     tls: Option<ark_tls::ServerTls>,
+}
+
+/// A group's shared buckets, each way.
+type GroupBuckets = (Option<Arc<GroupBucket>>, Option<Arc<GroupBucket>>);
+
+/// The shared buckets of `limits` (a server's total), from now.
+pub(crate) fn group_buckets(limits: RateLimits) -> GroupBuckets {
+    let now = Instant::now();
+    let bucket = |limit: Option<RateLimit>| limit.map(|l| GroupBucket::new(l, now));
+    (bucket(limits.read), bucket(limits.write))
+}
+
+/// Applies `limits` to a group's buckets (see [`TcpServerHandle::set_group_rate_limits`]).
+pub(crate) fn set_group(group: &GroupBuckets, limits: RateLimits) -> io::Result<()> {
+    let now = Instant::now();
+    for (bucket, limit, way) in [
+        (&group.0, limits.read, "reads"),
+        (&group.1, limits.write, "writes"),
+    ] {
+        match (bucket, limit) {
+            (Some(bucket), Some(limit)) => bucket.set_limit(limit, now),
+            (None, Some(_)) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("the server was built without a group limit for {way}"),
+                ));
+            }
+            (_, None) => {}
+        }
+    }
+    Ok(())
 }
 
 macro_rules! tcp_options {
@@ -133,6 +166,13 @@ macro_rules! tcp_options {
             self
         }
 
+        /// Each session's own rate limits, each way (default none; see
+        /// `TcpConfig::rate_limits`).
+        pub fn rate_limits(mut self, limits: ark_reactor::RateLimits) -> Self {
+            self.config.rate_limits = limits;
+            self
+        }
+
         /// Replaces every session option at once.
         pub fn session_config(mut self, config: TcpConfig) -> Self {
             self.config = config;
@@ -201,6 +241,7 @@ impl<C: Framing> TcpServerBuilder<C> {
             runtime: self.runtime,
             reactor_config: self.reactor_config,
             backlog: self.backlog,
+            group_rate_limits: self.group_rate_limits,
             #[cfg(feature = "tls")]
             tls: self.tls,
         }
@@ -214,6 +255,14 @@ impl<C: Framing> TcpServerBuilder<C> {
     #[cfg(feature = "tls")]
     pub fn tls(mut self, tls: ark_tls::ServerTls) -> Self {
         self.tls = Some(tls);
+        self
+    }
+
+    /// Rate limits of all the server's sessions together, each way (default none): one
+    /// bucket a direction that every session takes from, beside its own limits. Change them
+    /// with [`TcpServerHandle::set_group_rate_limits`].
+    pub fn group_rate_limits(mut self, limits: RateLimits) -> Self {
+        self.group_rate_limits = limits;
         self
     }
 
@@ -256,12 +305,14 @@ impl<C: Framing> TcpServerBuilder<C> {
         let (pool, own_pool) = self.runtime.pool(self.reactor_config)?;
         let shared = Arc::new(ServerShared::default());
         let close_timeout = self.config.close_timeout;
+        let group = group_buckets(self.group_rate_limits);
         let accept = Listener {
             listener,
             codec,
             factory,
             config: Arc::new(self.config.normalized()),
             shared: shared.clone(),
+            group: group.clone(),
             #[cfg(feature = "tls")]
             tls: self.tls,
             handles: pool.handles().to_vec(),
@@ -280,6 +331,7 @@ impl<C: Framing> TcpServerBuilder<C> {
             own_pool,
             listener: SourceRef::new(listener_reactor, listener_id),
             close_timeout,
+            group,
         })
     }
 }
@@ -291,6 +343,8 @@ struct Listener<C, H, F> {
     factory: F,
     config: Arc<TcpConfig>,
     shared: Arc<ServerShared>,
+    /// The buckets every session takes from (the server's total), if limited.
+    group: GroupBuckets,
     #[cfg(feature = "tls")]
     tls: Option<ark_tls::ServerTls>,
     handles: Vec<ReactorHandle>,
@@ -333,11 +387,13 @@ where
         self.next = self.next.wrapping_add(1);
         let handler = (self.factory)(peer);
         let (codec, config, shared) = (self.codec.clone(), self.config.clone(), &self.shared);
+        let group = self.group.clone();
         // The session goes in the registry under its lock, so it cannot close (and remove
         // itself) before it is in.
         let mut sessions = shared.sessions();
         let make = |id| -> Box<dyn Handler> {
             let source = SourceRef::new(target.clone(), id);
+            let pace = Pace::new(config.rate_limits, group, now);
             let core = SessionCore::new(
                 handler,
                 codec,
@@ -345,7 +401,7 @@ where
                 info,
                 now,
                 None,
-                Some(source.clone()),
+                (Some(source.clone()), pace),
             );
             sessions.insert(session_id, core.session_handle());
             let owner: Arc<dyn Owner<H>> = shared.clone();
@@ -414,9 +470,20 @@ pub struct TcpServerHandle {
     own_pool: bool,
     listener: SourceRef,
     close_timeout: Duration,
+    group: GroupBuckets,
 }
 
 impl TcpServerHandle {
+    /// Changes the server's total rate limits (see [`TcpServerBuilder::group_rate_limits`]),
+    /// from now; a direction given `None` keeps its limit.
+    ///
+    /// # Errors
+    /// A limit for a direction the server was built without a group limit for
+    /// (`ErrorKind::InvalidInput`): its sessions do not take from a shared bucket.
+    pub fn set_group_rate_limits(&self, limits: RateLimits) -> io::Result<()> {
+        set_group(&self.group, limits)
+    }
+
     /// The address the server listens on.
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr

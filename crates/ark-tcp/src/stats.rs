@@ -76,4 +76,11 @@ pub struct TcpSessionStats {
     pub messages_out: u64,
     /// Bytes queued for sending now.
     pub queued_bytes: u64,
+    /// Bytes a second read over the last whole second.
+    pub bytes_in_per_second: u64,
+    /// Bytes a second written over the last whole second.
+    pub bytes_out_per_second: u64,
+    /// How long the queued bytes take to leave at that rate (`Some(0)` with nothing queued;
+    /// `None` with bytes queued and none leaving): the send queue's delay.
+    pub queue_delay: Option<std::time::Duration>,
 }

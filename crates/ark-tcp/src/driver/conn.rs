@@ -284,6 +284,9 @@ impl<C: Framing, H: TcpHandler, T: Transport<C, H>> Conn<C, H, T> {
             core.drain(now);
         }
         core.handle_requests(now);
+        if core.take_read_resumed() {
+            self.read_more = true;
+        }
         if phase == Phase::Stopping {
             core.stop(now);
         }
@@ -309,13 +312,20 @@ impl<C: Framing, H: TcpHandler, T: Transport<C, H>> Conn<C, H, T> {
 
     /// A timer turn: the core's deadlines.
     fn timer(&mut self, cx: &mut Context<'_>, timer: TimerId) -> Turn {
+        let mut turn = Turn::Done;
         if self.timer.fired(timer)
             && let Some(core) = self.core.as_mut()
         {
             core.handle_timeout(cx.now());
             self.transport.handle_timeout(core, cx.now());
+            // Reading stopped on a spent rate budget goes on now (it had not reached
+            // `WouldBlock`, so no readiness event may come): a turn that reads.
+            if core.take_read_resumed() {
+                self.read_more = true;
+                turn = Turn::Again;
+            }
         }
-        self.finish_turn(cx, Turn::Done)
+        self.finish_turn(cx, turn)
     }
 
     /// The source closed: the handler's `on_close`, the counters, the owner's bookkeeping.

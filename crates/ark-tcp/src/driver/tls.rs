@@ -131,10 +131,14 @@ impl<C: Framing, H: TcpHandler> Transport<C, H> for TlsLayer {
     fn read_from(
         &mut self,
         stream: &mut TcpStream,
-        _: &mut SessionCore<C, H>,
+        core: &mut SessionCore<C, H>,
         cx: &mut Context<'_>,
     ) -> (io::Result<usize>, usize) {
         let (ciphertext, _) = halves(cx.scratch());
+        // No more than the read budget of the session's rate limits (counted on plaintext,
+        // which is never more than the ciphertext it came in).
+        let cap = core.read_allowance().min(ciphertext.len());
+        let ciphertext = &mut ciphertext[..cap];
         (stream.read(ciphertext), ciphertext.len())
     }
 

@@ -146,6 +146,8 @@ impl<C: Framing, H: TcpHandler> Transport<C, H> for Plain {
         core: &mut SessionCore<C, H>,
         cx: &mut Context<'_>,
     ) -> (io::Result<usize>, usize) {
+        // No more than the read budget of the session's rate limits.
+        let cap = core.read_allowance();
         let buf = match core.direct_read_buf() {
             Some(buf) => {
                 self.direct = true;
@@ -156,7 +158,9 @@ impl<C: Framing, H: TcpHandler> Transport<C, H> for Plain {
                 cx.scratch()
             }
         };
-        (stream.read(buf), buf.len())
+        let len = cap.min(buf.len());
+        let buf = &mut buf[..len];
+        (stream.read(buf), len)
     }
 
     fn received(

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ark_frame::{Decoder, Encoder, FrameReader, RecvBuf};
-use ark_reactor::{Deadlines, SourceRef};
+use ark_reactor::{Deadlines, Pace, SourceRef};
 
 use crate::config::TcpConfig;
 use crate::error::CloseReason;
@@ -26,7 +26,9 @@ use crate::handler::{SessionInfo, TcpHandler, TcpSession};
 use crate::stats::TcpStats;
 
 pub(crate) mod link;
+mod rate;
 use link::{Link, SendQueue, State};
+use rate::SessionRate;
 
 /// The codecs a TCP session can use: any ark-frame decoder that also encodes (and that a
 /// server or client can share between its threads).
@@ -72,6 +74,8 @@ pub(crate) struct SessionCore<C: Framing, H: TcpHandler> {
     opened: bool,
     /// `on_drain` has run (once per session).
     drained: bool,
+    /// Reading stopped on a spent read budget may go on (see `take_read_resumed`).
+    read_resumed: bool,
 }
 
 /// How long a session's receive buffer must go unused (empty, no frame spanning reads) before
@@ -90,7 +94,7 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
         info: SessionInfo,
         now: Instant,
         connect_timeout: Option<Duration>,
-        source: Option<SourceRef>,
+        (source, pace): (Option<SourceRef>, Pace),
     ) -> Self {
         let handle = TcpShared::new(
             info.id,
@@ -119,6 +123,7 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
                 timers: Deadlines::default(),
                 tally: TcpStats::default(),
                 in_place: None,
+                rate: SessionRate::new(pace),
             },
             info,
             handle,
@@ -128,6 +133,7 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
             reported: false,
             opened: false,
             drained: false,
+            read_resumed: false,
         }
     }
 
@@ -193,7 +199,20 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
             State::Closing { peer_done, .. } => !peer_done,
             State::Connecting { .. } | State::Closed(_) => false,
         };
-        open && !self.reader.is_paused()
+        open && !self.reader.is_paused() && self.link.rate.read_budget() > 0
+    }
+
+    /// The most bytes the next read may take: the read budget of the rate limits
+    /// (`usize::MAX` without a read limit).
+    pub(crate) fn read_allowance(&self) -> usize {
+        self.link.rate.read_budget()
+    }
+
+    /// Whether reading, stopped on a spent read budget, may go on now (once): the driver
+    /// then reads without waiting for a readiness event (none may come: the socket was not
+    /// read to `WouldBlock`).
+    pub(crate) fn take_read_resumed(&mut self) -> bool {
+        std::mem::take(&mut self.read_resumed)
     }
 
     /// For a large pending frame, the receive buffer's free room to read into directly (then
@@ -270,6 +289,7 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
         let written = n.min(queued_len + frames.len());
         let from_frames = written.saturating_sub(queued_len);
         self.link.tally.bytes_out += from_frames as u64;
+        self.link.rate.spend_write(from_frames, 0, now);
         if from_frames > 0 {
             self.link.last_tx = now;
         }
@@ -296,6 +316,7 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
         self.link.now = now;
         self.last_rx = now;
         self.link.tally.bytes_in += n as u64;
+        self.link.rate.spend_read(n, now);
     }
 
     /// Delivers the frames the reader holds (after a pause, or read into its buffer).
@@ -311,10 +332,9 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
         if self.handler.decodes_in_place() {
             Input::Mut(input)
         } else {
-            Input::Shared {
-                input,
-                in_place: true,
-            }
+            // Under a write limit the budget decides what goes: every frame is queued.
+            let in_place = !self.link.rate.write_limited();
+            Input::Shared { input, in_place }
         }
     }
 
@@ -404,7 +424,10 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
     /// The bytes to write now (empty when there are none or writing is over).
     pub(crate) fn transmit(&self) -> &[u8] {
         match self.link.state {
-            State::Open | State::Closing { .. } => self.link.queue.bytes(),
+            State::Open | State::Closing { .. } => {
+                let bytes = self.link.queue.bytes();
+                &bytes[..self.link.rate.write_cap(bytes.len())]
+            }
             _ => &[],
         }
     }
@@ -416,6 +439,7 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
         self.link.now = now;
         self.link.queue.consume(n);
         self.link.tally.bytes_out += n as u64;
+        self.link.rate.spend_write(n, self.link.queue.len(), now);
         if n > 0 {
             self.link.last_tx = now;
         }
@@ -477,7 +501,12 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
             State::ShutdownSent { deadline, .. } => Some(*deadline),
             State::Closed(_) => return None,
         };
-        earliest([phase, self.link.timers.earliest(), self.release_at])
+        earliest([
+            phase,
+            self.link.timers.earliest(),
+            self.release_at,
+            self.link.rate.deadline(),
+        ])
     }
 
     /// The write stall timeout, if bytes wait to be written.
@@ -495,6 +524,7 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
     /// Applies every deadline passed at `now`, then runs the handler's due timers.
     pub(crate) fn handle_timeout(&mut self, now: Instant) {
         self.link.now = now;
+        self.pace(now);
         if self.release_at.is_some_and(|at| now >= at) {
             self.release_at = self.release_if_quiet(now);
         }
@@ -594,10 +624,14 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
     /// Applies what the session's handles asked since the last call: their frames join the
     /// queue (after what is queued), `on_wake` runs, a close or abort starts.
     pub(crate) fn handle_requests(&mut self, now: Instant) {
+        self.pace(now);
         let Some(mut inbox) = self.handle.take() else {
             return;
         };
         self.link.now = now;
+        if let Some(limits) = inbox.rate_limits.take() {
+            self.link.rate.set_limits(limits, now);
+        }
         if matches!(self.link.state, State::Open | State::Connecting { .. }) {
             if !inbox.bytes.is_empty() && self.link.queue.len() == 0 {
                 self.link.last_tx = now;
@@ -615,6 +649,17 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
         } else if inbox.close {
             self.link.begin_close(CloseReason::Local);
         }
+    }
+
+    /// The turn's budgets from the rate limits (nothing without them); a read that stopped
+    /// on a spent budget may go on when it came back ([`take_read_resumed`]).
+    ///
+    /// [`take_read_resumed`]: Self::take_read_resumed
+    fn pace(&mut self, now: Instant) {
+        if self.link.rate.refresh(now) {
+            self.read_resumed = true;
+        }
+        self.link.rate.wait_to_write(self.link.queue.len(), now);
     }
 
     /// Tells the session's handles its queue length and whether it still takes sends.
@@ -677,6 +722,8 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
     pub(crate) fn take_tally(&mut self) -> TcpStats {
         let tally = std::mem::take(&mut self.link.tally);
         self.handle.count(&tally);
+        let rates = self.link.rate.measure(self.link.now, self.link.queue.len());
+        self.handle.set_rates(rates);
         tally
     }
 

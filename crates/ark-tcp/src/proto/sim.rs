@@ -102,7 +102,16 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
     pub fn starting_at(handler: H, codec: C, config: TcpConfig, now: Instant) -> Self {
         let info = SessionInfo::without_socket(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
         let config = Arc::new(config.normalized());
-        let core = SessionCore::new(handler, codec, config, info.clone(), now, None, None);
+        let pace = ark_reactor::Pace::new(config.rate_limits, (None, None), now);
+        let core = SessionCore::new(
+            handler,
+            codec,
+            config,
+            info.clone(),
+            now,
+            None,
+            (None, pace),
+        );
         let mut sim = Simulator {
             core,
             now,
@@ -270,6 +279,8 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
     fn run(&mut self) {
         for _ in 0..1_000_000 {
             if !self.step() {
+                // The end of a turn: the session's own counters reach its handles.
+                let _ = self.core.take_tally();
                 return;
             }
         }
@@ -288,7 +299,8 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
             return true;
         }
         if self.core.wants_read() && self.unconsumed() > 0 {
-            let end = (self.inbound_pos + READ_CHUNK).min(self.inbound.len());
+            let chunk = READ_CHUNK.min(self.core.read_allowance());
+            let end = (self.inbound_pos + chunk).min(self.inbound.len());
             // The read lands in a buffer of its own (reused), as a driver reads into its
             // scratch.
             let mut chunk = std::mem::take(&mut self.read_buf);

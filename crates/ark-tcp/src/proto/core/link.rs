@@ -13,6 +13,8 @@ use crate::config::TcpConfig;
 use crate::error::{CloseReason, SendError};
 use crate::stats::TcpStats;
 
+use super::rate::SessionRate;
+
 /// The phase of a session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum State {
@@ -119,9 +121,16 @@ pub(crate) struct Link {
     /// [`SessionCore::handle_written_in_place`] copies what is left into `queue` before the
     /// input goes.
     pub(super) in_place: Option<Range<usize>>,
+    /// Rate limits and the rates measured (see [`SessionRate`]).
+    pub(super) rate: SessionRate,
 }
 
 impl Link {
+    /// New rate limits of the session's own, from now.
+    pub(crate) fn set_rate_limits(&mut self, limits: ark_reactor::RateLimits) {
+        self.rate.set_limits(limits, self.now);
+    }
+
     /// Bytes queued: the queue's and those queued in place.
     #[inline]
     pub(crate) fn queued(&self) -> usize {

@@ -352,7 +352,7 @@ fn a_connect_that_never_completes_times_out() {
         info,
         start,
         Some(Duration::from_secs(3)),
-        None,
+        (None, ark_reactor::Pace::default()),
     );
     assert_eq!(core.poll_timeout(), Some(start + Duration::from_secs(3)));
     core.handle_timeout(start + Duration::from_secs(3));
@@ -452,7 +452,16 @@ mod in_place {
         let config = Arc::new(TcpConfig::default().normalized());
         let now = Instant::now();
         let codec = LengthPrefix::default();
-        let mut core = SessionCore::new(handler, codec, config, info.clone(), now, None, None);
+        let pace = ark_reactor::Pace::default();
+        let mut core = SessionCore::new(
+            handler,
+            codec,
+            config,
+            info.clone(),
+            now,
+            None,
+            (None, pace),
+        );
         core.handle_connected(now, info);
         core
     }
