@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use ark_reactor::RateLimits;
+
 /// Options of a UDP server or client socket.
 #[derive(Debug, Clone)]
 pub struct UdpConfig {
@@ -46,6 +48,13 @@ pub struct UdpConfig {
     /// `max_datagram` of at least [`GRO_MIN_DATAGRAM`] (a coalesced buffer must never be
     /// cut), see [`UdpOffload`].
     pub gro: bool,
+    /// Every session's own rate limits when it opens, each way, in datagram payload bytes
+    /// (change one with `UdpSession::set_rate_limits` or `UdpSessionHandle::set_rate_limits`).
+    /// A server drops a datagram over its session's read allowance (counted in
+    /// `UdpStats::rate_dropped`); a client or cast socket stops reading until its allowance
+    /// is back; a send over the write allowance waits (up to `send_queue_limit` bytes per
+    /// socket). Default none. See docs/udp.md, "Rate limits".
+    pub rate_limits: RateLimits,
 }
 
 /// The smallest `max_datagram` with which GRO is turned on: a coalesced buffer holds up to
@@ -75,6 +84,7 @@ impl Default for UdpConfig {
             send_queue_limit: 4 * 1024 * 1024,
             gso: true,
             gro: true,
+            rate_limits: RateLimits::default(),
         }
     }
 }

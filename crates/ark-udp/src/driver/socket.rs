@@ -13,6 +13,7 @@ use crate::config::{UdpConfig, UdpOffload};
 use crate::driver::sys::{MAX_TRAIN_SEGMENTS, RecvBatch, SendBatch};
 use crate::handle::UdpShared;
 use crate::handler::{SessionIo, SessionTimers, UdpHandler};
+use crate::proto::rate::ReadGate;
 use crate::proto::sessions::{Mode, UdpSessions};
 use crate::stats::{UdpCounters, UdpStats};
 
@@ -67,6 +68,8 @@ impl<H: UdpHandler> UdpDriver<H> {
             send_limit: config.send_queue_limit,
             now: Instant::now(),
             datagrams_out: 0,
+            held_bytes: 0,
+            rate_delayed: 0,
         };
         UdpDriver {
             recv,
@@ -91,6 +94,12 @@ impl<H: UdpHandler> UdpDriver<H> {
     /// (it copies in and checks a message header for the datagram and again for the empty
     /// slot after it). With GRO on, every read is a `recvmmsg`: only it reads the segment
     /// size of a coalesced buffer.
+    ///
+    /// A client's or cast socket's session with a read limit reads no more slots than its
+    /// allowance covers, and none while it has none: reading pauses before `EAGAIN`, so no
+    /// readiness event may come (on Windows mio reports one only after a `WouldBlock`); the
+    /// sessions' timer wakes the socket when the allowance is back, and that turn reads
+    /// (`on_timer`).
     fn receive(&mut self, cx: &mut Context<'_>, tally: &mut UdpStats) -> bool {
         let mut got = 0;
         let mut budget_out = true;
@@ -98,10 +107,20 @@ impl<H: UdpHandler> UdpDriver<H> {
             if round > 0 {
                 self.release_received(cx, tally);
             }
-            let batched =
-                self.config.batching && (self.recv.gro() || !self.receive_singly || got >= 2);
+            let max = match self.sessions.read_gate(cx.now(), self.recv.slots()) {
+                ReadGate::Open(max) => max,
+                ReadGate::Paused { until, new } => {
+                    self.sessions.io.timers.read_resume = Some(until);
+                    tally.read_pauses += u64::from(new);
+                    budget_out = false;
+                    break;
+                }
+            };
+            self.sessions.io.timers.read_resume = None;
+            let batched = self.config.batching
+                && (self.recv.gro() || (max > 1 && (!self.receive_singly || got >= 2)));
             let result = if batched {
-                self.recv.recv_batch(&self.socket)
+                self.recv.recv_batch(&self.socket, max)
             } else {
                 self.recv.recv_one(&self.socket)
             };
@@ -111,7 +130,7 @@ impl<H: UdpHandler> UdpDriver<H> {
                 Ok(n) => {
                     got += n;
                     self.sessions.deliver(cx.now(), &self.recv, tally);
-                    if batched && n < self.recv.slots() {
+                    if batched && n < max.min(self.recv.slots()) {
                         budget_out = false; // a short batch drained the socket
                         break;
                     }
@@ -143,7 +162,9 @@ impl<H: UdpHandler> UdpDriver<H> {
     /// Publishes `tally` (what was received, with the datagrams queued since), sends what is
     /// queued, then publishes the sends. Returns whether the socket would block.
     fn publish_and_flush(&mut self, cx: &mut Context<'_>, mut tally: UdpStats) -> bool {
-        tally.datagrams_out += std::mem::take(&mut self.sessions.io.datagrams_out);
+        let io = &mut self.sessions.io;
+        tally.datagrams_out += std::mem::take(&mut io.datagrams_out);
+        tally.rate_delayed += std::mem::take(&mut io.rate_delayed);
         self.counters.add(&tally);
         let mut sent = UdpStats::default();
         let blocked = self.flush(cx, &mut sent);
@@ -228,7 +249,7 @@ impl<H: UdpHandler> UdpDriver<H> {
         if !blocked && !io.out.is_empty() {
             turn = Turn::Again;
         }
-        io.shared.set_queued(io.out.bytes());
+        io.shared.set_queued(io.out.bytes(), io.held_bytes);
         io.timers.slot.arm(io.timers.earliest(), cx);
         self.want_writable(cx, blocked);
         turn
@@ -253,6 +274,8 @@ impl<H: UdpHandler> UdpDriver<H> {
         if self.sessions.lingers() {
             return false;
         }
+        // What waits for write allowances leaves with the last flush.
+        self.sessions.release_all();
         self.closing = true;
         cx.close();
         true
@@ -307,13 +330,25 @@ impl<H: UdpHandler> Handler for UdpDriver<H> {
 
     fn on_timer(&mut self, cx: &mut Context<'_>, timer: TimerId) -> Turn {
         let mut tally = UdpStats::default();
-        self.sessions.io.now = cx.now();
+        let now = cx.now();
+        self.sessions.io.now = now;
+        let mut turn = Turn::Done;
         if Some(timer) == self.expiry_timer {
-            self.sessions.expire(cx.now(), &mut tally);
+            self.sessions.expire(now, &mut tally);
         } else if self.sessions.io.timers.slot.fired(timer) {
-            self.sessions.fire_timers(cx.now());
+            self.sessions.fire_timers(now);
+            self.sessions.release_due(now);
+            // A paused read goes on here: no readiness event may come for the datagrams
+            // left in the socket.
+            let timers = &mut self.sessions.io.timers;
+            if !self.closing && timers.read_resume.is_some_and(|at| at <= now) {
+                timers.read_resume = None;
+                if self.receive(cx, &mut tally) {
+                    turn = Turn::Again;
+                }
+            }
         }
-        self.finish_turn(cx, tally, Turn::Done)
+        self.finish_turn(cx, tally, turn)
     }
 
     fn on_close(&mut self, _: ark_reactor::CloseReason) {
