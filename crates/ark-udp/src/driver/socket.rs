@@ -35,6 +35,9 @@ pub(crate) struct UdpDriver<H> {
     writable_interest: bool,
     /// The last receive round found one datagram at most: start the next with `recvfrom`.
     receive_singly: bool,
+    /// The first datagram of the receive batch not yet delivered (a paused client's wait
+    /// there); at or past its count when all were.
+    undelivered: usize,
     /// The phase whose news the sessions have had (`on_drain`, `on_stopping`).
     told: Phase,
     /// The socket is closing (`Context::close` was called).
@@ -81,6 +84,7 @@ impl<H: UdpHandler> UdpDriver<H> {
             life,
             writable_interest: false,
             receive_singly: false,
+            undelivered: 0,
             told: Phase::Running,
             closing: false,
             _member: member,
@@ -96,22 +100,25 @@ impl<H: UdpHandler> UdpDriver<H> {
     /// size of a coalesced buffer.
     ///
     /// A client's or cast socket's session with a read limit reads no more slots than its
-    /// allowance covers, and none while it has none: reading pauses before `EAGAIN`, so no
-    /// readiness event may come (on Windows mio reports one only after a `WouldBlock`); the
-    /// sessions' timer wakes the socket when the allowance is back, and that turn reads
-    /// (`on_timer`).
+    /// allowance covers, delivers no datagram before the allowance covers it (the rest of a
+    /// read waits in the receive batch: a GRO slot may hold many) and reads nothing while
+    /// anything waits. Reading so pauses before `EAGAIN`, after which no readiness event may
+    /// come (on Windows mio reports one only after a `WouldBlock`): the sessions' timer wakes
+    /// the socket when the allowance is back, and that turn reads (`on_timer`).
     fn receive(&mut self, cx: &mut Context<'_>, tally: &mut UdpStats) -> bool {
         let mut got = 0;
         let mut budget_out = true;
-        for round in 0..cx.budget().operations {
-            if round > 0 {
-                self.release_received(cx, tally);
+        for _ in 0..cx.budget().operations {
+            // What the last read left undelivered (a paused client's) goes first.
+            if !self.deliver_rest(cx, tally) {
+                budget_out = false;
+                break;
             }
+            self.release_received(cx, tally);
             let max = match self.sessions.read_gate(cx.now(), self.recv.slots()) {
                 ReadGate::Open(max) => max,
                 ReadGate::Paused { until, new } => {
-                    self.sessions.io.timers.read_resume = Some(until);
-                    tally.read_pauses += u64::from(new);
+                    self.pause_reading(until, new, tally);
                     budget_out = false;
                     break;
                 }
@@ -129,7 +136,11 @@ impl<H: UdpHandler> UdpDriver<H> {
             match result {
                 Ok(n) => {
                     got += n;
-                    self.sessions.deliver(cx.now(), &self.recv, tally);
+                    self.undelivered = 0;
+                    if !self.deliver_rest(cx, tally) {
+                        budget_out = false;
+                        break;
+                    }
                     if batched && n < max.min(self.recv.slots()) {
                         budget_out = false; // a short batch drained the socket
                         break;
@@ -148,6 +159,34 @@ impl<H: UdpHandler> UdpDriver<H> {
         self.receive_singly = got <= 1;
         tally.coalesced_receives += std::mem::take(&mut self.recv.coalesced);
         budget_out
+    }
+
+    /// Delivers what the last read left undelivered; `false` when a client's or cast
+    /// socket's read allowance stopped it (reading pauses until the allowance is back).
+    fn deliver_rest(&mut self, cx: &mut Context<'_>, tally: &mut UdpStats) -> bool {
+        let received = self.recv.received.len();
+        if self.undelivered >= received {
+            return true;
+        }
+        let now = cx.now();
+        self.undelivered = self
+            .sessions
+            .deliver(now, &self.recv, self.undelivered, tally);
+        if self.undelivered >= received {
+            return true;
+        }
+        match self.sessions.read_gate(now, self.recv.slots()) {
+            ReadGate::Paused { until, new } => self.pause_reading(until, new, tally),
+            // Not at the instant delivery stopped; go on at the timer's turn.
+            ReadGate::Open(_) => self.pause_reading(now, false, tally),
+        }
+        false
+    }
+
+    /// A client's or cast socket's reading pauses until `until` (`new`: it was reading).
+    fn pause_reading(&mut self, until: Instant, new: bool, tally: &mut UdpStats) {
+        self.sessions.io.timers.read_resume = Some(until);
+        tally.read_pauses += u64::from(new);
     }
 
     /// Before the receive batch is reused: the echoes queued by their place in it are sent

@@ -167,23 +167,6 @@ impl RecvBatch {
         &self.data[r.start..r.start + r.len]
     }
 
-    /// The most bytes one slot of the last receive held (a GRO slot holds several datagrams):
-    /// what a rate-limited reader expects its next read to bring per slot.
-    pub(crate) fn largest_slot(&self) -> usize {
-        let mut largest = 0;
-        let mut current = (usize::MAX, 0);
-        for r in &self.received {
-            let slot = (r.start - self.offset) / self.stride;
-            if slot == current.0 {
-                current.1 += r.len;
-            } else {
-                current = (slot, r.len);
-            }
-            largest = largest.max(current.1);
-        }
-        largest
-    }
-
     /// Tests: the batch as a receive of `datagrams` would leave it, one per slot (as many as
     /// fit).
     #[cfg(test)]

@@ -60,8 +60,8 @@ struct Limited {
     held: Held,
     /// The wake-up set for the held datagrams (`None`: none pending).
     release_at: Option<Instant>,
-    /// The bytes one receive slot is expected to bring: the largest of the last read
-    /// (`usize::MAX` before any: wait for a full bucket).
+    /// The bytes the next datagram read is expected to have: the last one's (`usize::MAX`
+    /// before any: a full bucket).
     read_want: usize,
     /// A client's reading is paused.
     read_paused: bool,
@@ -157,13 +157,25 @@ impl SessionRate {
         true
     }
 
-    /// A client's or cast socket's datagram of `len` bytes was read: its tokens are spent
-    /// (the gate let the read happen; at most the allowance unless datagrams grew).
+    /// A client's or cast socket's datagram of `len` bytes, already read: whether the read
+    /// allowance covers it now (spent), or it waits in the receive batch and reading pauses
+    /// until the allowance covers it.
     #[inline]
-    pub(crate) fn spend_read(&mut self, len: usize) {
-        if let Some(limited) = self.limited.as_mut() {
-            limited.pace.read.spend(len);
+    pub(crate) fn admit_read(&mut self, len: usize, now: Instant) -> bool {
+        let Some(limited) = self.limited.as_mut() else {
+            return true;
+        };
+        let read = &mut limited.pace.read;
+        if !read.is_limited() {
+            return true;
         }
+        limited.read_want = len.max(1);
+        if read.blocked_until(len, now).is_some() {
+            return false;
+        }
+        read.spend(len);
+        limited.read_paused = false;
+        true
     }
 
     /// A datagram of `len` bytes goes to the handler.
@@ -183,8 +195,9 @@ impl SessionRate {
     }
 
     /// Whether a client's or cast socket's session may read, and how many slots: as many as
-    /// its allowance covers at the size of the last read's largest slot (at least one once
-    /// that size is there), so a read takes no more than the allowance while sizes hold.
+    /// its allowance covers at the size of the last datagram it read (at least one once that
+    /// size is covered). What a read brings past the allowance (a larger datagram, or a
+    /// GRO slot of several) waits in the receive batch ([`admit_read`](Self::admit_read)).
     pub(crate) fn read_gate(&mut self, now: Instant, slots: usize) -> ReadGate {
         let Some(limited) = self.limited.as_mut().filter(|l| l.pace.read.is_limited()) else {
             return ReadGate::Open(slots);
@@ -201,16 +214,6 @@ impl SessionRate {
                 let allowance = limited.pace.read.allowance(now);
                 ReadGate::Open((allowance / want).clamp(1, slots.max(1)))
             }
-        }
-    }
-
-    /// A client's or cast socket's read brought at most `largest()` bytes in one slot: the
-    /// size the next read is expected to bring (asked only while reads are limited).
-    pub(crate) fn note_read(&mut self, largest: impl FnOnce() -> usize) {
-        if let Some(limited) = self.limited.as_mut()
-            && limited.pace.read.is_limited()
-        {
-            limited.read_want = largest().max(1);
         }
     }
 
