@@ -164,8 +164,10 @@ impl UdpSessionHandle {
     }
 
     /// The session's stats, answered at the socket's next turn ([`Answer::wait`] on a
-    /// thread, or `.await`); `None` if the session has ended. Never wait on the socket's own
-    /// thread (in a callback use [`UdpSession::stats`](crate::UdpSession::stats)).
+    /// thread, or `.await`): `None` if the session has ended, or
+    /// [`AnswerDropped`](ark_reactor::AnswerDropped) if the socket closed before its turn.
+    /// Never wait on the socket's own thread (in a callback use
+    /// [`UdpSession::stats`](crate::UdpSession::stats)).
     pub fn stats(&self) -> Answer<Option<UdpSessionStats>> {
         let (answerer, answer) = ark_reactor::answer();
         if self.shared.closed.load(Ordering::SeqCst) {

@@ -18,6 +18,10 @@
 //! * Sizes and loss: sends over the UDP maximum are a typed error ([`SendError::TooLarge`]),
 //!   truncated receives are detected (`MSG_TRUNC`), counted and never delivered as whole,
 //!   empty datagrams are messages, and [`NetCounters`] reads the kernel's drop counters.
+//! * Rate limits per session and for a server's total ([`RateLimits`], in payload bytes): a
+//!   server drops datagrams over a session's read allowance, a client pauses reading, sends
+//!   over the write allowance wait; [`UdpSessionStats`] gives each session's rates each way
+//!   and its send queue's delay (docs/udp.md, "Rate limits").
 //!
 //! ```
 //! use std::sync::mpsc;
