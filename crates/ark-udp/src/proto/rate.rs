@@ -2,8 +2,9 @@
 //! ark-reactor), the datagrams waiting for its write allowance, and its traffic counters for
 //! [`UdpSessionStats`]. Counted in datagram payload bytes (no IP or UDP headers).
 //!
-//! A session without limits keeps no `Pace` and no waiting queue (`limited` is `None`): its
-//! per-datagram cost is a branch and the counters' additions, and nothing is allocated.
+//! A session never limited keeps no `Pace` and no waiting queue (`limited` is `None`): its
+//! per-datagram cost is a branch and the counters' additions, nothing is allocated, and it
+//! takes 88 bytes more in the table than before rate limits.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -42,11 +43,9 @@ pub(crate) struct SessionRate {
     bytes_in: u64,
     datagrams_out: u64,
     bytes_out: u64,
-    rate_dropped: u64,
-    rate_delayed: u64,
-    read_pauses: u64,
     window: RateWindow,
-    /// Present while a limit (its own or its group's) applies.
+    /// Present once a limit (its own or its group's) applied: a session never limited keeps
+    /// only the counters above (the table's memory per session).
     limited: Option<Box<Limited>>,
 }
 
@@ -65,6 +64,12 @@ struct Limited {
     read_want: usize,
     /// A client's reading is paused.
     read_paused: bool,
+    /// Datagrams dropped over the read allowance (a server's session).
+    rate_dropped: u64,
+    /// Datagrams that waited for the write allowance.
+    rate_delayed: u64,
+    /// Times a client's reading paused.
+    read_pauses: u64,
 }
 
 impl Limited {
@@ -76,6 +81,9 @@ impl Limited {
             release_at: None,
             read_want: usize::MAX,
             read_paused: false,
+            rate_dropped: 0,
+            rate_delayed: 0,
+            read_pauses: 0,
         })
     }
 }
@@ -150,7 +158,7 @@ impl SessionRate {
             return true;
         }
         if read.blocked_until(len, now).is_some() {
-            self.rate_dropped += 1;
+            limited.rate_dropped += 1;
             return false;
         }
         read.spend(len);
@@ -206,7 +214,7 @@ impl SessionRate {
         match limited.pace.read.blocked_until(want, now) {
             Some(until) => {
                 let new = !std::mem::replace(&mut limited.read_paused, true);
-                self.read_pauses += u64::from(new);
+                limited.read_pauses += u64::from(new);
                 ReadGate::Paused { until, new }
             }
             None => {
@@ -252,7 +260,7 @@ impl SessionRate {
     ) -> Option<Instant> {
         let limited = self.limited.as_mut()?;
         limited.held.push(to, payload);
-        self.rate_delayed += 1;
+        limited.rate_delayed += 1;
         if limited.release_at.is_some() {
             return None;
         }
@@ -346,8 +354,8 @@ impl SessionRate {
         limited.pace.set_limits(limits, now);
         limited.own = limits;
         if !limited.pace.is_limited() {
+            // The state stays (its counters with it); without buckets it costs a branch.
             let bytes = self.release_all(now, out);
-            self.limited = None;
             return Released { bytes, next: None };
         }
         // The wake-up set may be later than the new allowance needs: a new one is set (the
@@ -361,6 +369,10 @@ impl SessionRate {
         let (in_rate, out_rate) = self.window.record((self.bytes_in, self.bytes_out), now);
         let waiting = self.held_bytes() as u64;
         let limits = self.limits();
+        let (rate_dropped, rate_delayed, read_pauses) =
+            self.limited.as_ref().map_or((0, 0, 0), |l| {
+                (l.rate_dropped, l.rate_delayed, l.read_pauses)
+            });
         let drain_rate = limits.write.map_or(out_rate, |l| l.bytes_per_second);
         UdpSessionStats {
             datagrams_in: self.datagrams_in,
@@ -369,9 +381,9 @@ impl SessionRate {
             bytes_out: self.bytes_out,
             bytes_in_per_second: in_rate,
             bytes_out_per_second: out_rate,
-            rate_dropped: self.rate_dropped,
-            rate_delayed: self.rate_delayed,
-            read_pauses: self.read_pauses,
+            rate_dropped,
+            rate_delayed,
+            read_pauses,
             send_wait_bytes: waiting,
             send_queue_delay: queue_delay(waiting, drain_rate),
             rate_limits: limits,
