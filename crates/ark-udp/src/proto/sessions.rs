@@ -607,12 +607,17 @@ mod tests {
             self.now - self.start
         }
 
-        /// One receive of `datagrams`; the index of the first not delivered (a client's
-        /// paused delivery).
+        /// Receives `datagrams`, a batch's worth at a time (one on the portable path); the
+        /// index in the last batch of the first not delivered (a client's paused delivery).
         fn receive(&mut self, datagrams: &[(SocketAddr, &[u8])]) -> usize {
-            self.recv.fill(datagrams);
-            self.sessions
-                .deliver(self.now, &self.recv, 0, &mut self.tally)
+            let mut next = 0;
+            for batch in datagrams.chunks(self.recv.slots()) {
+                self.recv.fill(batch);
+                next = self
+                    .sessions
+                    .deliver(self.now, &self.recv, 0, &mut self.tally);
+            }
+            next
         }
 
         /// What the socket sends now: every queued datagram.
