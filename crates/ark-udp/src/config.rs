@@ -31,7 +31,9 @@ pub struct UdpConfig {
     /// a session that gets a datagram at least once every `max_sessions` evictions stays.
     /// Default 100,000.
     pub max_sessions: usize,
-    /// Most bytes queued for sending per socket before `SendError::Full`. Default 4 MiB.
+    /// Most bytes queued for sending per socket before `SendError::Full`. Default 4 MiB. The
+    /// bytes its sessions keep waiting for their write allowances (see
+    /// [`rate_limits`](Self::rate_limits)) have a budget of the same size, apart.
     pub send_queue_limit: usize,
     /// UDP GSO (Linux 4.18+): datagrams of one size queued one after another to one peer
     /// (and [`UdpSession::send_train`]) leave as one message that the kernel cuts
