@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use ark_reactor::RateLimits;
+
 /// Options of a UDP server or client socket.
 #[derive(Debug, Clone)]
 pub struct UdpConfig {
@@ -29,7 +31,9 @@ pub struct UdpConfig {
     /// a session that gets a datagram at least once every `max_sessions` evictions stays.
     /// Default 100,000.
     pub max_sessions: usize,
-    /// Most bytes queued for sending per socket before `SendError::Full`. Default 4 MiB.
+    /// Most bytes queued for sending per socket before `SendError::Full`. Default 4 MiB. The
+    /// bytes its sessions keep waiting for their write allowances (see
+    /// [`rate_limits`](Self::rate_limits)) have a budget of the same size, apart.
     pub send_queue_limit: usize,
     /// UDP GSO (Linux 4.18+): datagrams of one size queued one after another to one peer
     /// (and [`UdpSession::send_train`]) leave as one message that the kernel cuts
@@ -46,6 +50,13 @@ pub struct UdpConfig {
     /// `max_datagram` of at least [`GRO_MIN_DATAGRAM`] (a coalesced buffer must never be
     /// cut), see [`UdpOffload`].
     pub gro: bool,
+    /// Every session's own rate limits when it opens, each way, in datagram payload bytes
+    /// (change one with `UdpSession::set_rate_limits` or `UdpSessionHandle::set_rate_limits`).
+    /// A server drops a datagram over its session's read allowance (counted in
+    /// `UdpStats::rate_dropped`); a client or cast socket stops reading until its allowance
+    /// is back; a send over the write allowance waits (up to `send_queue_limit` bytes per
+    /// socket). Default none. See docs/udp.md, "Rate limits".
+    pub rate_limits: RateLimits,
 }
 
 /// The smallest `max_datagram` with which GRO is turned on: a coalesced buffer holds up to
@@ -75,6 +86,7 @@ impl Default for UdpConfig {
             send_queue_limit: 4 * 1024 * 1024,
             gso: true,
             gro: true,
+            rate_limits: RateLimits::default(),
         }
     }
 }

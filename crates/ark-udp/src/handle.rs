@@ -1,14 +1,16 @@
-//! `UdpSessionHandle`: send to a UDP session, or close it, from any thread.
+//! `UdpSessionHandle`: send to a UDP session, close it, change its rate limits or read its
+//! stats, from any thread.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use ark_reactor::{Mailbox, SourceRef};
+use ark_reactor::{Answer, Answerer, Mailbox, RateLimits, SourceRef};
 
 use crate::error::SendError;
 use crate::limits::max_payload;
+use crate::stats::UdpSessionStats;
 
 /// What handles asked of a socket's sessions, applied on the socket's thread.
 #[derive(Debug, Default)]
@@ -17,6 +19,10 @@ pub(crate) struct Requests {
     pub(crate) datagrams: VecDeque<(Option<SocketAddr>, Vec<u8>)>,
     /// Sessions to close, by peer.
     pub(crate) closes: Vec<SocketAddr>,
+    /// New rate limits of sessions, by peer, in the order asked.
+    pub(crate) rate_limits: Vec<(SocketAddr, RateLimits)>,
+    /// Sessions' stats asked for, by peer (`None` answered: no such session).
+    pub(crate) stats: Vec<(SocketAddr, Answerer<Option<UdpSessionStats>>)>,
     /// A client's or cast socket's handler asked to be woken ([`UdpHandler::on_wake`]).
     ///
     /// [`UdpHandler::on_wake`]: crate::UdpHandler::on_wake
@@ -31,6 +37,8 @@ pub(crate) struct UdpShared {
     queued: AtomicUsize,
     /// Payload bytes waiting in `requests`.
     waiting: AtomicUsize,
+    /// Bytes waiting for sessions' write allowances at the socket's last turn.
+    held: AtomicUsize,
     closed: AtomicBool,
     /// What handles ask; wakes the socket once it is registered.
     mailbox: Mailbox<Requests>,
@@ -42,6 +50,7 @@ impl UdpShared {
             send_limit,
             queued: AtomicUsize::new(0),
             waiting: AtomicUsize::new(0),
+            held: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
             mailbox: Mailbox::new(),
         })
@@ -60,9 +69,11 @@ impl UdpShared {
         Some(requests)
     }
 
+    /// The socket's send queue and the bytes waiting for write allowances, at a turn's end.
     #[inline]
-    pub(crate) fn set_queued(&self, queued: usize) {
+    pub(crate) fn set_queued(&self, queued: usize, held: usize) {
         self.queued.store(queued, Ordering::Relaxed);
+        self.held.store(held, Ordering::Relaxed);
     }
 
     pub(crate) fn set_closed(&self) {
@@ -100,12 +111,13 @@ impl UdpSessionHandle {
         self.peer
     }
 
-    /// Queues one datagram to the peer (the payload is copied).
+    /// Queues one datagram to the peer (the payload is copied). A session with a write limit
+    /// keeps it waiting for its allowance, as a send from a callback.
     ///
     /// # Errors
     /// [`SendError::TooLarge`] over the UDP maximum; [`SendError::Full`] when the socket's
-    /// queue plus what handles queued would pass its limit; [`SendError::Closed`] once the
-    /// socket is closed.
+    /// queue, or the bytes its sessions keep waiting for their write allowances, plus what
+    /// handles queued would pass its limit; [`SendError::Closed`] once the socket is closed.
     pub fn send(&self, payload: &[u8]) -> Result<(), SendError> {
         let shared = &self.shared;
         if shared.closed.load(Ordering::SeqCst) {
@@ -118,12 +130,17 @@ impl UdpSessionHandle {
                 max,
             });
         }
-        let queued = shared.queued.load(Ordering::Relaxed) + shared.waiting.load(Ordering::SeqCst);
-        if queued > 0 && queued + payload.len() > shared.send_limit {
-            return Err(SendError::Full {
-                queued,
-                limit: shared.send_limit,
-            });
+        // The datagram joins the send queue, or waits for a write allowance if its session
+        // has one: it must fit both budgets, as a handle cannot tell which.
+        let waiting = shared.waiting.load(Ordering::SeqCst);
+        for budget in [&shared.queued, &shared.held] {
+            let queued = budget.load(Ordering::Relaxed) + waiting;
+            if queued > 0 && queued + payload.len() > shared.send_limit {
+                return Err(SendError::Full {
+                    queued,
+                    limit: shared.send_limit,
+                });
+            }
         }
         shared.waiting.fetch_add(payload.len(), Ordering::SeqCst);
         let to = (!self.connected).then_some(self.peer);
@@ -136,5 +153,29 @@ impl UdpSessionHandle {
     pub fn close(&self) {
         let peer = self.peer;
         self.shared.push(|r| r.closes.push(peer));
+    }
+
+    /// Sets the session's own rate limits at the socket's next turn, as
+    /// [`UdpSession::set_rate_limits`](crate::UdpSession::set_rate_limits) (nothing happens if
+    /// the session has ended).
+    pub fn set_rate_limits(&self, limits: RateLimits) {
+        let peer = self.peer;
+        self.shared.push(|r| r.rate_limits.push((peer, limits)));
+    }
+
+    /// The session's stats, answered at the socket's next turn ([`Answer::wait`] on a
+    /// thread, or `.await`): `None` if the session has ended, or
+    /// [`AnswerDropped`](ark_reactor::AnswerDropped) if the socket closed before its turn.
+    /// Never wait on the socket's own thread (in a callback use
+    /// [`UdpSession::stats`](crate::UdpSession::stats)).
+    pub fn stats(&self) -> Answer<Option<UdpSessionStats>> {
+        let (answerer, answer) = ark_reactor::answer();
+        if self.shared.closed.load(Ordering::SeqCst) {
+            answerer.give(None);
+            return answer;
+        }
+        let peer = self.peer;
+        self.shared.push(|r| r.stats.push((peer, answerer)));
+        answer
     }
 }

@@ -6,26 +6,25 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ark_reactor::{Deadlines, TimerId, TimerSlot};
+use ark_reactor::{Deadlines, RateLimits, TimerId, TimerSlot};
 
 use crate::driver::sys::SendBatch;
 use crate::error::{CloseReason, DatagramError, SendError};
 use crate::handle::{UdpSessionHandle, UdpShared};
 use crate::limits::max_payload;
+use crate::proto::rate::{Released, SessionRate};
+use crate::stats::UdpSessionStats;
 
-/// The timers of a socket's sessions: their deadlines, whose each is, and the socket's one
-/// reactor timer at the earliest.
+/// Deadlines, each owned by a session: `(peer, serial)`, so a deadline of a closed session
+/// never reaches a later session of the same peer.
 #[derive(Debug, Default)]
-pub(crate) struct SessionTimers {
+pub(crate) struct OwnedDeadlines {
     deadlines: Deadlines,
-    /// Timer → (peer, the session's serial): a timer of a closed session never reaches a
-    /// later session of the same peer.
     owners: HashMap<TimerId, (SocketAddr, u64)>,
-    pub(crate) slot: TimerSlot,
 }
 
-impl SessionTimers {
-    fn set(&mut self, at: Instant, owner: (SocketAddr, u64)) -> TimerId {
+impl OwnedDeadlines {
+    pub(crate) fn set(&mut self, at: Instant, owner: (SocketAddr, u64)) -> TimerId {
         let timer = self.deadlines.insert(at);
         self.owners.insert(timer, owner);
         timer
@@ -38,15 +37,42 @@ impl SessionTimers {
 
     /// The earliest deadline.
     #[inline]
-    pub(crate) fn earliest(&self) -> Option<Instant> {
+    fn earliest(&self) -> Option<Instant> {
         self.deadlines.earliest()
     }
 
-    /// A timer due at `now`, with its owner.
+    /// A deadline due at `now`, with its owner.
     pub(crate) fn pop_due(&mut self, now: Instant) -> Option<(TimerId, (SocketAddr, u64))> {
         let timer = self.deadlines.pop_due(now)?;
         let owner = self.owners.remove(&timer)?;
         Some((timer, owner))
+    }
+}
+
+/// The timers of a socket's sessions: their handlers' timers, the wake-ups of datagrams
+/// waiting for a write allowance, a client's end of a read pause, and the socket's one
+/// reactor timer at the earliest of them.
+#[derive(Debug, Default)]
+pub(crate) struct SessionTimers {
+    /// The handlers' timers.
+    pub(crate) handlers: OwnedDeadlines,
+    /// When sessions' waiting datagrams may leave.
+    pub(crate) releases: OwnedDeadlines,
+    /// When a client's or cast socket's paused reading may go on.
+    pub(crate) read_resume: Option<Instant>,
+    pub(crate) slot: TimerSlot,
+}
+
+impl SessionTimers {
+    /// The earliest deadline.
+    #[inline]
+    pub(crate) fn earliest(&self) -> Option<Instant> {
+        let handlers = self.handlers.earliest();
+        let releases = self.releases.earliest();
+        [handlers, releases, self.read_resume]
+            .into_iter()
+            .flatten()
+            .min()
     }
 }
 
@@ -59,6 +85,11 @@ pub(crate) struct SessionIo {
     pub(crate) send_limit: usize,
     pub(crate) now: Instant,
     pub(crate) datagrams_out: u64,
+    /// Bytes waiting for sessions' write allowances (every session of the socket), bounded by
+    /// `send_limit` apart from the send queue.
+    pub(crate) held_bytes: usize,
+    /// Datagrams that waited for a write allowance, since the driver last took the count.
+    pub(crate) rate_delayed: u64,
 }
 
 /// A handler's view of its peer during a callback.
@@ -72,6 +103,8 @@ pub struct UdpSession<'a> {
     /// The receive batch's buffer while its datagrams are delivered (empty otherwise): a
     /// datagram sent back unchanged from it is queued by its place there, not copied.
     pub(crate) received: &'a [u8],
+    /// The session's rate limits, waiting datagrams and counters.
+    pub(crate) rate: &'a mut SessionRate,
 }
 
 impl std::fmt::Debug for UdpSession<'_> {
@@ -171,9 +204,20 @@ impl UdpSession<'_> {
         }
         self.check_room(payload.len())?;
         let to = (!self.connected).then_some(to);
+        if self.rate.write_limited() {
+            // The whole train may have to wait: it must fit both budgets.
+            self.check_wait_room(payload.len())?;
+            for datagram in payload.chunks(segment) {
+                if self.rate.may_send_now(datagram.len(), self.io.now) {
+                    self.push_now(to, datagram, false);
+                } else {
+                    self.hold(to, datagram);
+                }
+            }
+            return Ok(());
+        }
         for datagram in payload.chunks(segment) {
-            self.io.out.push(to, datagram);
-            self.io.datagrams_out += 1;
+            self.push_now(to, datagram, false);
         }
         Ok(())
     }
@@ -197,6 +241,20 @@ impl UdpSession<'_> {
         Ok(())
     }
 
+    /// Refuses `len` more bytes to wait for a write allowance when some wait and they would
+    /// take the socket's waiting bytes past the send-queue limit (a budget of its own, apart
+    /// from the send queue's).
+    fn check_wait_room(&self, len: usize) -> Result<(), SendError> {
+        let waiting = self.io.held_bytes;
+        if waiting > 0 && waiting + len > self.io.send_limit {
+            return Err(SendError::Full {
+                queued: waiting,
+                limit: self.io.send_limit,
+            });
+        }
+        Ok(())
+    }
+
     fn queue(&mut self, to: SocketAddr, payload: &[u8]) -> Result<(), SendError> {
         let max = max_payload(&to);
         if payload.len() > max {
@@ -205,14 +263,89 @@ impl UdpSession<'_> {
                 max,
             });
         }
-        self.check_room(payload.len())?;
         let to = (!self.connected).then_some(to);
-        match offset_in(self.received, payload) {
+        if self.rate.write_limited() && !self.rate.may_send_now(payload.len(), self.io.now) {
+            self.check_wait_room(payload.len())?;
+            self.hold(to, payload);
+            return Ok(());
+        }
+        self.check_room(payload.len())?;
+        self.push_now(to, payload, true);
+        Ok(())
+    }
+
+    /// Puts a datagram in the socket's send queue (`by_place`: by its place in the receive
+    /// batch if it lies there, not copied).
+    #[inline]
+    fn push_now(&mut self, to: Option<SocketAddr>, payload: &[u8], by_place: bool) {
+        match offset_in(self.received, payload).filter(|_| by_place) {
             Some(offset) => self.io.out.push_received(to, offset, payload.len()),
             None => self.io.out.push(to, payload),
         }
         self.io.datagrams_out += 1;
-        Ok(())
+        self.rate.send_now(payload.len(), self.io.now);
+    }
+
+    /// Keeps a datagram waiting for the write allowance, and sets the session's wake-up if it
+    /// had none.
+    fn hold(&mut self, to: Option<SocketAddr>, payload: &[u8]) {
+        self.io.held_bytes += payload.len();
+        self.io.datagrams_out += 1;
+        self.io.rate_delayed += 1;
+        if let Some(at) = self.rate.hold(to, payload, self.io.now) {
+            self.io.timers.releases.set(at, (self.peer, self.serial));
+        }
+    }
+
+    /// A handle's datagram (its size checked by the handle): into the send queue, or to
+    /// wait for the write allowance.
+    pub(crate) fn queue_from_handle(&mut self, to: Option<SocketAddr>, payload: &[u8]) {
+        if self.rate.may_send_now(payload.len(), self.io.now) {
+            self.push_now(to, payload, false);
+        } else {
+            self.hold(to, payload);
+        }
+    }
+
+    /// The session's wake-up for its waiting datagrams: what the allowance covers leaves.
+    pub(crate) fn release(&mut self) {
+        let released = self.rate.release(self.io.now, &mut self.io.out);
+        self.released(released);
+    }
+
+    /// Every waiting datagram leaves, whatever the allowance.
+    pub(crate) fn release_all(&mut self) {
+        self.io.held_bytes -= self.rate.release_all(self.io.now, &mut self.io.out);
+    }
+
+    /// Datagrams left the wait: the socket's count of waiting bytes follows, and the next
+    /// wake-up is set.
+    fn released(&mut self, released: Released) {
+        self.io.held_bytes -= released.bytes;
+        if let Some(at) = released.next {
+            self.io.timers.releases.set(at, (self.peer, self.serial));
+        }
+    }
+
+    /// Sets this session's own rate limits from now, each way (`None`: unlimited); a
+    /// server's group limits still apply. A new limit starts with a full bucket unless the
+    /// direction was limited already (its tokens are kept, up to the new burst). Datagrams
+    /// waiting for the write allowance leave as the new one covers them (all at once when no
+    /// write limit is left). See docs/udp.md, "Rate limits".
+    pub fn set_rate_limits(&mut self, limits: RateLimits) {
+        let released = self.rate.set_limits(limits, self.io.now, &mut self.io.out);
+        self.released(released);
+    }
+
+    /// This session's own rate limits (the builder's `rate_limits` unless set since).
+    pub fn rate_limits(&self) -> RateLimits {
+        self.rate.limits()
+    }
+
+    /// This session's counters, rates (bytes a second each way over the last whole second)
+    /// and what waits for its write allowance.
+    pub fn stats(&mut self) -> UdpSessionStats {
+        self.rate.stats(self.io.now)
     }
 
     /// A handle to this session, to send to its peer or close it from anywhere.
@@ -224,12 +357,12 @@ impl UdpSession<'_> {
     /// (one-shot; set it again to repeat — a retransmission, say). Timers end with the session.
     pub fn set_timer(&mut self, after: Duration) -> TimerId {
         let at = self.io.now + after;
-        self.io.timers.set(at, (self.peer, self.serial))
+        self.io.timers.handlers.set(at, (self.peer, self.serial))
     }
 
     /// Cancels a timer of this session; `true` if it was pending.
     pub fn cancel_timer(&mut self, timer: TimerId) -> bool {
-        self.io.timers.cancel(timer)
+        self.io.timers.handlers.cancel(timer)
     }
 }
 

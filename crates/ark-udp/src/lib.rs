@@ -18,6 +18,10 @@
 //! * Sizes and loss: sends over the UDP maximum are a typed error ([`SendError::TooLarge`]),
 //!   truncated receives are detected (`MSG_TRUNC`), counted and never delivered as whole,
 //!   empty datagrams are messages, and [`NetCounters`] reads the kernel's drop counters.
+//! * Rate limits per session and for a server's total ([`RateLimits`], in payload bytes): a
+//!   server drops datagrams over a session's read allowance, a client pauses reading, sends
+//!   over the write allowance wait; [`UdpSessionStats`] gives each session's rates each way
+//!   and its send queue's delay (docs/udp.md, "Rate limits").
 //!
 //! ```
 //! use std::sync::mpsc;
@@ -65,12 +69,15 @@ mod server;
 mod snmp;
 mod stats;
 
-pub use ark_reactor::{IoModel, ReactorConfig, ReactorPool, Runtime, Stopping, TimerId};
+pub use ark_reactor::{
+    Answer, AnswerDropped, IoModel, RateLimit, RateLimits, ReactorConfig, ReactorPool, Runtime,
+    Stopping, TimerId,
+};
 pub use cast::{UdpCast, UdpCastBuilder, UdpCastHandle};
 pub use client::{UdpClient, UdpClientBuilder, UdpClientHandle, UdpSocketHandle, UdpWaker};
 pub use config::{GRO_MIN_DATAGRAM, UdpConfig, UdpOffload};
 pub use driver::steering::{Steering, bind_for_shard, steer_by_peer_port};
-pub use error::{CloseReason, DatagramError, SendError};
+pub use error::{CloseReason, DatagramError, RateLimitError, SendError};
 pub use handle::UdpSessionHandle;
 pub use handler::{UdpHandler, UdpSession};
 pub use limits::{
@@ -78,4 +85,4 @@ pub use limits::{
 };
 pub use server::{UdpServer, UdpServerBuilder, UdpServerHandle};
 pub use snmp::NetCounters;
-pub use stats::UdpStats;
+pub use stats::{UdpSessionStats, UdpStats};

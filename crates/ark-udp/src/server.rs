@@ -3,18 +3,21 @@
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ark_reactor::{
-    IoModel, Lifecycle, ReactorConfig, ReactorHandle, ReactorPool, Runtime, SourceRef, Stopping,
+    GroupBucket, IoModel, Lifecycle, RateLimit, RateLimits, ReactorConfig, ReactorHandle,
+    ReactorPool, Runtime, SourceRef, Stopping,
 };
 use mio::net::UdpSocket;
 
 use crate::config::{UdpConfig, UdpOffload};
 use crate::driver::socket::UdpDriver;
 use crate::driver::steering::{Steering, steer_by_peer_port};
+use crate::error::RateLimitError;
 use crate::handle::UdpShared;
 use crate::handler::UdpHandler;
+use crate::proto::rate::Group;
 use crate::proto::sessions::{Factory, Mode};
 use crate::stats::{UdpCounters, UdpStats};
 
@@ -31,6 +34,7 @@ impl UdpServer {
         UdpServerBuilder {
             addr: None,
             steering: Steering::default(),
+            group_rate_limits: RateLimits::default(),
             config: UdpConfig::default(),
             runtime: Runtime::default(),
             reactor_config: ReactorConfig::default(),
@@ -43,6 +47,7 @@ impl UdpServer {
 pub struct UdpServerBuilder {
     addr: Option<io::Result<SocketAddr>>,
     steering: Steering,
+    group_rate_limits: RateLimits,
     config: UdpConfig,
     runtime: Runtime,
     reactor_config: ReactorConfig,
@@ -93,6 +98,13 @@ macro_rules! udp_options {
         /// Most bytes queued for sending per socket.
         pub fn send_queue_limit(mut self, bytes: usize) -> Self {
             self.config.send_queue_limit = bytes;
+            self
+        }
+
+        /// Every session's own rate limits, each way, in datagram payload bytes (default
+        /// none; see [`UdpConfig::rate_limits`] and docs/udp.md, "Rate limits").
+        pub fn rate_limits(mut self, limits: ark_reactor::RateLimits) -> Self {
+            self.config.rate_limits = limits;
             self
         }
 
@@ -222,6 +234,15 @@ impl UdpServerBuilder {
         self
     }
 
+    /// Limits of the server's total, each way, in datagram payload bytes: one token bucket per
+    /// limited direction shared by every session of every shard, on top of each session's own
+    /// ([`rate_limits`](Self::rate_limits)). Default none. Which directions have one is fixed at
+    /// start; their rates change with [`UdpServerHandle::set_group_rate_limits`].
+    pub fn group_rate_limits(mut self, limits: RateLimits) -> Self {
+        self.group_rate_limits = limits;
+        self
+    }
+
     /// Binds (one `SO_REUSEPORT` socket per shard in the sharded model) and starts serving;
     /// `factory(peer)` makes the handler of each new peer's session.
     ///
@@ -260,8 +281,13 @@ impl UdpServerBuilder {
         let (pool, own_pool) = self.runtime.pool(self.reactor_config)?;
         let factory: Factory<H> = Arc::new(factory);
         let life = Lifecycle::new();
+        let now = Instant::now();
+        let bucket = |limit: Option<RateLimit>| limit.map(|l| GroupBucket::new(l, now));
+        let limits = self.group_rate_limits;
+        let group: Group = (bucket(limits.read), bucket(limits.write));
         let mut handle = UdpServerHandle {
             local_addr,
+            group: group.clone(),
             socket_buffers,
             offload: UdpOffload::default(),
             shards: Vec::new(),
@@ -279,7 +305,7 @@ impl UdpServerBuilder {
             let (_, offload) = register(
                 reactor,
                 socket,
-                Mode::server(factory.clone()),
+                Mode::server(factory.clone(), group.clone()),
                 &placement,
                 false,
             )?;
@@ -296,6 +322,8 @@ impl UdpServerBuilder {
 #[derive(Debug)]
 pub struct UdpServerHandle {
     local_addr: SocketAddr,
+    /// The group's buckets (read, write), shared by every session.
+    group: Group,
     socket_buffers: (usize, usize),
     offload: UdpOffload,
     shards: Vec<Arc<UdpCounters>>,
@@ -334,6 +362,36 @@ impl UdpServerHandle {
     /// Counters per shard (socket).
     pub fn shard_stats(&self) -> Vec<UdpStats> {
         self.shards.iter().map(|s| s.snapshot()).collect()
+    }
+
+    /// New limits of the server's total (the group every session shares), from now; the
+    /// tokens in the buckets are kept, up to the new bursts. Which directions are limited is
+    /// fixed at start ([`UdpServerBuilder::group_rate_limits`]): a direction without a group
+    /// limit stays without, and one with keeps one.
+    ///
+    /// # Errors
+    /// [`RateLimitError::NoGroupLimit`] for a limit on a direction the server started without;
+    /// [`RateLimitError::GroupLimitFixed`] for `None` on one it started with. Nothing changes
+    /// then.
+    pub fn set_group_rate_limits(&self, limits: RateLimits) -> Result<(), RateLimitError> {
+        let ways = [
+            ("read", &self.group.0, limits.read),
+            ("write", &self.group.1, limits.write),
+        ];
+        for &(direction, bucket, limit) in &ways {
+            match (bucket, limit) {
+                (None, Some(_)) => return Err(RateLimitError::NoGroupLimit { direction }),
+                (Some(_), None) => return Err(RateLimitError::GroupLimitFixed { direction }),
+                _ => {}
+            }
+        }
+        let now = Instant::now();
+        for (_, bucket, limit) in ways {
+            if let (Some(bucket), Some(limit)) = (bucket, limit) {
+                bucket.set_limit(limit, now);
+            }
+        }
+        Ok(())
     }
 
     /// Begins a stop and returns at once: every session gets `on_stopping` (its goodbye

@@ -1,4 +1,9 @@
-//! Counters of a UDP socket (one per shard), readable from any thread.
+//! Counters of a UDP socket (one per shard), readable from any thread, and of one session
+//! ([`UdpSessionStats`]).
+
+use std::time::Duration;
+
+use ark_reactor::RateLimits;
 
 ark_reactor::counters! {
     /// Live counters of one socket (one set per thread that adds to them).
@@ -38,5 +43,56 @@ ark_reactor::counters! {
         gso_fallbacks,
         /// Received buffers that held several datagrams (UDP GRO), each split.
         coalesced_receives,
+        /// Datagrams a server dropped because their session's read allowance (its own or its
+        /// group's) did not cover them; never delivered nor buffered.
+        rate_dropped,
+        /// Datagrams that waited for their session's write allowance before they were queued
+        /// for sending.
+        rate_delayed,
+        /// Datagrams that were waiting for their session's write allowance when it expired or
+        /// was evicted: never sent.
+        rate_discarded,
+        /// Times a client's or cast socket's reading paused for its read allowance.
+        read_pauses,
     }
+}
+
+/// A copy of one session's counters, rates and limits: [`UdpSession::stats`] in a callback,
+/// [`UdpSessionHandle::stats`] from any thread. Bytes are datagram payload bytes (no IP or
+/// UDP headers).
+///
+/// [`UdpSession::stats`]: crate::UdpSession::stats
+/// [`UdpSessionHandle::stats`]: crate::UdpSessionHandle::stats
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UdpSessionStats {
+    /// Datagrams delivered to the handler.
+    pub datagrams_in: u64,
+    /// Payload bytes delivered to the handler.
+    pub bytes_in: u64,
+    /// Datagrams put in the socket's send queue (after any wait for the write allowance).
+    pub datagrams_out: u64,
+    /// Payload bytes put in the socket's send queue.
+    pub bytes_out: u64,
+    /// Payload bytes a second delivered, over the last whole second (a window restarted each
+    /// second, measured when the session moved a datagram or its stats were read: after a
+    /// silence, the average over the silence).
+    pub bytes_in_per_second: u64,
+    /// Payload bytes a second put in the send queue, over the same window.
+    pub bytes_out_per_second: u64,
+    /// Datagrams dropped over the read allowance (a server's sessions; a client pauses
+    /// instead).
+    pub rate_dropped: u64,
+    /// Datagrams that waited for the write allowance.
+    pub rate_delayed: u64,
+    /// Times reading paused for the read allowance (a client's or cast socket's session).
+    pub read_pauses: u64,
+    /// Payload bytes waiting for the write allowance now.
+    pub send_wait_bytes: u64,
+    /// How long the bytes waiting now take to leave: at the session's own write limit, or
+    /// without one at the rate it sent over the last second (`None`: bytes wait and none
+    /// left in that second).
+    pub send_queue_delay: Option<Duration>,
+    /// The session's own rate limits (its group's are the server's).
+    pub rate_limits: RateLimits,
 }

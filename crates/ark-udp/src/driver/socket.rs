@@ -13,6 +13,7 @@ use crate::config::{UdpConfig, UdpOffload};
 use crate::driver::sys::{MAX_TRAIN_SEGMENTS, RecvBatch, SendBatch};
 use crate::handle::UdpShared;
 use crate::handler::{SessionIo, SessionTimers, UdpHandler};
+use crate::proto::rate::ReadGate;
 use crate::proto::sessions::{Mode, UdpSessions};
 use crate::stats::{UdpCounters, UdpStats};
 
@@ -34,6 +35,9 @@ pub(crate) struct UdpDriver<H> {
     writable_interest: bool,
     /// The last receive round found one datagram at most: start the next with `recvfrom`.
     receive_singly: bool,
+    /// The first datagram of the receive batch not yet delivered (a paused client's wait
+    /// there); at or past its count when all were.
+    undelivered: usize,
     /// The phase whose news the sessions have had (`on_drain`, `on_stopping`).
     told: Phase,
     /// The socket is closing (`Context::close` was called).
@@ -67,6 +71,8 @@ impl<H: UdpHandler> UdpDriver<H> {
             send_limit: config.send_queue_limit,
             now: Instant::now(),
             datagrams_out: 0,
+            held_bytes: 0,
+            rate_delayed: 0,
         };
         UdpDriver {
             recv,
@@ -78,6 +84,7 @@ impl<H: UdpHandler> UdpDriver<H> {
             life,
             writable_interest: false,
             receive_singly: false,
+            undelivered: 0,
             told: Phase::Running,
             closing: false,
             _member: member,
@@ -91,17 +98,36 @@ impl<H: UdpHandler> UdpDriver<H> {
     /// (it copies in and checks a message header for the datagram and again for the empty
     /// slot after it). With GRO on, every read is a `recvmmsg`: only it reads the segment
     /// size of a coalesced buffer.
+    ///
+    /// A client's or cast socket's session with a read limit reads no more slots than its
+    /// allowance covers, delivers no datagram before the allowance covers it (the rest of a
+    /// read waits in the receive batch: a GRO slot may hold many) and reads nothing while
+    /// anything waits. Reading so pauses before `EAGAIN`, after which no readiness event may
+    /// come (on Windows mio reports one only after a `WouldBlock`): the sessions' timer wakes
+    /// the socket when the allowance is back, and that turn reads (`on_timer`).
     fn receive(&mut self, cx: &mut Context<'_>, tally: &mut UdpStats) -> bool {
         let mut got = 0;
         let mut budget_out = true;
-        for round in 0..cx.budget().operations {
-            if round > 0 {
-                self.release_received(cx, tally);
+        for _ in 0..cx.budget().operations {
+            // What the last read left undelivered (a paused client's) goes first.
+            if !self.deliver_rest(cx, tally) {
+                budget_out = false;
+                break;
             }
-            let batched =
-                self.config.batching && (self.recv.gro() || !self.receive_singly || got >= 2);
+            self.release_received(cx, tally);
+            let max = match self.sessions.read_gate(cx.now(), self.recv.slots()) {
+                ReadGate::Open(max) => max,
+                ReadGate::Paused { until, new } => {
+                    self.pause_reading(until, new, tally);
+                    budget_out = false;
+                    break;
+                }
+            };
+            self.sessions.io.timers.read_resume = None;
+            let batched = self.config.batching
+                && (self.recv.gro() || (max > 1 && (!self.receive_singly || got >= 2)));
             let result = if batched {
-                self.recv.recv_batch(&self.socket)
+                self.recv.recv_batch(&self.socket, max)
             } else {
                 self.recv.recv_one(&self.socket)
             };
@@ -110,8 +136,12 @@ impl<H: UdpHandler> UdpDriver<H> {
             match result {
                 Ok(n) => {
                     got += n;
-                    self.sessions.deliver(cx.now(), &self.recv, tally);
-                    if batched && n < self.recv.slots() {
+                    self.undelivered = 0;
+                    if !self.deliver_rest(cx, tally) {
+                        budget_out = false;
+                        break;
+                    }
+                    if batched && n < max.min(self.recv.slots()) {
                         budget_out = false; // a short batch drained the socket
                         break;
                     }
@@ -131,6 +161,34 @@ impl<H: UdpHandler> UdpDriver<H> {
         budget_out
     }
 
+    /// Delivers what the last read left undelivered; `false` when a client's or cast
+    /// socket's read allowance stopped it (reading pauses until the allowance is back).
+    fn deliver_rest(&mut self, cx: &mut Context<'_>, tally: &mut UdpStats) -> bool {
+        let received = self.recv.received.len();
+        if self.undelivered >= received {
+            return true;
+        }
+        let now = cx.now();
+        self.undelivered = self
+            .sessions
+            .deliver(now, &self.recv, self.undelivered, tally);
+        if self.undelivered >= received {
+            return true;
+        }
+        match self.sessions.read_gate(now, self.recv.slots()) {
+            ReadGate::Paused { until, new } => self.pause_reading(until, new, tally),
+            // Not at the instant delivery stopped; go on at the timer's turn.
+            ReadGate::Open(_) => self.pause_reading(now, false, tally),
+        }
+        false
+    }
+
+    /// A client's or cast socket's reading pauses until `until` (`new`: it was reading).
+    fn pause_reading(&mut self, until: Instant, new: bool, tally: &mut UdpStats) {
+        self.sessions.io.timers.read_resume = Some(until);
+        tally.read_pauses += u64::from(new);
+    }
+
     /// Before the receive batch is reused: the echoes queued by their place in it are sent
     /// (after the counters of what was received are published, as at the end of a turn), and
     /// what the socket does not take is copied into the queue.
@@ -143,7 +201,9 @@ impl<H: UdpHandler> UdpDriver<H> {
     /// Publishes `tally` (what was received, with the datagrams queued since), sends what is
     /// queued, then publishes the sends. Returns whether the socket would block.
     fn publish_and_flush(&mut self, cx: &mut Context<'_>, mut tally: UdpStats) -> bool {
-        tally.datagrams_out += std::mem::take(&mut self.sessions.io.datagrams_out);
+        let io = &mut self.sessions.io;
+        tally.datagrams_out += std::mem::take(&mut io.datagrams_out);
+        tally.rate_delayed += std::mem::take(&mut io.rate_delayed);
         self.counters.add(&tally);
         let mut sent = UdpStats::default();
         let blocked = self.flush(cx, &mut sent);
@@ -228,7 +288,7 @@ impl<H: UdpHandler> UdpDriver<H> {
         if !blocked && !io.out.is_empty() {
             turn = Turn::Again;
         }
-        io.shared.set_queued(io.out.bytes());
+        io.shared.set_queued(io.out.bytes(), io.held_bytes);
         io.timers.slot.arm(io.timers.earliest(), cx);
         self.want_writable(cx, blocked);
         turn
@@ -253,6 +313,8 @@ impl<H: UdpHandler> UdpDriver<H> {
         if self.sessions.lingers() {
             return false;
         }
+        // What waits for write allowances leaves with the last flush.
+        self.sessions.release_all();
         self.closing = true;
         cx.close();
         true
@@ -307,13 +369,25 @@ impl<H: UdpHandler> Handler for UdpDriver<H> {
 
     fn on_timer(&mut self, cx: &mut Context<'_>, timer: TimerId) -> Turn {
         let mut tally = UdpStats::default();
-        self.sessions.io.now = cx.now();
+        let now = cx.now();
+        self.sessions.io.now = now;
+        let mut turn = Turn::Done;
         if Some(timer) == self.expiry_timer {
-            self.sessions.expire(cx.now(), &mut tally);
+            self.sessions.expire(now, &mut tally);
         } else if self.sessions.io.timers.slot.fired(timer) {
-            self.sessions.fire_timers(cx.now());
+            self.sessions.fire_timers(now);
+            self.sessions.release_due(now);
+            // A paused read goes on here: no readiness event may come for the datagrams
+            // left in the socket.
+            let timers = &mut self.sessions.io.timers;
+            if !self.closing && timers.read_resume.is_some_and(|at| at <= now) {
+                timers.read_resume = None;
+                if self.receive(cx, &mut tally) {
+                    turn = Turn::Again;
+                }
+            }
         }
-        self.finish_turn(cx, tally, Turn::Done)
+        self.finish_turn(cx, tally, turn)
     }
 
     fn on_close(&mut self, _: ark_reactor::CloseReason) {

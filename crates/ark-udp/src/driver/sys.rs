@@ -166,6 +166,19 @@ impl RecvBatch {
         let r = &self.received[i];
         &self.data[r.start..r.start + r.len]
     }
+
+    /// Tests: the batch as a receive of `datagrams` would leave it, one per slot (as many as
+    /// fit).
+    #[cfg(test)]
+    pub(crate) fn fill(&mut self, datagrams: &[(SocketAddr, &[u8])]) {
+        self.received.clear();
+        for (i, (from, bytes)) in datagrams.iter().take(self.slots).enumerate() {
+            let len = bytes.len().min(self.slot);
+            let start = self.slot_start(i);
+            self.data[start..start + len].copy_from_slice(&bytes[..len]);
+            self.push_received(i, len, *from, (0, bytes.len() > self.slot));
+        }
+    }
 }
 
 /// Datagrams queued for sending: contiguous bytes plus entries saying where each message's
@@ -413,6 +426,26 @@ impl SendBatch {
         }
     }
 
+    /// Tests: takes every queued datagram, as a send would (a train's datagrams one by one),
+    /// with its destination.
+    #[cfg(test)]
+    pub(crate) fn take_all(&mut self, received: &[u8]) -> Vec<(Option<SocketAddr>, Vec<u8>)> {
+        let mut taken = Vec::new();
+        for entry in &self.entries[self.sent..] {
+            let to = entry.to.as_ref().and_then(socket2::SockAddr::as_socket);
+            let bytes = Self::bytes_of(&self.data, received, entry);
+            if bytes.is_empty() {
+                taken.push((to, Vec::new()));
+            }
+            for datagram in bytes.chunks(entry.segment.max(1)) {
+                taken.push((to, datagram.to_vec()));
+            }
+        }
+        self.sent = self.entries.len();
+        self.reset_if_done();
+        taken
+    }
+
     /// Drops the next queued message (it failed for a reason a retry will not fix).
     pub(crate) fn skip_one(&mut self) {
         if self.sent < self.entries.len() {
@@ -622,7 +655,7 @@ mod tests {
         let mut got = Vec::new();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
         while got.len() < sizes.len() && std::time::Instant::now() < deadline {
-            match batch.recv_batch(&receiver) {
+            match batch.recv_batch(&receiver, usize::MAX) {
                 Ok(_) => got.extend((0..batch.received.len()).map(|i| batch.datagram(i).to_vec())),
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                     std::thread::sleep(std::time::Duration::from_millis(1));

@@ -5,9 +5,13 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::Instant;
 
+use crate::proto::rate::SessionRate;
+
 /// One peer's session.
 pub(crate) struct Peer<H> {
     pub(crate) handler: H,
+    /// Its rate limits, waiting datagrams and counters.
+    pub(crate) rate: SessionRate,
     pub(crate) last_seen: Instant,
     /// Unique per session of this table (a new session of the same peer gets a new one).
     pub(crate) serial: u64,
@@ -51,13 +55,24 @@ impl<H> Peers<H> {
         self.map.get_mut(addr)
     }
 
+    pub(crate) fn contains(&self, addr: &SocketAddr) -> bool {
+        self.map.contains_key(addr)
+    }
+
     /// Adds a session and returns it.
-    pub(crate) fn insert(&mut self, addr: SocketAddr, handler: H, now: Instant) -> &mut Peer<H> {
+    pub(crate) fn insert(
+        &mut self,
+        addr: SocketAddr,
+        handler: H,
+        rate: SessionRate,
+        now: Instant,
+    ) -> &mut Peer<H> {
         self.order.push(addr);
         let slot = self.order.len() - 1;
         self.next_serial += 1;
         self.map.entry(addr).or_insert(Peer {
             handler,
+            rate,
             last_seen: now,
             serial: self.next_serial,
             referenced: false,
@@ -66,7 +81,7 @@ impl<H> Peers<H> {
     }
 
     /// A session that has been silent since the hand last passed, taken out of the table.
-    pub(crate) fn evict(&mut self) -> Option<(SocketAddr, H)> {
+    pub(crate) fn evict(&mut self) -> Option<(SocketAddr, Peer<H>)> {
         // Two rounds at most: the first clears every reference bit.
         for _ in 0..2 * self.order.len() {
             self.hand %= self.order.len();
@@ -74,7 +89,7 @@ impl<H> Peers<H> {
             let peer = self.map.get_mut(&addr)?;
             if !std::mem::replace(&mut peer.referenced, false) {
                 // `remove` moves the ring's last entry here: the hand stays.
-                return self.remove(&addr).map(|peer| (addr, peer.handler));
+                return self.remove(&addr).map(|peer| (addr, peer));
             }
             self.hand += 1;
         }
@@ -140,17 +155,19 @@ mod tests {
         let start = Instant::now();
         let mut peers = Peers::default();
         for i in 0..5u16 {
-            peers.insert(addr(i), i, start + Duration::from_secs(u64::from(i)));
+            let seen = start + Duration::from_secs(u64::from(i));
+            peers.insert(addr(i), i, SessionRate::default(), seen);
         }
+        let evict = |peers: &mut Peers<u16>| peers.evict().map(|(a, p)| (a, p.handler));
         // Peer 0 talks again: it gets a second chance.
         peers.get_mut(&addr(0)).unwrap().referenced = true;
-        assert_eq!(peers.evict(), Some((addr(1), 1)));
-        assert_eq!(peers.evict(), Some((addr(4), 4)));
+        assert_eq!(evict(&mut peers), Some((addr(1), 1)));
+        assert_eq!(evict(&mut peers), Some((addr(4), 4)));
         peers.retain(|p| p.handler != 3, |a, _| assert_eq!(a, addr(3)));
         assert_eq!(peers.len(), 2);
         // Peer 0's bit was cleared as the hand passed: now it can go.
-        assert_eq!(peers.evict(), Some((addr(2), 2)));
-        assert_eq!(peers.evict(), Some((addr(0), 0)));
-        assert_eq!(peers.evict(), None);
+        assert_eq!(evict(&mut peers), Some((addr(2), 2)));
+        assert_eq!(evict(&mut peers), Some((addr(0), 0)));
+        assert_eq!(evict(&mut peers), None);
     }
 }

@@ -156,8 +156,9 @@ fn write_segment(control: &mut Control, segment: u16) -> usize {
 unsafe impl Send for SendScratch {}
 
 impl RecvBatch {
-    /// Receives up to `slots` datagrams with one `recvmmsg`. Returns how many arrived.
-    pub(crate) fn recv_batch(&mut self, socket: &UdpSocket) -> io::Result<usize> {
+    /// Receives up to `max` datagrams (at most `slots`, at least 1) with one `recvmmsg`.
+    /// Returns how many arrived.
+    pub(crate) fn recv_batch(&mut self, socket: &UdpSocket, max: usize) -> io::Result<usize> {
         let fd = socket.as_raw_fd();
         self.received.clear();
         let RecvScratch {
@@ -168,7 +169,8 @@ impl RecvBatch {
         } = &mut self.scratch;
         let gro = self.gro;
         let base = self.data.as_mut_ptr();
-        for i in 0..headers.len() {
+        let count = max.clamp(1, headers.len());
+        for i in 0..count {
             iovecs[i] = libc::iovec {
                 // SAFETY: `data` holds `4096 + (slots - 1) * stride + slot` bytes and
                 // `offset` < 4096, so slot `i`, `slot` bytes from `offset + i * stride`, lies
@@ -191,13 +193,13 @@ impl RecvBatch {
             header.msg_flags = 0;
             headers[i].msg_len = 0;
         }
-        // SAFETY: every header points at an iovec into `data` and at a `sockaddr_storage` of
-        // the size it announces, all alive and unaliased for the call; the count matches.
+        // SAFETY: the first `count` headers point at an iovec into `data` and at a
+        // `sockaddr_storage` of the size it announces, all alive and unaliased for the call.
         let n = unsafe {
             libc::recvmmsg(
                 fd,
                 headers.as_mut_ptr(),
-                headers.len() as libc::c_uint,
+                count as libc::c_uint,
                 0,
                 std::ptr::null_mut(),
             )

@@ -26,7 +26,7 @@ pub(super) struct SendScratch;
 
 impl RecvBatch {
     /// Receives one datagram (the batch has one slot on this path).
-    pub(crate) fn recv_batch(&mut self, socket: &UdpSocket) -> io::Result<usize> {
+    pub(crate) fn recv_batch(&mut self, socket: &UdpSocket, _max: usize) -> io::Result<usize> {
         self.recv_one(socket)
     }
 
