@@ -109,15 +109,16 @@ impl TokenBucket {
         if added == 0 {
             return;
         }
-        let room = u128::from(self.limit.burst - self.tokens + self.debt);
+        let room = u128::from(self.limit.burst - self.tokens) + u128::from(self.debt);
         if added >= room {
             self.tokens = self.limit.burst;
             self.debt = 0;
             self.at = now;
         } else {
-            let repaid = (added as u64).min(self.debt);
+            // Below the room: what repays the debt, then at most `burst - tokens`.
+            let repaid = added.min(u128::from(self.debt)) as u64;
             self.debt -= repaid;
-            self.tokens += added as u64 - repaid;
+            self.tokens += (added - u128::from(repaid)) as u64;
             // Exactly the time those tokens took: the remainder counts towards the next.
             let spent = added * NANOS / rate;
             self.at += Duration::from_nanos(spent as u64);
@@ -135,7 +136,7 @@ impl TokenBucket {
     pub fn take(&mut self, bytes: u64) {
         let short = bytes.saturating_sub(self.tokens);
         self.tokens = self.tokens.saturating_sub(bytes);
-        self.debt = (self.debt + short).min(self.limit.burst);
+        self.debt = self.debt.saturating_add(short).min(self.limit.burst);
     }
 
     /// When `want` tokens (capped at the burst) will be there, counting from `now`.
@@ -145,7 +146,7 @@ impl TokenBucket {
         if self.tokens >= want {
             return now;
         }
-        let missing = u128::from(want - self.tokens + self.debt);
+        let missing = u128::from(want - self.tokens) + u128::from(self.debt);
         let rate = u128::from(self.limit.bytes_per_second);
         let nanos = (missing * NANOS).div_ceil(rate);
         self.at + Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
