@@ -15,8 +15,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use ark_rudp::{
-    Delivery, Event, Fec, RateGroup, RateLimit, RateLimits, RudpClient, RudpConfig, RudpHandler,
-    RudpServer, RudpSession, RudpSessionHandle, RudpStats,
+    Delivery, Event, Fec, RateGroup, RateLimit, RateLimitError, RateLimits, RudpClient, RudpConfig,
+    RudpHandler, RudpServer, RudpSession, RudpSessionHandle, RudpStats,
 };
 use util::{Flow, Side, Sim, link};
 
@@ -407,7 +407,7 @@ impl RudpHandler for Count {
 
 /// Sends `chunk`s as fast as the send buffer takes them until `stop`.
 fn flood(client: ark_rudp::RudpClientHandle, stop: Arc<std::sync::atomic::AtomicBool>) {
-    let chunk = vec![7u8; 16 * 1024];
+    let chunk = vec![7u8; 4 * 1024];
     while !stop.load(Ordering::Relaxed) {
         if client.send(&chunk, Delivery::Ordered).is_err() {
             thread::sleep(Duration::from_millis(1));
@@ -445,9 +445,15 @@ fn on_sockets_a_limited_session_beside_an_unlimited_one() {
     let fast = RudpClient::builder()
         .connect(server.local_addr(), Count(Arc::default()))
         .unwrap();
+    // Limited at its own end, by its builder: its writes are paced.
+    let paced = RudpClient::builder()
+        .rate_limits(writes(RateLimit::new(LIMIT)))
+        .connect(server.local_addr(), Count(Arc::default()))
+        .unwrap();
     let slow_addr = slow.local_addr();
     let fast_addr = fast.local_addr();
-    for _ in 0..2 {
+    let paced_addr = paced.local_addr();
+    for _ in 0..3 {
         let handle = opened.recv_timeout(Duration::from_secs(10)).unwrap();
         if handle.peer_addr() == slow_addr {
             // From any thread, through the session's mailbox.
@@ -455,17 +461,20 @@ fn on_sockets_a_limited_session_beside_an_unlimited_one() {
         }
     }
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let floods = [slow, fast].map(|c| {
+    let floods = [slow, fast, paced].map(|c| {
         let stop = stop.clone();
         thread::spawn(move || flood(c, stop))
     });
     let bytes = |addr| seen.lock().unwrap()[&addr].bytes.load(Ordering::Relaxed);
     thread::sleep(Duration::from_millis(500));
-    let (slow0, fast0, t0) = (bytes(slow_addr), bytes(fast_addr), Instant::now());
+    let at = |addr| bytes(addr) as f64;
+    let (slow0, fast0, paced0) = (at(slow_addr), at(fast_addr), at(paced_addr));
+    let t0 = Instant::now();
     thread::sleep(Duration::from_secs(2));
     let t = t0.elapsed().as_secs_f64();
-    let slow_rate = (bytes(slow_addr) - slow0) as f64 / t;
-    let fast_rate = (bytes(fast_addr) - fast0) as f64 / t;
+    let slow_rate = (at(slow_addr) - slow0) / t;
+    let fast_rate = (at(fast_addr) - fast0) / t;
+    let paced_rate = (at(paced_addr) - paced0) / t;
     let slow_stats = seen.lock().unwrap()[&slow_addr]
         .stats
         .lock()
@@ -477,8 +486,9 @@ fn on_sockets_a_limited_session_beside_an_unlimited_one() {
         f.join().unwrap();
     }
     eprintln!(
-        "limited session: {slow_rate:.0} B/s of messages (receive_rate {} B/s); unlimited: \
-         {fast_rate:.0} B/s; the server's receive_rate {} B/s",
+        "read-limited session: {slow_rate:.0} B/s of messages (receive_rate {} B/s); \
+         write-limited client: {paced_rate:.0} B/s; unlimited: {fast_rate:.0} B/s; the \
+         server's receive_rate {} B/s",
         slow_stats.receive_rate, total.receive_rate
     );
     // Payload is 1200 of every 1233 bytes counted: at most the limit, over 2 s (the burst
@@ -492,6 +502,31 @@ fn on_sockets_a_limited_session_beside_an_unlimited_one() {
         receive < LIMIT as f64 * 1.1 && receive > LIMIT as f64 * 0.8,
         "{receive}"
     );
+    assert!(
+        paced_rate < LIMIT as f64 * 1.1 && paced_rate > LIMIT as f64 * 0.8,
+        "{paced_rate}"
+    );
     assert!(fast_rate > 5.0 * LIMIT as f64, "{fast_rate}");
+    server.stop().wait().unwrap();
+}
+
+#[test]
+fn a_server_changes_the_group_limits_it_was_built_with() {
+    let server = RudpServer::builder()
+        .bind("127.0.0.1:0")
+        .group_rate_limits(writes(RateLimit::new(1_000_000)))
+        .start(|_| Count(Arc::default()))
+        .unwrap();
+    assert_eq!(
+        server.set_group_rate_limits(RateLimits::both(10_000)),
+        Err(RateLimitError::NoGroup { direction: "read" }),
+        "no read bucket to change"
+    );
+    assert_eq!(
+        server.set_group_rate_limits(writes(RateLimit::new(10_000))),
+        Ok(())
+    );
+    // Lifted: the bucket stays, unlimited.
+    assert_eq!(server.set_group_rate_limits(RateLimits::default()), Ok(()));
     server.stop().wait().unwrap();
 }
