@@ -60,11 +60,16 @@ impl RateLimits {
 
 /// A token bucket: `burst` tokens at most, refilled at `bytes_per_second`; one token a byte.
 /// Sans-IO: every call takes the time. Exact over any span (whole tokens are added and the
-/// clock advanced by exactly their time, so no rounding accumulates).
+/// clock advanced by exactly their time, so no rounding accumulates). Bytes taken past the
+/// tokens there (bytes that could not wait: a datagram that arrived, an acknowledgement) are
+/// owed, up to a burst, and repaid from the next tokens.
 #[derive(Debug, Clone)]
 pub struct TokenBucket {
     limit: RateLimit,
     tokens: u64,
+    /// Bytes taken past the tokens, repaid before tokens count again (at most a burst; then
+    /// `tokens` is 0).
+    debt: u64,
     /// The instant the tokens were counted at.
     at: Instant,
 }
@@ -75,6 +80,7 @@ impl TokenBucket {
         TokenBucket {
             limit,
             tokens: limit.burst,
+            debt: 0,
             at: now,
         }
     }
@@ -89,6 +95,7 @@ impl TokenBucket {
         self.refill(now);
         self.limit = limit;
         self.tokens = self.tokens.min(limit.burst);
+        self.debt = self.debt.min(limit.burst);
     }
 
     fn refill(&mut self, now: Instant) {
@@ -102,12 +109,16 @@ impl TokenBucket {
         if added == 0 {
             return;
         }
-        let room = u128::from(self.limit.burst - self.tokens);
+        let room = u128::from(self.limit.burst - self.tokens) + u128::from(self.debt);
         if added >= room {
             self.tokens = self.limit.burst;
+            self.debt = 0;
             self.at = now;
         } else {
-            self.tokens += added as u64;
+            // Below the room: what repays the debt, then at most `burst - tokens`.
+            let repaid = added.min(u128::from(self.debt)) as u64;
+            self.debt -= repaid;
+            self.tokens += (added - u128::from(repaid)) as u64;
             // Exactly the time those tokens took: the remainder counts towards the next.
             let spent = added * NANOS / rate;
             self.at += Duration::from_nanos(spent as u64);
@@ -120,9 +131,12 @@ impl TokenBucket {
         self.tokens
     }
 
-    /// Spends `bytes` tokens (those of a read or write just made; at most what is there).
+    /// Spends `bytes` tokens (those of a read or write just made); what is past the tokens
+    /// there is owed (up to a burst) and repaid from the next ones.
     pub fn take(&mut self, bytes: u64) {
+        let short = bytes.saturating_sub(self.tokens);
         self.tokens = self.tokens.saturating_sub(bytes);
+        self.debt = self.debt.saturating_add(short).min(self.limit.burst);
     }
 
     /// When `want` tokens (capped at the burst) will be there, counting from `now`.
@@ -132,7 +146,7 @@ impl TokenBucket {
         if self.tokens >= want {
             return now;
         }
-        let missing = u128::from(want - self.tokens);
+        let missing = u128::from(want - self.tokens) + u128::from(self.debt);
         let rate = u128::from(self.limit.bytes_per_second);
         let nanos = (missing * NANOS).div_ceil(rate);
         self.at + Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
@@ -177,7 +191,8 @@ impl Direction {
         usize::try_from(own.min(group)).unwrap_or(usize::MAX)
     }
 
-    /// `bytes` moved: the tokens are spent.
+    /// `bytes` moved: the tokens are spent (what is past them is owed, up to a burst, and
+    /// repaid from the next tokens).
     pub fn spend(&mut self, bytes: usize) {
         let bytes = bytes as u64;
         if let Some(own) = self.own.as_mut() {
@@ -373,6 +388,30 @@ mod tests {
             later + Duration::from_millis(500)
         );
         assert_eq!(bucket.available(later + Duration::from_millis(250)), 250);
+    }
+
+    #[test]
+    fn bytes_past_the_tokens_are_owed_up_to_a_burst() {
+        let start = Instant::now();
+        let limit = RateLimit::new(1_000).with_burst(500);
+        let mut bucket = TokenBucket::new(limit, start);
+        bucket.take(700);
+        assert_eq!(bucket.available(start), 0);
+        // 200 owed: 300 tokens take 500 ms.
+        assert_eq!(
+            bucket.ready_at(300, start),
+            start + Duration::from_millis(500)
+        );
+        assert_eq!(bucket.available(start + Duration::from_millis(100)), 0);
+        assert_eq!(bucket.available(start + Duration::from_millis(250)), 50);
+        // Never more than a burst owed: 2,000 past the tokens cost 500.
+        bucket.take(2_050);
+        let later = start + Duration::from_millis(250);
+        assert_eq!(
+            bucket.ready_at(1, later),
+            later + Duration::from_millis(501)
+        );
+        assert_eq!(bucket.available(later + Duration::from_secs(10)), 500);
     }
 
     #[test]

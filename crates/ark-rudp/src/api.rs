@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ark_reactor::{Answer, Stopping};
+use ark_reactor::{Answer, RateLimits, Stopping};
 use ark_udp::{
     UdpCast, UdpCastBuilder, UdpClient as UdpClientSocket, UdpClientBuilder, UdpSocketHandle,
 };
@@ -13,7 +13,9 @@ use ark_udp::{
 use crate::config::RudpConfig;
 use crate::driver::socket::{Driver, Role};
 use crate::handler::{RudpHandler, RudpSessionHandle, RudpShared, SessionShared};
-use crate::proto::connection::{CloseReason, Connection, Delivery, RudpStats, SendError};
+use crate::proto::connection::{
+    CloseReason, Connection, Delivery, RateGroup, RateLimitError, RudpStats, SendError,
+};
 use crate::proto::cookie::random_u64;
 use crate::proto::listener::Listener;
 
@@ -27,6 +29,16 @@ macro_rules! rudp_options {
         /// The connections' settings (default [`RudpConfig::default`]).
         pub fn config(mut self, config: RudpConfig) -> Self {
             self.config = config;
+            self
+        }
+
+        /// Each session's own rate limits, each way (default none): writes paced (what the
+        /// limit does not cover waits in the send buffer, under the usual `Full`), reads
+        /// limited through the window the peer is given. Sets [`RudpConfig::rate_limits`],
+        /// before or after [`config`](Self::config); a session changes its own with
+        /// `RudpSession::set_rate_limits` or its handle's. See docs/rudp.md, "Rate limits".
+        pub fn rate_limits(mut self, limits: RateLimits) -> Self {
+            self.rate_limits = Some(limits);
             self
         }
 
@@ -64,6 +76,8 @@ impl RudpServer {
         RudpServerBuilder {
             udp: UdpCast::builder(),
             config: RudpConfig::default(),
+            rate_limits: None,
+            group: RateLimits::default(),
         }
     }
 }
@@ -73,6 +87,8 @@ impl RudpServer {
 pub struct RudpServerBuilder {
     udp: UdpCastBuilder,
     config: RudpConfig,
+    rate_limits: Option<RateLimits>,
+    group: RateLimits,
 }
 
 impl RudpServerBuilder {
@@ -81,6 +97,14 @@ impl RudpServerBuilder {
     /// The address to bind (port 0 picks one).
     pub fn bind(mut self, addr: impl std::net::ToSocketAddrs) -> Self {
         self.udp = self.udp.bind(addr);
+        self
+    }
+
+    /// Rate limits of all the server's sessions together, each way (default none): one
+    /// bucket per direction that every session spends from, on top of its own limits.
+    /// [`RudpServerHandle::set_group_rate_limits`] changes a direction set here.
+    pub fn group_rate_limits(mut self, limits: RateLimits) -> Self {
+        self.group = limits;
         self
     }
 
@@ -94,11 +118,17 @@ impl RudpServerBuilder {
         H: RudpHandler,
         F: FnMut(SocketAddr) -> H + Send + 'static,
     {
-        let config = Arc::new(self.config);
+        let mut config = self.config;
+        if let Some(limits) = self.rate_limits {
+            config.rate_limits = limits;
+        }
+        let group = RateGroup::new(config.clamp_limits(self.group), Instant::now());
+        let config = Arc::new(config);
         let mailbox = Arc::new(RudpShared::default());
         let role = Role::Server {
             listener: Box::new(Listener::new(config.clone())),
             factory: Box::new(factory),
+            group: group.clone(),
         };
         let driver = Driver::new(role, config.clone(), mailbox.clone());
         let socket = self.udp.max_datagram(config.receive_slot()).start(driver)?;
@@ -106,7 +136,8 @@ impl RudpServerBuilder {
         Ok(RudpServerHandle {
             socket,
             mailbox,
-            close_timeout: config.close_timeout,
+            group,
+            config,
         })
     }
 }
@@ -116,7 +147,9 @@ impl RudpServerBuilder {
 pub struct RudpServerHandle {
     socket: UdpSocketHandle,
     mailbox: Arc<RudpShared>,
-    close_timeout: Duration,
+    /// The group limits its sessions share.
+    group: RateGroup,
+    config: Arc<RudpConfig>,
 }
 
 impl RudpServerHandle {
@@ -142,9 +175,25 @@ impl RudpServerHandle {
     }
 
     /// Every session's counters summed (closed sessions included), read on the socket's
-    /// thread; `None` if it is stopped.
+    /// thread; `None` if it is stopped. `send_rate` and `receive_rate` are the live
+    /// sessions' total, `send_queue_delay` the longest.
     pub fn stats(&self) -> Option<RudpStats> {
         self.mailbox.stats()
+    }
+
+    /// New limits of the server's group (all its sessions together), from now, set on the
+    /// caller's thread: the tokens left are kept, up to the new burst (raised to at least the
+    /// largest datagram). A direction that is `None` is lifted (its bucket stays and never
+    /// runs out). Sessions waiting for the group's tokens at the change wake when they
+    /// expected to (at most a datagram's time at the old rate), then go at the new one.
+    ///
+    /// # Errors
+    /// [`RateLimitError::NoGroup`] when `limits` limits a direction the server was built
+    /// without a group limit for ([`RudpServerBuilder::group_rate_limits`]); nothing is
+    /// changed then.
+    pub fn set_group_rate_limits(&self, limits: RateLimits) -> Result<(), RateLimitError> {
+        let limits = self.config.clamp_limits(limits);
+        self.group.set_limits(limits, Instant::now())
     }
 
     /// Begins a graceful stop and returns at once: no new sessions; every session's
@@ -156,7 +205,8 @@ impl RudpServerHandle {
     /// open as long as its sessions have something to deliver or a CLOSE to exchange);
     /// [`Stopping::wait_timeout`] closes what is left at its own deadline.
     pub fn stop(self) -> Stopping {
-        self.socket.stop_allowing(self.close_timeout + CLOSE_PHASE)
+        self.socket
+            .stop_allowing(self.config.close_timeout + CLOSE_PHASE)
     }
 
     /// Begins a drain and returns at once: no new sessions (a HELLO gets no answer); every
@@ -166,7 +216,8 @@ impl RudpServerHandle {
     /// (delivering what they accepted). [`Stopping::report`] says whether the drain's
     /// deadline cut any off (`undrained`: the socket, 1, with the sessions still on it).
     pub fn drain(self, drain: Duration) -> Stopping {
-        self.socket.drain(drain, self.close_timeout + CLOSE_PHASE)
+        self.socket
+            .drain(drain, self.config.close_timeout + CLOSE_PHASE)
     }
 
     /// Stops within `timeout` (see [`stop`](Self::stop)) and waits for the end.
@@ -188,6 +239,7 @@ impl RudpClient {
         RudpClientBuilder {
             udp: UdpClientSocket::builder(),
             config: RudpConfig::default(),
+            rate_limits: None,
         }
     }
 }
@@ -197,6 +249,7 @@ impl RudpClient {
 pub struct RudpClientBuilder {
     udp: UdpClientBuilder,
     config: RudpConfig,
+    rate_limits: Option<RateLimits>,
 }
 
 impl RudpClientBuilder {
@@ -214,7 +267,11 @@ impl RudpClientBuilder {
         handler: H,
     ) -> io::Result<RudpClientHandle> {
         let server = ark_reactor::resolve(server)?;
-        let config = Arc::new(self.config);
+        let mut config = self.config;
+        if let Some(limits) = self.rate_limits {
+            config.rate_limits = limits;
+        }
+        let config = Arc::new(config);
         let mailbox = Arc::new(RudpShared::default());
         let conn = Connection::client(config.clone(), Instant::now(), random_u64());
         let shared = SessionShared::new(&config);
@@ -288,6 +345,11 @@ impl RudpClientHandle {
     /// A handle to the session.
     pub fn session(&self) -> RudpSessionHandle {
         self.session.clone()
+    }
+
+    /// New rate limits of the session's own (see [`RudpSessionHandle::set_rate_limits`]).
+    pub fn set_rate_limits(&self, limits: RateLimits) {
+        self.session.set_rate_limits(limits);
     }
 
     /// The session's counters (after it closed: its last ones); `None` if stopped.

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use ark_reactor::{RateLimit, RateLimits};
+
 use crate::proto::congestion::Congestion;
 use crate::proto::fec::Fec;
 
@@ -95,6 +97,12 @@ pub struct RudpConfig {
     /// socket with ark-udp's default batch of 32. Sending uses GSO either way (ark-udp's
     /// `UdpConfig::gso`): a connection's same-size datagrams leave as trains.
     pub gro: bool,
+    /// Each session's own rate limits, each way (default none; the builders'
+    /// `rate_limits` set it, `RudpSession::set_rate_limits` changes one session's): writes
+    /// are paced (what the limit does not cover waits in the send buffer), reads limit the
+    /// window advertised to the peer. A burst under the largest datagram (`mtu` + 128 bytes)
+    /// is raised to it. See docs/rudp.md, "Rate limits".
+    pub rate_limits: RateLimits,
 }
 
 impl Default for RudpConfig {
@@ -124,6 +132,7 @@ impl Default for RudpConfig {
             max_sessions_per_ip: 64,
             max_sessions: 10_000,
             gro: true,
+            rate_limits: RateLimits::default(),
         }
     }
 }
@@ -136,6 +145,22 @@ impl RudpConfig {
             ark_udp::GRO_MIN_DATAGRAM
         } else {
             self.mtu + 128
+        }
+    }
+
+    /// The largest datagram a connection writes (a PARITY one is the largest: the fragment
+    /// and 68 bytes), with room to spare; a rate limit's burst is at least this.
+    pub(crate) fn max_datagram(&self) -> usize {
+        self.mtu + 128
+    }
+
+    /// `limits` with every burst at least one datagram: a datagram goes whole or waits.
+    pub(crate) fn clamp_limits(&self, limits: RateLimits) -> RateLimits {
+        let floor = self.max_datagram() as u64;
+        let clamp = |l: Option<RateLimit>| l.map(|l| l.with_burst(l.burst.max(floor)));
+        RateLimits {
+            read: clamp(limits.read),
+            write: clamp(limits.write),
         }
     }
 

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
-use ark_reactor::{Answer, Answerer, Deadlines, Mailbox, TimerId};
+use ark_reactor::{Answer, Answerer, Deadlines, Mailbox, RateLimits, TimerId};
 use ark_udp::UdpWaker;
 
 use crate::config::RudpConfig;
@@ -89,6 +89,8 @@ pub(crate) enum Command {
     Flush(SocketAddr, Answerer<Result<(), CloseReason>>),
     /// The sum of every session's counters (closed ones included), answered on the channel.
     Stats(mpsc::Sender<RudpStats>),
+    /// New rate limits of the session's own.
+    RateLimits(SocketAddr, RateLimits),
 }
 
 /// What one session shares with its handles, so a handle can refuse a send on its own thread
@@ -250,9 +252,24 @@ impl RudpSession<'_> {
         self.conn.close(self.now);
     }
 
-    /// The session's counters.
+    /// The session's counters, with its rates each way over the last second and its send
+    /// queue's delay.
     pub fn stats(&self) -> RudpStats {
         self.conn.stats()
+    }
+
+    /// The session's own rate limits, each way (as applied: a burst is at least the largest
+    /// datagram).
+    pub fn rate_limits(&self) -> RateLimits {
+        self.conn.rate_limits()
+    }
+
+    /// New rate limits of this session's own, from now (its server's group limits stay): the
+    /// tokens left are kept, up to the new burst. Writes are paced (what the limit does not
+    /// cover waits in the send buffer; `send` refuses with `Full` as before), reads limit the
+    /// window the peer is given. See docs/rudp.md, "Rate limits".
+    pub fn set_rate_limits(&mut self, limits: RateLimits) {
+        self.conn.set_rate_limits(limits, self.now);
     }
 
     /// The time of the current turn (the reactor's clock, read once per turn): what
@@ -334,5 +351,11 @@ impl RudpSessionHandle {
     /// Closes the session gracefully (see [`RudpSession::close`]).
     pub fn close(&self) {
         self.mailbox.post(Command::Close(self.peer));
+    }
+
+    /// New rate limits of the session's own (see [`RudpSession::set_rate_limits`]), applied
+    /// on the session's thread at its next turn (nothing if it has ended).
+    pub fn set_rate_limits(&self, limits: RateLimits) {
+        self.mailbox.post(Command::RateLimits(self.peer, limits));
     }
 }

@@ -21,6 +21,9 @@
 //!   RTT estimation and the retransmission timeout of RFC 6298, fast retransmit (packet and
 //!   time thresholds), NewReno congestion control with a floor (see [`Congestion`]), the
 //!   peer's receive window as flow control, keep-alives and dead-peer timeouts;
+//! * rate limits per session and per server ([`RateLimits`]): writes paced, reads limited
+//!   through the window advertised to the peer (nothing it sent is dropped); bytes a second
+//!   each way and the send queue's delay in [`RudpStats`];
 //! * forward error correction with Reed–Solomon groups ([`Fec`]): fixed `k + m`, or adaptive
 //!   parity from the loss measured; ARQ repairs what FEC cannot.
 //!
@@ -75,12 +78,15 @@ pub use api::{
     RudpServerHandle,
 };
 pub use ark_reactor::{
-    IoModel, ReactorConfig, ReactorPool, Runtime, StopReport, Stopping, TimerId,
+    IoModel, RateLimit, RateLimits, ReactorConfig, ReactorPool, Runtime, StopReport, Stopping,
+    TimerId,
 };
 pub use config::RudpConfig;
 pub use handler::{RudpHandler, RudpSession, RudpSessionHandle};
 pub use proto::congestion::Congestion;
-pub use proto::connection::{CloseReason, Connection, Delivery, Event, RudpStats, SendError};
+pub use proto::connection::{
+    CloseReason, Connection, Delivery, Event, RateGroup, RateLimitError, RudpStats, SendError,
+};
 pub use proto::fec::Fec;
 pub use proto::listener::{Incoming, Listener};
 pub use proto::packet::PacketError;

@@ -15,7 +15,7 @@ use crate::config::RudpConfig;
 use crate::handler::{
     Command, RudpHandler, RudpSession, RudpShared, SessionShared, TimerOwner, Timers,
 };
-use crate::proto::connection::{CloseReason, Connection, Event, RudpStats};
+use crate::proto::connection::{CloseReason, Connection, Event, RateGroup, RudpStats};
 use crate::proto::listener::{Incoming, Listener};
 
 /// Makes a new session's handler.
@@ -65,6 +65,8 @@ pub(crate) enum Role<H> {
     Server {
         listener: Box<Listener>,
         factory: Factory<H>,
+        /// The group rate limits every session of the server shares.
+        group: RateGroup,
     },
     /// A client's one connection, made when the socket opens.
     Client {
@@ -206,7 +208,12 @@ impl<H: RudpHandler> Driver<H> {
         if listener.is_new_handshake(SystemTime::now(), peer, datagram) && self.over_limit(peer) {
             return;
         }
-        let Role::Server { listener, factory } = &mut self.role else {
+        let Role::Server {
+            listener,
+            factory,
+            group,
+        } = &mut self.role
+        else {
             return;
         };
         match listener.handle((now, SystemTime::now()), peer, datagram, &mut self.out) {
@@ -217,6 +224,9 @@ impl<H: RudpHandler> Driver<H> {
                 let _ = udp.send_to(peer, &self.out[..n]);
                 let mut conn = *conn;
                 conn.poll_transmit(now, &mut self.out); // the ACCEPT just sent
+                if group.is_limited() {
+                    conn.set_rate_group(group, now);
+                }
                 let handler = factory(peer);
                 let shared = SessionShared::new(&self.config);
                 self.insert(peer, conn, handler, shared);
@@ -296,6 +306,12 @@ impl<H: RudpHandler> Driver<H> {
                 Command::Flush(peer, answerer) => self.flush_request(peer, answerer),
                 Command::Stats(reply) => {
                     let _ = reply.send(self.stats());
+                }
+                Command::RateLimits(peer, limits) => {
+                    if let Some(e) = self.entries.get_mut(&peer) {
+                        e.conn.set_rate_limits(limits, now);
+                        self.touch(peer);
+                    }
                 }
             }
         }

@@ -15,8 +15,10 @@ use crate::proto::recv::{Arrival, Receiver};
 use crate::proto::replay::{PacketNumbers, ReplayWindow};
 use crate::proto::send::Sender;
 pub use crate::proto::stats::RudpStats;
+pub use rate::{RateGroup, RateLimitError};
 
 mod close;
+mod rate;
 
 /// Why a connection ended.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -252,6 +254,8 @@ pub struct Connection {
     last_progress: Instant,
     events: VecDeque<Event>,
     stats: RudpStats,
+    /// Rate limits, each way, and the rates measured.
+    rates: rate::Rates,
 }
 
 impl Connection {
@@ -290,6 +294,7 @@ impl Connection {
             last_progress: now,
             events: VecDeque::new(),
             stats: RudpStats::default(),
+            rates: rate::Rates::new(&config, now, nonce),
             config,
         }
     }
@@ -316,6 +321,8 @@ impl Connection {
         let mut conn = Connection::new(config, now, nonce, State::Established);
         conn.keys = Some(Keys::server(SessionTokens::derive(nonce, cookie)));
         conn.accept_pending = true;
+        // A read limit's window goes right behind the ACCEPT, before the client's first flight.
+        conn.ack_pending = conn.rates.limits_reads();
         conn.accepted_at = Some(now);
         conn.events.push_back(Event::Connected);
         conn
@@ -371,7 +378,7 @@ impl Connection {
 
     /// The counters and estimates.
     pub fn stats(&self) -> RudpStats {
-        RudpStats {
+        let mut stats = RudpStats {
             parity_sent: self.fec_tx.parity_sent,
             fec_recovered: self.fec_rx.recovered,
             duplicates: self.recv.duplicates,
@@ -383,7 +390,9 @@ impl Connection {
             srtt_max: self.rtt.srtt(),
             sessions: 1,
             ..self.stats
-        }
+        };
+        self.rate_stats(&mut stats);
+        stats
     }
 
     /// The largest message [`send`](Self::send) takes for `delivery`.
@@ -505,6 +514,7 @@ impl Connection {
             return Ok(());
         }
         let first = datagram.first().copied().unwrap_or(0);
+        let len = datagram.len();
         if packet::is_handshake(first) {
             return self.handle_handshake(now, datagram);
         }
@@ -525,6 +535,7 @@ impl Connection {
         }
         self.rx_numbers.mark(number);
         self.last_received = now;
+        self.count_received(len, matches!(packet, Packet::Data { .. }), now);
         if let State::Draining { .. } = self.state {
             if let Packet::Close { answer: false, .. } = packet {
                 self.close_out = Some(true);
@@ -620,6 +631,8 @@ impl Connection {
         {
             self.state = State::Established;
             self.events.push_back(Event::Connected);
+            // A read limit's window goes at once, before the server's first flight.
+            self.ack_pending |= self.rates.limits_reads();
         }
     }
 
@@ -715,7 +728,9 @@ impl Connection {
             let keys = self.keys?;
             let pn = self.tx_numbers.take();
             let n = packet::write_close(out, pn, close::CLOSE_NORMAL, answer);
-            return Some(packet::seal(out, n, &keys.tx));
+            let len = packet::seal(out, n, &keys.tx);
+            self.count_sent(len, now);
+            return Some(len);
         }
         match &mut self.state {
             State::Closed | State::Draining { .. } => return None,
@@ -746,19 +761,13 @@ impl Connection {
         let keys = self.keys?;
         let n = self.next_datagram(now, out)?;
         self.last_sent = now;
-        Some(packet::seal(out, n, &keys.tx))
+        let len = packet::seal(out, n, &keys.tx);
+        self.count_sent(len, now);
+        Some(len)
     }
 
     fn next_datagram(&mut self, now: Instant, out: &mut [u8]) -> Option<usize> {
-        if let Some(n) = self.transmit_parity(out) {
-            return Some(n);
-        }
-        if let Some(seq) = self.send.next_to_send(self.cc.window()) {
-            return Some(self.transmit_data(seq, now, out));
-        }
-        if let Some(message) = self.unreliable.pop_front() {
-            let n = packet::write_unreliable(out, self.tx_numbers.take(), &message);
-            self.recv.spare.push(message);
+        if let Some(n) = self.next_paced(now, out) {
             return Some(n);
         }
         let keep_alive = now.saturating_duration_since(self.last_sent) >= self.config.keep_alive;
@@ -769,19 +778,47 @@ impl Connection {
         if self.ack_pending || keep_alive || probe {
             self.ack_pending = false;
             self.stats.acks_sent += 1;
-            let (pn, ack) = (self.tx_numbers.take(), self.ack_block());
+            let (pn, ack) = (self.tx_numbers.take(), self.ack_block(now));
             return Some(packet::write_ack(out, pn, &ack, keep_alive || probe));
         }
         None
     }
 
-    fn ack_block(&self) -> AckBlock {
-        self.recv.ack(self.rx_count)
+    /// The next datagram the write rate limit paces, if one is due and the limit lets it go:
+    /// parity first, then a fragment (retransmissions first), then an unreliable message.
+    fn next_paced(&mut self, now: Instant, out: &mut [u8]) -> Option<usize> {
+        let data = if self.fec_tx.parity.is_empty() {
+            self.send.next_to_send(self.cc.window())
+        } else {
+            None
+        };
+        if self.rates.paces_writes() && !self.write_allowed(data, now) {
+            return None;
+        }
+        if let Some(n) = self.transmit_parity(now, out) {
+            return Some(n);
+        }
+        if let Some(seq) = data {
+            return Some(self.transmit_data(seq, now, out));
+        }
+        let message = self.unreliable.pop_front()?;
+        let n = packet::write_unreliable(out, self.tx_numbers.take(), &message);
+        self.recv.spare.push(message);
+        Some(n)
     }
 
-    fn transmit_parity(&mut self, out: &mut [u8]) -> Option<usize> {
+    /// The acknowledgement block of what arrived, its window cut to the read rate limit.
+    fn ack_block(&mut self, now: Instant) -> AckBlock {
+        let mut ack = self.recv.ack(self.rx_count);
+        if self.rates.limits_reads() {
+            self.limit_window(&mut ack, now);
+        }
+        ack
+    }
+
+    fn transmit_parity(&mut self, now: Instant, out: &mut [u8]) -> Option<usize> {
         let (group, k, m, index, shard) = self.fec_tx.parity.pop_front()?;
-        let ack = self.ack_block();
+        let ack = self.ack_block(now);
         self.ack_pending = false;
         let pn = self.tx_numbers.take();
         let n = packet::write_parity_header(out, (pn, &ack), group, (k, m, index));
@@ -793,7 +830,7 @@ impl Connection {
     }
 
     fn transmit_data(&mut self, seq: u64, now: Instant, out: &mut [u8]) -> usize {
-        let ack = self.ack_block();
+        let ack = self.ack_block(now);
         self.ack_pending = false;
         let tag: Option<FecTag> = self.fec_tx.next_tag(now);
         let Some(o) = self.send.get(seq) else {
@@ -857,6 +894,7 @@ impl Connection {
                     .as_ref()
                     .map(|p| p.deadline(self.config.zero_window_timeout)),
                 self.close_deadline(),
+                self.rates.deadline(),
             ]
             .into_iter()
             .flatten()
@@ -893,6 +931,7 @@ impl Connection {
                     return;
                 }
                 self.fec_tx.close_if_due(now, self.fec_delay());
+                self.on_rate_timeout(now);
                 if self.send.loss_deadline().is_some_and(|d| d <= now) {
                     for sent_at in self.send.on_loss_timer(now, self.loss_times()) {
                         self.cc.on_loss(sent_at, now);

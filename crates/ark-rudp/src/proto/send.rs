@@ -53,6 +53,8 @@ pub(crate) struct Sender {
     pub(crate) retransmit: VecDeque<u64>,
     /// Payload bytes buffered (waiting or unacknowledged).
     pub(crate) buffered: usize,
+    /// Payload bytes never sent yet (the queue a rate limit or a window holds back).
+    pub(crate) unsent_bytes: usize,
     /// Payload bytes of reliable messages queued so far.
     pub(crate) accepted_bytes: u64,
     /// Payload bytes of reliable messages acknowledged so far.
@@ -77,6 +79,7 @@ impl Sender {
             unsent: 0,
             retransmit: VecDeque::new(),
             buffered: 0,
+            unsent_bytes: 0,
             accepted_bytes: 0,
             acked_bytes: 0,
             in_flight: 0,
@@ -113,6 +116,7 @@ impl Sender {
             });
         }
         self.buffered += message.len();
+        self.unsent_bytes += message.len();
         self.accepted_bytes += message.len() as u64;
     }
 
@@ -140,6 +144,7 @@ impl Sender {
         self.spare.truncate(64);
         self.retransmit.clear();
         (self.unsent, self.buffered, self.in_flight) = (0, 0, 0);
+        self.unsent_bytes = 0;
         self.loss_deadline = None;
         dropped
     }
@@ -150,13 +155,14 @@ impl Sender {
     }
 
     /// The next fragment to send: a retransmission first, then new data within `window`
-    /// fragments in flight and the peer's window. Returns its sequence.
+    /// fragments in flight and the peer's window. Returns its sequence; it stays next until
+    /// [`sent`](Self::sent) (a rate limit may hold it back).
     pub(crate) fn next_to_send(&mut self, window: usize) -> Option<u64> {
         while let Some(&seq) = self.retransmit.front() {
-            self.retransmit.pop_front();
             if seq >= self.base && !self.get(seq).is_some_and(|o| o.acked) {
                 return Some(seq);
             }
+            self.retransmit.pop_front();
         }
         let seq = self.base + self.unsent as u64;
         let open = self.unsent < self.queue.len()
@@ -172,9 +178,13 @@ impl Sender {
     /// Records that `seq` was sent at `now`, `tx_mark` being the count after it; `protected`:
     /// in a FEC group.
     pub(crate) fn sent(&mut self, seq: u64, now: Instant, tx_mark: u64, protected: bool) {
+        if self.retransmit.front() == Some(&seq) {
+            self.retransmit.pop_front();
+        }
         let index = (seq - self.base) as usize;
         if index == self.unsent {
             self.unsent += 1;
+            self.unsent_bytes -= self.queue[index].data.len();
         }
         self.serial += 1;
         let o = &mut self.queue[index];

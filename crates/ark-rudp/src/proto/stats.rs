@@ -55,6 +55,12 @@ pub struct RudpStats {
     /// Sessions ended because the peer's receive window stayed zero for
     /// `RudpConfig::zero_window_timeout`.
     pub zero_window_closes: u64,
+    /// Bytes of the datagrams sent after the handshake, whole (header and session token; not
+    /// the IP and UDP headers): what a write rate limit counts.
+    pub bytes_sent: u64,
+    /// Bytes of the datagrams received after the handshake that were authenticated and fresh,
+    /// whole: what a read rate limit counts.
+    pub bytes_received: u64,
     /// The sessions whose estimates (`srtt`, `rttvar`, `srtt_max`, `loss_estimate`) are in
     /// this value: 1 for one connection's own; for a socket's sum, its live sessions (closed
     /// sessions' counters are summed, their estimates are not).
@@ -68,6 +74,17 @@ pub struct RudpStats {
     pub rttvar: Duration,
     /// The largest smoothed RTT of the `sessions` (one connection's: its own).
     pub srtt_max: Duration,
+    /// Bytes a second sent (as `bytes_sent`) over the last whole second (a sum: the
+    /// `sessions`' total).
+    pub send_rate: u64,
+    /// Bytes a second received (as `bytes_received`) over the last whole second (a sum: the
+    /// `sessions`' total).
+    pub receive_rate: u64,
+    /// How long a message sent now waits before it leaves: the payload bytes queued and never
+    /// sent, over the session's own write limit (without one: over `send_rate`). `None`: bytes
+    /// are queued and nothing left in the last second, so no estimate (or a sum of no
+    /// sessions). A sum: the longest of the `sessions`, `None` if one of them has none.
+    pub send_queue_delay: Option<Duration>,
 }
 
 /// The mean of `a` over `na` sessions and `b` over `nb`.
@@ -80,11 +97,18 @@ fn mean_duration(a: Duration, na: u64, b: Duration, nb: u64) -> Duration {
 impl RudpStats {
     /// Adds `other`'s counters, and merges the estimates: `srtt`, `rttvar` and
     /// `loss_estimate` become the mean over the sessions of both (weighted by
-    /// [`sessions`](Self::sessions)), `srtt_max` the larger. A value with `sessions` 0 brings
-    /// counters only.
+    /// [`sessions`](Self::sessions)), `srtt_max` the larger, `send_rate` and `receive_rate`
+    /// the sum, `send_queue_delay` the longer. A value with `sessions` 0 brings counters only.
     pub fn add(&mut self, other: &RudpStats) {
         let (na, nb) = (self.sessions, other.sessions);
         if nb > 0 {
+            self.send_queue_delay = match (self.send_queue_delay, other.send_queue_delay) {
+                _ if na == 0 => other.send_queue_delay,
+                (Some(a), Some(b)) => Some(a.max(b)),
+                _ => None,
+            };
+            self.send_rate += other.send_rate;
+            self.receive_rate += other.receive_rate;
             self.srtt = mean_duration(self.srtt, na, other.srtt, nb);
             self.rttvar = mean_duration(self.rttvar, na, other.rttvar, nb);
             self.loss_estimate = (self.loss_estimate * na as f64 + other.loss_estimate * nb as f64)
@@ -119,6 +143,8 @@ impl RudpStats {
         self.close_retries += other.close_retries;
         self.closes_unanswered += other.closes_unanswered;
         self.zero_window_closes += other.zero_window_closes;
+        self.bytes_sent += other.bytes_sent;
+        self.bytes_received += other.bytes_received;
     }
 
     /// The same counters without estimates (`sessions` 0): what a closed session leaves in a
@@ -129,6 +155,9 @@ impl RudpStats {
         self.rttvar = Duration::ZERO;
         self.srtt_max = Duration::ZERO;
         self.loss_estimate = 0.0;
+        self.send_rate = 0;
+        self.receive_rate = 0;
+        self.send_queue_delay = None;
         self
     }
 }
@@ -140,6 +169,9 @@ mod tests {
     fn one(srtt_ms: u64, loss: f64, sent: u64) -> RudpStats {
         RudpStats {
             data_sent: sent,
+            send_rate: sent * 100,
+            receive_rate: sent * 10,
+            send_queue_delay: Some(Duration::from_millis(sent)),
             sessions: 1,
             srtt: Duration::from_millis(srtt_ms),
             rttvar: Duration::from_millis(srtt_ms / 2),
@@ -161,10 +193,20 @@ mod tests {
         assert_eq!(total.rttvar, Duration::from_millis(10));
         assert_eq!(total.srtt_max, Duration::from_millis(30));
         assert!((total.loss_estimate - 0.2).abs() < 1e-9);
+        assert_eq!((total.send_rate, total.receive_rate), (1_200, 120));
+        assert_eq!(total.send_queue_delay, Some(Duration::from_millis(7)));
         // A closed session's counters count, its estimates do not.
         total.add(&one(1000, 1.0, 1).counters_only());
         assert_eq!((total.sessions, total.data_sent), (2, 13));
         assert_eq!(total.srtt, Duration::from_millis(20));
         assert!((total.loss_estimate - 0.2).abs() < 1e-9);
+        assert_eq!(total.send_rate, 1_200);
+        // A session with bytes queued and nothing sent: no estimate for the sum either.
+        let stuck = RudpStats {
+            send_queue_delay: None,
+            ..one(10, 0.0, 0)
+        };
+        total.add(&stuck);
+        assert_eq!(total.send_queue_delay, None);
     }
 }

@@ -66,7 +66,17 @@ impl Sim {
         up: LinkConfig,
         down: LinkConfig,
     ) -> Sim {
-        let start = Instant::now();
+        Sim::new_at(Instant::now(), (client, server), nonce, (up, down))
+    }
+
+    /// The same, its clock starting at `start` (simulations that share buckets share a
+    /// clock).
+    pub fn new_at(
+        start: Instant,
+        (client, server): (RudpConfig, RudpConfig),
+        nonce: u64,
+        (up, down): (LinkConfig, LinkConfig),
+    ) -> Sim {
         Sim {
             start,
             now: start,
