@@ -173,6 +173,77 @@ impl GroupBucket {
     }
 }
 
+/// The shared buckets of a group of sessions (a server's total), each way: made from the
+/// group's [`RateLimits`] when the server starts; every session takes from them beside its
+/// own. Clones are the same group.
+#[derive(Debug, Clone, Default)]
+pub struct GroupLimits {
+    read: Option<Arc<GroupBucket>>,
+    write: Option<Arc<GroupBucket>>,
+}
+
+/// What a group's lifted direction becomes: a bucket that never runs out (its sessions still
+/// take from it).
+const UNLIMITED: RateLimit = RateLimit {
+    bytes_per_second: u64::MAX,
+    burst: u64::MAX,
+};
+
+impl GroupLimits {
+    /// The buckets of `limits` (none for a direction without a limit), full at `now`.
+    pub fn new(limits: RateLimits, now: Instant) -> GroupLimits {
+        GroupLimits {
+            read: limits.read.map(|l| GroupBucket::new(l, now)),
+            write: limits.write.map(|l| GroupBucket::new(l, now)),
+        }
+    }
+
+    /// The buckets a session's [`Pace`] takes from: (read, write).
+    pub fn buckets(&self) -> (Option<Arc<GroupBucket>>, Option<Arc<GroupBucket>>) {
+        (self.read.clone(), self.write.clone())
+    }
+
+    /// Whether the group limits anything.
+    pub fn is_limited(&self) -> bool {
+        self.read.is_some() || self.write.is_some()
+    }
+
+    /// New limits for the group from `now` (the tokens left kept, up to the new burst); a
+    /// direction given `None` is lifted (its bucket stays, and never runs out).
+    ///
+    /// # Errors
+    /// [`RateLimitError::NoGroupLimit`] when `limits` limits a direction the group was made
+    /// without (its sessions share no bucket that way); nothing is changed then.
+    pub fn set_limits(&self, limits: RateLimits, now: Instant) -> Result<(), RateLimitError> {
+        let ways = [
+            ("read", &self.read, limits.read),
+            ("write", &self.write, limits.write),
+        ];
+        if let Some((direction, ..)) = ways.iter().find(|w| w.1.is_none() && w.2.is_some()) {
+            return Err(RateLimitError::NoGroupLimit { direction });
+        }
+        for (_, bucket, limit) in ways {
+            if let Some(bucket) = bucket {
+                bucket.set_limit(limit.unwrap_or(UNLIMITED), now);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why a group's limits could not be changed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RateLimitError {
+    /// The group (a server) was made without a limit this way, so its sessions share no
+    /// bucket to change: set one on the builder (`group_rate_limits`).
+    #[error("the group was made without a {direction} limit to change (set one on the builder)")]
+    NoGroupLimit {
+        /// `"read"` or `"write"`.
+        direction: &'static str,
+    },
+}
+
 /// The buckets of one direction of one session: its own and its group's.
 #[derive(Debug, Clone, Default)]
 pub struct Direction {

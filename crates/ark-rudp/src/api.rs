@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ark_reactor::{Answer, RateLimits, Stopping};
+use ark_reactor::{Answer, RateLimitError, RateLimits, Stopping};
 use ark_udp::{
     UdpCast, UdpCastBuilder, UdpClient as UdpClientSocket, UdpClientBuilder, UdpSocketHandle,
 };
@@ -14,7 +14,7 @@ use crate::config::RudpConfig;
 use crate::driver::socket::{Driver, Role};
 use crate::handler::{RudpHandler, RudpSessionHandle, RudpShared, SessionShared};
 use crate::proto::connection::{
-    CloseReason, Connection, Delivery, RateGroup, RateLimitError, RudpStats, SendError,
+    CloseReason, Connection, Delivery, RateGroup, RudpStats, SendError,
 };
 use crate::proto::cookie::random_u64;
 use crate::proto::listener::Listener;
@@ -188,7 +188,7 @@ impl RudpServerHandle {
     /// expected to (at most a datagram's time at the old rate), then go at the new one.
     ///
     /// # Errors
-    /// [`RateLimitError::NoGroup`] when `limits` limits a direction the server was built
+    /// [`RateLimitError::NoGroupLimit`] when `limits` limits a direction the server was built
     /// without a group limit for ([`RudpServerBuilder::group_rate_limits`]); nothing is
     /// changed then.
     pub fn set_group_rate_limits(&self, limits: RateLimits) -> Result<(), RateLimitError> {

@@ -78,14 +78,14 @@ pub use api::{
     RudpServerHandle,
 };
 pub use ark_reactor::{
-    IoModel, RateLimit, RateLimits, ReactorConfig, ReactorPool, Runtime, StopReport, Stopping,
-    TimerId,
+    IoModel, RateLimit, RateLimitError, RateLimits, ReactorConfig, ReactorPool, Runtime,
+    StopReport, Stopping, TimerId,
 };
 pub use config::RudpConfig;
 pub use handler::{RudpHandler, RudpSession, RudpSessionHandle};
 pub use proto::congestion::Congestion;
 pub use proto::connection::{
-    CloseReason, Connection, Delivery, Event, RateGroup, RateLimitError, RudpStats, SendError,
+    CloseReason, Connection, Delivery, Event, RateGroup, RudpStats, SendError,
 };
 pub use proto::fec::Fec;
 pub use proto::listener::{Incoming, Listener};

@@ -519,7 +519,7 @@ fn a_server_changes_the_group_limits_it_was_built_with() {
         .unwrap();
     assert_eq!(
         server.set_group_rate_limits(RateLimits::both(10_000)),
-        Err(RateLimitError::NoGroup { direction: "read" }),
+        Err(RateLimitError::NoGroupLimit { direction: "read" }),
         "no read bucket to change"
     );
     assert_eq!(

@@ -87,8 +87,8 @@ pub use ark_frame;
 /// no other crate (`Delimiter::new(b"\n")`).
 pub use ark_frame::{ArkDgram, Delimiter, Endian, ExactSize, LengthPrefix, PrefixWidth, Raw};
 pub use ark_reactor::{
-    Answer, AnswerDropped, IoModel, RateLimit, RateLimits, ReactorConfig, ReactorPool, Replies,
-    Runtime, StopReport, Stopping, TimerId,
+    Answer, AnswerDropped, IoModel, RateLimit, RateLimitError, RateLimits, ReactorConfig,
+    ReactorPool, Replies, Runtime, StopReport, Stopping, TimerId,
 };
 pub use client::{Reconnect, TcpClient, TcpClientBuilder, TcpClientHandle};
 pub use config::{Keepalive, TcpConfig};

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use ark_frame::LengthPrefix;
 use ark_reactor::{
-    Context, GroupBucket, Handler, Lifecycle, Pace, Phase, RateLimit, RateLimits, ReactorConfig,
-    ReactorHandle, ReactorPool, Ready, Runtime, SourceRef, Stopping, TimerId, Turn,
+    Context, GroupLimits, Handler, Lifecycle, Pace, Phase, RateLimitError, RateLimits,
+    ReactorConfig, ReactorHandle, ReactorPool, Ready, Runtime, SourceRef, Stopping, TimerId, Turn,
 };
 use mio::net::TcpListener;
 
@@ -59,37 +59,6 @@ pub struct TcpServerBuilder<C> {
     group_rate_limits: RateLimits,
     #[cfg(feature = "tls")]
     tls: Option<ark_tls::ServerTls>,
-}
-
-/// A group's shared buckets, each way.
-type GroupBuckets = (Option<Arc<GroupBucket>>, Option<Arc<GroupBucket>>);
-
-/// The shared buckets of `limits` (a server's total), from now.
-pub(crate) fn group_buckets(limits: RateLimits) -> GroupBuckets {
-    let now = Instant::now();
-    let bucket = |limit: Option<RateLimit>| limit.map(|l| GroupBucket::new(l, now));
-    (bucket(limits.read), bucket(limits.write))
-}
-
-/// Applies `limits` to a group's buckets (see [`TcpServerHandle::set_group_rate_limits`]).
-pub(crate) fn set_group(group: &GroupBuckets, limits: RateLimits) -> io::Result<()> {
-    let now = Instant::now();
-    for (bucket, limit, way) in [
-        (&group.0, limits.read, "reads"),
-        (&group.1, limits.write, "writes"),
-    ] {
-        match (bucket, limit) {
-            (Some(bucket), Some(limit)) => bucket.set_limit(limit, now),
-            (None, Some(_)) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!("the server was built without a group limit for {way}"),
-                ));
-            }
-            (_, None) => {}
-        }
-    }
-    Ok(())
 }
 
 macro_rules! tcp_options {
@@ -305,7 +274,7 @@ impl<C: Framing> TcpServerBuilder<C> {
         let (pool, own_pool) = self.runtime.pool(self.reactor_config)?;
         let shared = Arc::new(ServerShared::default());
         let close_timeout = self.config.close_timeout;
-        let group = group_buckets(self.group_rate_limits);
+        let group = GroupLimits::new(self.group_rate_limits, Instant::now());
         let accept = Listener {
             listener,
             codec,
@@ -344,7 +313,7 @@ struct Listener<C, H, F> {
     config: Arc<TcpConfig>,
     shared: Arc<ServerShared>,
     /// The buckets every session takes from (the server's total), if limited.
-    group: GroupBuckets,
+    group: GroupLimits,
     #[cfg(feature = "tls")]
     tls: Option<ark_tls::ServerTls>,
     handles: Vec<ReactorHandle>,
@@ -387,7 +356,7 @@ where
         self.next = self.next.wrapping_add(1);
         let handler = (self.factory)(peer);
         let (codec, config, shared) = (self.codec.clone(), self.config.clone(), &self.shared);
-        let group = self.group.clone();
+        let group = self.group.buckets();
         // The session goes in the registry under its lock, so it cannot close (and remove
         // itself) before it is in.
         let mut sessions = shared.sessions();
@@ -470,18 +439,18 @@ pub struct TcpServerHandle {
     own_pool: bool,
     listener: SourceRef,
     close_timeout: Duration,
-    group: GroupBuckets,
+    group: GroupLimits,
 }
 
 impl TcpServerHandle {
     /// Changes the server's total rate limits (see [`TcpServerBuilder::group_rate_limits`]),
-    /// from now; a direction given `None` keeps its limit.
+    /// from now; a direction given `None` is lifted.
     ///
     /// # Errors
-    /// A limit for a direction the server was built without a group limit for
-    /// (`ErrorKind::InvalidInput`): its sessions do not take from a shared bucket.
-    pub fn set_group_rate_limits(&self, limits: RateLimits) -> io::Result<()> {
-        set_group(&self.group, limits)
+    /// [`RateLimitError::NoGroupLimit`] for a direction the server was built without a group
+    /// limit for (its sessions take from no shared bucket that way); nothing changes then.
+    pub fn set_group_rate_limits(&self, limits: RateLimits) -> Result<(), RateLimitError> {
+        self.group.set_limits(limits, Instant::now())
     }
 
     /// The address the server listens on.

@@ -64,26 +64,3 @@ pub enum SendError {
     #[error("the socket is closed")]
     Closed,
 }
-
-/// Why a server's group rate limits could not change
-/// ([`UdpServerHandle::set_group_rate_limits`](crate::UdpServerHandle::set_group_rate_limits)).
-/// Nothing was changed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum RateLimitError {
-    /// The server started without a group limit this way: every session's share of a group is
-    /// fixed when it opens, so a group limit is added only at start
-    /// (`UdpServerBuilder::group_rate_limits`).
-    #[error("the server has no group {direction} limit to change (set one on the builder)")]
-    NoGroupLimit {
-        /// `"read"` or `"write"`.
-        direction: &'static str,
-    },
-    /// A group limit cannot be taken away while the server runs (its sessions share its
-    /// bucket); raise it instead.
-    #[error("a group {direction} limit cannot be removed while the server runs; raise it")]
-    GroupLimitFixed {
-        /// `"read"` or `"write"`.
-        direction: &'static str,
-    },
-}

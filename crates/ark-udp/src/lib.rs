@@ -70,14 +70,14 @@ mod snmp;
 mod stats;
 
 pub use ark_reactor::{
-    Answer, AnswerDropped, IoModel, RateLimit, RateLimits, ReactorConfig, ReactorPool, Runtime,
-    Stopping, TimerId,
+    Answer, AnswerDropped, IoModel, RateLimit, RateLimitError, RateLimits, ReactorConfig,
+    ReactorPool, Runtime, Stopping, TimerId,
 };
 pub use cast::{UdpCast, UdpCastBuilder, UdpCastHandle};
 pub use client::{UdpClient, UdpClientBuilder, UdpClientHandle, UdpSocketHandle, UdpWaker};
 pub use config::{GRO_MIN_DATAGRAM, UdpConfig, UdpOffload};
 pub use driver::steering::{Steering, bind_for_shard, steer_by_peer_port};
-pub use error::{CloseReason, DatagramError, RateLimitError, SendError};
+pub use error::{CloseReason, DatagramError, SendError};
 pub use handle::UdpSessionHandle;
 pub use handler::{UdpHandler, UdpSession};
 pub use limits::{

@@ -6,15 +6,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ark_reactor::{
-    GroupBucket, IoModel, Lifecycle, RateLimit, RateLimits, ReactorConfig, ReactorHandle,
-    ReactorPool, Runtime, SourceRef, Stopping,
+    IoModel, Lifecycle, RateLimitError, RateLimits, ReactorConfig, ReactorHandle, ReactorPool,
+    Runtime, SourceRef, Stopping,
 };
 use mio::net::UdpSocket;
 
 use crate::config::{UdpConfig, UdpOffload};
 use crate::driver::socket::UdpDriver;
 use crate::driver::steering::{Steering, steer_by_peer_port};
-use crate::error::RateLimitError;
 use crate::handle::UdpShared;
 use crate::handler::UdpHandler;
 use crate::proto::rate::Group;
@@ -282,9 +281,7 @@ impl UdpServerBuilder {
         let factory: Factory<H> = Arc::new(factory);
         let life = Lifecycle::new();
         let now = Instant::now();
-        let bucket = |limit: Option<RateLimit>| limit.map(|l| GroupBucket::new(l, now));
-        let limits = self.group_rate_limits;
-        let group: Group = (bucket(limits.read), bucket(limits.write));
+        let group = Group::new(self.group_rate_limits, now);
         let mut handle = UdpServerHandle {
             local_addr,
             group: group.clone(),
@@ -365,33 +362,16 @@ impl UdpServerHandle {
     }
 
     /// New limits of the server's total (the group every session shares), from now; the
-    /// tokens in the buckets are kept, up to the new bursts. Which directions are limited is
-    /// fixed at start ([`UdpServerBuilder::group_rate_limits`]): a direction without a group
-    /// limit stays without, and one with keeps one.
+    /// tokens in the buckets are kept, up to the new bursts; a direction given `None` is
+    /// lifted. A direction the server started without a group limit for stays without
+    /// ([`UdpServerBuilder::group_rate_limits`]: every session's share of a group is fixed
+    /// when it opens).
     ///
     /// # Errors
-    /// [`RateLimitError::NoGroupLimit`] for a limit on a direction the server started without;
-    /// [`RateLimitError::GroupLimitFixed`] for `None` on one it started with. Nothing changes
-    /// then.
+    /// [`RateLimitError::NoGroupLimit`] for a limit on a direction the server started
+    /// without; nothing changes then.
     pub fn set_group_rate_limits(&self, limits: RateLimits) -> Result<(), RateLimitError> {
-        let ways = [
-            ("read", &self.group.0, limits.read),
-            ("write", &self.group.1, limits.write),
-        ];
-        for &(direction, bucket, limit) in &ways {
-            match (bucket, limit) {
-                (None, Some(_)) => return Err(RateLimitError::NoGroupLimit { direction }),
-                (Some(_), None) => return Err(RateLimitError::GroupLimitFixed { direction }),
-                _ => {}
-            }
-        }
-        let now = Instant::now();
-        for (_, bucket, limit) in ways {
-            if let (Some(bucket), Some(limit)) = (bucket, limit) {
-                bucket.set_limit(limit, now);
-            }
-        }
-        Ok(())
+        self.group.set_limits(limits, Instant::now())
     }
 
     /// Begins a stop and returns at once: every session gets `on_stopping` (its goodbye

@@ -207,10 +207,6 @@ fn a_servers_group_limits_change_at_run_time_where_it_has_them() {
         server.set_group_rate_limits(RateLimits::both(10_000)),
         Err(RateLimitError::NoGroupLimit { direction: "write" })
     );
-    assert_eq!(
-        server.set_group_rate_limits(RateLimits::default()),
-        Err(RateLimitError::GroupLimitFixed { direction: "read" })
-    );
     // Lowered to 2,000 bytes a second with 2,000 at once: of 10 datagrams of 1,000 bytes
     // sent at once, 2 get through.
     let lowered = RateLimit::new(2_000).with_burst(2_000);

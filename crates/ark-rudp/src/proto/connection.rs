@@ -15,7 +15,7 @@ use crate::proto::recv::{Arrival, Receiver};
 use crate::proto::replay::{PacketNumbers, ReplayWindow};
 use crate::proto::send::Sender;
 pub use crate::proto::stats::RudpStats;
-pub use rate::{RateGroup, RateLimitError};
+pub use rate::RateGroup;
 
 mod close;
 mod rate;

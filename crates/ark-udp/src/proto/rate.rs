@@ -16,8 +16,8 @@ use ark_reactor::{GroupBucket, Pace, RateLimits, RateWindow, queue_delay};
 use crate::driver::sys::SendBatch;
 use crate::stats::UdpSessionStats;
 
-/// A server's group buckets (read, write), shared by every session of every shard.
-pub(crate) type Group = (Option<Arc<GroupBucket>>, Option<Arc<GroupBucket>>);
+/// A server's group buckets, shared by every session of every shard.
+pub(crate) type Group = ark_reactor::GroupLimits;
 
 /// Whether a client's or cast socket's one session may read now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,7 +73,11 @@ struct Limited {
 }
 
 impl Limited {
-    fn new(limits: RateLimits, group: Group, now: Instant) -> Box<Limited> {
+    fn new(
+        limits: RateLimits,
+        group: (Option<Arc<GroupBucket>>, Option<Arc<GroupBucket>>),
+        now: Instant,
+    ) -> Box<Limited> {
         Box::new(Limited {
             pace: Pace::new(limits, group, now),
             own: limits,
@@ -132,9 +136,9 @@ impl Held {
 impl SessionRate {
     /// A session's rate state: `limits` of its own and its `group`'s buckets, from `now`.
     pub(crate) fn new(limits: RateLimits, group: &Group, now: Instant) -> SessionRate {
-        let any = limits != RateLimits::default() || group.0.is_some() || group.1.is_some();
+        let any = limits != RateLimits::default() || group.is_limited();
         SessionRate {
-            limited: any.then(|| Limited::new(limits, group.clone(), now)),
+            limited: any.then(|| Limited::new(limits, group.buckets(), now)),
             ..SessionRate::default()
         }
     }

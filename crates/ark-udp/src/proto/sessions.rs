@@ -103,7 +103,7 @@ impl<H: UdpHandler> UdpSessions<H> {
         io: SessionIo,
     ) -> Self {
         if let Mode::Client { rate, .. } | Mode::Cast { rate, .. } = &mut mode {
-            *rate = SessionRate::new(config.rate_limits, &(None, None), io.now);
+            *rate = SessionRate::new(config.rate_limits, &Group::default(), io.now);
         }
         UdpSessions {
             mode,
@@ -501,7 +501,7 @@ mod tests {
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::time::Duration;
 
-    use ark_reactor::{GroupBucket, RateLimit, RateLimits};
+    use ark_reactor::{RateLimit, RateLimits};
 
     use super::*;
     use crate::driver::sys::SendBatch;
@@ -668,7 +668,7 @@ mod tests {
         };
         let received = Arc::new(AtomicU64::new(0));
         let counted = received.clone();
-        let mut sim = Sim::server(config, (None, None), move |_| Probe {
+        let mut sim = Sim::server(config, Group::default(), move |_| Probe {
             received: counted.clone(),
             ..Probe::default()
         });
@@ -708,7 +708,7 @@ mod tests {
         };
         let received = Arc::new(AtomicU64::new(0));
         let counted = received.clone();
-        let mut sim = Sim::server(config, (None, None), move |_| Probe {
+        let mut sim = Sim::server(config, Group::default(), move |_| Probe {
             received: counted.clone(),
             replies: 1,
             size: 1_000,
@@ -732,7 +732,13 @@ mod tests {
     #[test]
     fn a_group_limit_is_shared_by_two_sessions() {
         let limit = RateLimit::new(50_000);
-        let group = (Some(GroupBucket::new(limit, Instant::now())), None);
+        let group = Group::new(
+            RateLimits {
+                read: Some(limit),
+                write: None,
+            },
+            Instant::now(),
+        );
         let counts: PerPeer = Arc::default();
         let made = counts.clone();
         let mut sim = Sim::server(UdpConfig::default(), group, move |peer| {
@@ -776,7 +782,7 @@ mod tests {
         let limited = addr(1);
         let received: PerPeer = Arc::default();
         let made = received.clone();
-        let mut sim = Sim::server(UdpConfig::default(), (None, None), move |peer| {
+        let mut sim = Sim::server(UdpConfig::default(), Group::default(), move |peer| {
             let n = Arc::new(AtomicU64::new(0));
             made.lock().unwrap().push((peer, n.clone()));
             Probe {
@@ -827,7 +833,7 @@ mod tests {
         let counted = refused.clone();
         let stats: Arc<Mutex<Option<crate::UdpSessionStats>>> = Arc::default();
         let seen = stats.clone();
-        let mut sim = Sim::server(config, (None, None), move |_| Probe {
+        let mut sim = Sim::server(config, Group::default(), move |_| Probe {
             replies: 10,
             size: 1_000,
             refused: counted.clone(),
@@ -879,7 +885,7 @@ mod tests {
             send_queue_limit: 64 * 1024,
             ..UdpConfig::default()
         };
-        let mut sim = Sim::server(config, (None, None), |_| Probe {
+        let mut sim = Sim::server(config, Group::default(), |_| Probe {
             replies: 2,
             size: 1_000,
             ..Probe::default()
@@ -915,7 +921,7 @@ mod tests {
             session_expiry: Some(Duration::from_secs(1)),
             ..UdpConfig::default()
         };
-        let mut sim = Sim::server(config, (None, None), |_| Probe {
+        let mut sim = Sim::server(config, Group::default(), |_| Probe {
             replies: 5,
             size: 1_000,
             ..Probe::default()

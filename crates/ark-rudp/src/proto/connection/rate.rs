@@ -27,7 +27,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use ark_reactor::{Direction, GroupBucket, Pace, RateLimit, RateLimits, RateWindow, queue_delay};
+use ark_reactor::{
+    Direction, GroupLimits, Pace, RateLimitError, RateLimits, RateWindow, queue_delay,
+};
 
 use super::Connection;
 use crate::config::RudpConfig;
@@ -44,26 +46,6 @@ pub(super) const ZERO_WINDOW_MAX: Duration = Duration::from_secs(1);
 /// A session whose peer sent DATA within this long shares its group's read bucket.
 pub(super) const READER_SPAN: Duration = Duration::from_secs(2);
 
-/// A group limit lifted at run time: the bucket stays, and never runs out.
-const UNLIMITED: RateLimit = RateLimit {
-    bytes_per_second: u64::MAX,
-    burst: u64::MAX,
-};
-
-/// Why a rate limit could not be changed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum RateLimitError {
-    /// The group was made without a limit that way (a server:
-    /// `RudpServerBuilder::group_rate_limits`): its sessions share no bucket to change.
-    /// Nothing was changed.
-    #[error("the group was made without a {direction} limit to change")]
-    NoGroup {
-        /// `"read"` or `"write"`.
-        direction: &'static str,
-    },
-}
-
 /// Rate limits a group of sessions shares (a server's total), each way: one ark-reactor
 /// [`GroupBucket`] per limited direction, and the count of the group's sessions whose
 /// peers are sending, among which the read bucket is offered. Clones are the same group.
@@ -71,8 +53,8 @@ pub enum RateLimitError {
 /// gives one to each of its connections ([`Connection::set_rate_group`]).
 #[derive(Debug, Clone, Default)]
 pub struct RateGroup {
-    read: Option<Arc<GroupBucket>>,
-    write: Option<Arc<GroupBucket>>,
+    /// The group's buckets (ark-reactor's, as every ark server's group).
+    limits: GroupLimits,
     /// Sessions whose peers sent DATA within [`READER_SPAN`].
     readers: Arc<AtomicUsize>,
 }
@@ -83,8 +65,7 @@ impl RateGroup {
     /// server raises it to that): a datagram goes whole, so a smaller one is overdrawn.
     pub fn new(limits: RateLimits, now: Instant) -> RateGroup {
         RateGroup {
-            read: limits.read.map(|l| GroupBucket::new(l, now)),
-            write: limits.write.map(|l| GroupBucket::new(l, now)),
+            limits: GroupLimits::new(limits, now),
             readers: Arc::default(),
         }
     }
@@ -93,27 +74,15 @@ impl RateGroup {
     /// A direction that is `None` is lifted (its bucket stays, and never runs out).
     ///
     /// # Errors
-    /// [`RateLimitError::NoGroup`] when `limits` limits a direction the group was made
+    /// [`RateLimitError::NoGroupLimit`] when `limits` limits a direction the group was made
     /// without; nothing is changed then.
     pub fn set_limits(&self, limits: RateLimits, now: Instant) -> Result<(), RateLimitError> {
-        let ways = [
-            ("read", &self.read, limits.read),
-            ("write", &self.write, limits.write),
-        ];
-        if let Some((direction, ..)) = ways.iter().find(|w| w.1.is_none() && w.2.is_some()) {
-            return Err(RateLimitError::NoGroup { direction });
-        }
-        for (_, bucket, limit) in ways {
-            if let Some(bucket) = bucket {
-                bucket.set_limit(limit.unwrap_or(UNLIMITED), now);
-            }
-        }
-        Ok(())
+        self.limits.set_limits(limits, now)
     }
 
     /// Whether the group limits anything.
     pub fn is_limited(&self) -> bool {
-        self.read.is_some() || self.write.is_some()
+        self.limits.is_limited()
     }
 }
 
@@ -262,8 +231,9 @@ impl Connection {
     /// connection's own. Its own buckets start full again: call it before traffic.
     pub fn set_rate_group(&mut self, group: &RateGroup, now: Instant) {
         let r = &mut self.rates;
-        r.write_group = group.write.is_some();
-        r.share = group.read.as_ref().map(|bucket| Share {
+        let (read, write) = group.limits.buckets();
+        r.write_group = write.is_some();
+        r.share = read.as_ref().map(|bucket| Share {
             bucket: Pace::new(RateLimits::default(), (Some(bucket.clone()), None), now).read,
             readers: group.readers.clone(),
             counted: false,
@@ -271,7 +241,7 @@ impl Connection {
         });
         // The group's read window goes to the peer at the next transmit.
         self.ack_pending |= r.share.is_some();
-        r.pace = Pace::new(r.limits, (group.read.clone(), group.write.clone()), now);
+        r.pace = Pace::new(r.limits, (read, write), now);
         r.write_wake = None;
     }
 
