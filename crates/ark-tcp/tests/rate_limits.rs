@@ -128,6 +128,32 @@ fn limits_set_from_a_handle_apply_from_the_next_turn() {
     assert!(stats.queue_delay.is_some_and(|d| d > Duration::ZERO));
 }
 
+#[test]
+fn limits_lifted_from_a_handle_let_everything_queued_go_at_the_next_turn() {
+    let total = 1024 * 1024;
+    let limits = RateLimits {
+        write: Some(RateLimit::new(RATE)),
+        read: Some(RateLimit::new(RATE)),
+    };
+    let mut sim = Simulator::new(Pump { total, received: 0 }, Raw::new(), config(limits));
+    let mut sent = sim.peer_read().len();
+    sim.advance(Duration::from_millis(100));
+    sent += sim.peer_read().len();
+    assert!(sent < total / 4, "limited: {sent} bytes");
+    // The peer's bytes wait in the socket, unread beyond the budget.
+    sim.peer_send(&vec![3u8; 256 * 1024]);
+    assert!(
+        sim.unconsumed() > 128 * 1024,
+        "reading waits for the budget"
+    );
+    sim.handle().set_rate_limits(RateLimits::default());
+    sim.poll_handles();
+    sent += sim.peer_read().len();
+    assert_eq!(sent, total, "everything queued went once lifted");
+    assert_eq!(sim.unconsumed(), 0, "everything the peer sent was read");
+    assert_eq!(sim.handler().received, 256 * 1024);
+}
+
 /// Echoes raw bytes; with `limits`, under them from its open.
 struct Echo {
     received: Arc<AtomicU64>,

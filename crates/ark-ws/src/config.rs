@@ -58,6 +58,11 @@ pub struct WsConfig {
     pub idle_timeout: Option<Duration>,
     /// Server: inspects the upgrade request and accepts or rejects it.
     pub upgrade_hook: Option<UpgradeHook>,
+    /// Each session's own rate limits, each way, in bytes on the wire (frame heads, masks and
+    /// control frames included; TLS: the plaintext's): reading pauses when the read budget is
+    /// spent and frames wait in the send queue for the write budget. Default none; see
+    /// [`ark_tcp::TcpConfig::rate_limits`].
+    pub rate_limits: ark_reactor::RateLimits,
 }
 
 impl std::fmt::Debug for WsConfig {
@@ -74,6 +79,7 @@ impl std::fmt::Debug for WsConfig {
             .field("write_stall_timeout", &self.write_stall_timeout)
             .field("idle_timeout", &self.idle_timeout)
             .field("upgrade_hook", &self.upgrade_hook.is_some())
+            .field("rate_limits", &self.rate_limits)
             .finish()
     }
 }
@@ -92,6 +98,7 @@ impl Default for WsConfig {
             write_stall_timeout: Some(Duration::from_secs(30)),
             idle_timeout: Some(Duration::from_secs(3600)),
             upgrade_hook: None,
+            rate_limits: ark_reactor::RateLimits::default(),
         }
     }
 }
@@ -130,6 +137,7 @@ impl WsConfig {
             // tungstenite, not by the TCP session's framing.
             stall_timeout: None,
             write_stall_timeout: self.write_stall_timeout,
+            rate_limits: self.rate_limits,
             ..ark_tcp::TcpConfig::default()
         }
     }

@@ -248,6 +248,15 @@ impl WsSessionHandle {
             .post(|inbox| inbox.requests.push_back(close));
     }
 
+    /// Changes the session's own rate limits, each way (bytes on the wire; see
+    /// [`WsConfig::rate_limits`](crate::WsConfig::rate_limits)); they take effect at the
+    /// session's next turn. Nothing happens once the connection is gone.
+    pub fn set_rate_limits(&self, limits: ark_reactor::RateLimits) {
+        if let Some(tcp) = self.tcp() {
+            tcp.set_rate_limits(limits);
+        }
+    }
+
     /// Gives the session's handler a turn: [`WsHandler::on_wake`](crate::WsHandler::on_wake)
     /// runs on its thread (several wakes before it runs merge into one).
     pub fn wake(&self) {

@@ -62,6 +62,12 @@ impl WsSession<'_> {
         WsSessionHandle::new(self.shared.clone())
     }
 
+    /// Changes this session's own rate limits, each way, from this turn on (bytes on the
+    /// wire; see [`WsConfig::rate_limits`](crate::WsConfig::rate_limits)).
+    pub fn set_rate_limits(&mut self, limits: ark_reactor::RateLimits) {
+        self.tcp.set_rate_limits(limits);
+    }
+
     /// Starts a timer: [`WsHandler::on_timer`] runs with its id once `after` has passed
     /// (one-shot). Timers end with the session.
     pub fn set_timer(&mut self, after: Duration) -> TimerId {

@@ -121,7 +121,8 @@ pub mod fuzzing {
 }
 
 pub use ark_reactor::{
-    IoModel, ReactorConfig, ReactorPool, Runtime, StopReport, Stopping, TimerId,
+    IoModel, RateLimit, RateLimitError, RateLimits, ReactorConfig, ReactorPool, Runtime,
+    StopReport, Stopping, TimerId,
 };
 pub use ark_tcp::Reconnect;
 pub use client::{WsClient, WsClientBuilder, WsClientHandle, refusal_is_final};

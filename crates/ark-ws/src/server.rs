@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ark_frame::Raw;
-use ark_reactor::{ReactorConfig, Runtime};
+use ark_reactor::{RateLimitError, RateLimits, ReactorConfig, Runtime};
 use ark_tcp::{TcpServer, TcpServerHandle, TcpStats};
 
 use crate::config::{UpgradeHook, WsConfig};
@@ -28,6 +28,7 @@ impl WsServer {
             config: WsConfig::default(),
             runtime: Runtime::default(),
             reactor_config: ReactorConfig::default(),
+            group_rate_limits: RateLimits::default(),
             #[cfg(feature = "tls")]
             tls: None,
         }
@@ -41,6 +42,7 @@ pub struct WsServerBuilder {
     config: WsConfig,
     runtime: Runtime,
     reactor_config: ReactorConfig,
+    group_rate_limits: RateLimits,
     #[cfg(feature = "tls")]
     tls: Option<ark_tls::ServerTls>,
 }
@@ -97,6 +99,17 @@ macro_rules! ws_options {
             self
         }
 
+        /// Each session's own rate limits, each way (default none): bytes on the wire a second
+        /// and a burst. Reading pauses while the read budget is spent (no busy loop: the
+        /// session reads again on a timer); frames wait in the send queue for the write budget,
+        /// under the write-buffer limit. See [`WsConfig::rate_limits`](crate::WsConfig::rate_limits);
+        /// a session's own can be changed later with
+        /// [`WsSessionHandle::set_rate_limits`](crate::WsSessionHandle::set_rate_limits).
+        pub fn rate_limits(mut self, limits: ark_reactor::RateLimits) -> Self {
+            self.config.rate_limits = limits;
+            self
+        }
+
         /// Subprotocols, in preference order.
         pub fn subprotocols(mut self, protocols: &[&str]) -> Self {
             self.config.subprotocols = protocols.iter().map(|p| p.to_string()).collect();
@@ -134,6 +147,15 @@ impl WsServerBuilder {
 
     ws_options!();
 
+    /// The server's total rate limits, each way: one bucket a direction that all its sessions
+    /// take from beside their own (default none). Change them later with
+    /// [`WsServerHandle::set_group_rate_limits`]; see ark-tcp's
+    /// [`group_rate_limits`](ark_tcp::TcpServerBuilder::group_rate_limits).
+    pub fn group_rate_limits(mut self, limits: RateLimits) -> Self {
+        self.group_rate_limits = limits;
+        self
+    }
+
     /// Serves `wss`: a TLS handshake with `tls` before the WebSocket upgrade on every
     /// connection. A bad TLS handshake ends only that connection
     /// (`WsClose::Failed(OpenError::Connection(CloseReason::Tls(..)))` says which check failed).
@@ -162,7 +184,8 @@ impl WsServerBuilder {
         let mut tcp = TcpServer::builder()
             .bind(addr)
             .framing(Raw::new().with_max_frame_len(64 * 1024))
-            .session_config(config.session_config());
+            .session_config(config.session_config())
+            .group_rate_limits(self.group_rate_limits);
         tcp = tcp
             .runtime(self.runtime)
             .reactor_config(self.reactor_config);
@@ -195,6 +218,16 @@ impl WsServerHandle {
     /// The address the server listens on.
     pub fn local_addr(&self) -> SocketAddr {
         self.inner.local_addr()
+    }
+
+    /// Changes the server's total rate limits (see [`WsServerBuilder::group_rate_limits`]);
+    /// `None` for a direction lifts it.
+    ///
+    /// # Errors
+    /// [`RateLimitError::NoGroupLimit`] when `limits` limits a direction the server was built
+    /// without; nothing is changed then.
+    pub fn set_group_rate_limits(&self, limits: RateLimits) -> Result<(), RateLimitError> {
+        self.inner.set_group_rate_limits(limits)
     }
 
     /// The WebSocket counters: sessions opened, data messages each way, closes by kind.

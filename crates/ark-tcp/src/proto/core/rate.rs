@@ -54,7 +54,11 @@ impl SessionRate {
     /// stopped on a spent budget.
     pub(crate) fn refresh(&mut self, now: Instant) -> bool {
         if !self.pace.is_limited() {
-            return false;
+            // Lifted since the last turn: nothing waits for a bucket any more.
+            self.read_budget = usize::MAX;
+            self.write_budget = usize::MAX;
+            self.deadline = None;
+            return std::mem::take(&mut self.read_starved);
         }
         self.read_budget = self.pace.read.allowance(now);
         self.write_budget = self.pace.write.allowance(now);
