@@ -315,6 +315,13 @@ pub struct Args {
     /// milliseconds (ark-rudp's `RudpConfig::fec_max_delay`; default: ark-rudp's).
     #[arg(long = "rudp-fec-delay-ms", value_parser = seconds((0.0, 10_000.0), false))]
     pub rudp_fec_delay_ms: Option<f64>,
+    /// ark's per-session rate limit on the server, in bytes a second (bursts: a tenth of a
+    /// second, at least 16 KiB; see `ark_reactor::RateLimit::new`); 0: none. tcp, tcps,
+    /// websocket, wss and rudp limit each session's reads and writes; udp its writes (echoes
+    /// wait: a read limit drops datagrams, which the closed loop cannot survive). The
+    /// record's `rate_limit` says what each client moved.
+    #[arg(long = "rate-limit", default_value_t = 0)]
+    pub rate_limit: u64,
 }
 
 /// The largest `--payload` of every protocol (one IPv4 UDP datagram); rudp takes more.
@@ -438,6 +445,12 @@ impl Args {
                 self.protocol.name()
             ));
         }
+        if self.rate_limit > 0 && matches!(self.protocol, Protocol::Http | Protocol::Https) {
+            return Err(format!(
+                "--rate-limit is for tcp, tcps, websocket, wss, udp and rudp, not --protocol {}",
+                self.protocol.name()
+            ));
+        }
         if let Some(link) = LinkSettings::of(self) {
             link.check(self.protocol)?;
             if self.role == Role::Server {
@@ -451,6 +464,19 @@ impl Args {
             ));
         }
         Ok(())
+    }
+
+    /// The server sessions' rate limits from `--rate-limit`: none, both ways, or (udp) the
+    /// writes only.
+    pub fn rate_limits(&self) -> ark_reactor::RateLimits {
+        if self.rate_limit == 0 {
+            return ark_reactor::RateLimits::default();
+        }
+        let limit = ark_reactor::RateLimit::new(self.rate_limit);
+        ark_reactor::RateLimits {
+            read: (self.protocol != Protocol::Udp).then_some(limit),
+            write: Some(limit),
+        }
     }
 
     /// IO threads of the whole run: `--io-threads`, or one per endpoint (clients + 1) in the

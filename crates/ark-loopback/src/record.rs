@@ -21,6 +21,22 @@ pub struct UdpKernel {
     pub frag_creates: u64,
 }
 
+/// What `--rate-limit` set on the server's sessions and what the clients moved under it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RateLimitRecord {
+    /// Each session's limit, bytes on the wire a second each way.
+    pub bytes_per_second: u64,
+    /// The buckets' size: what a session may move at once.
+    pub burst_bytes: u64,
+    /// Whether reads are limited too (not for udp: writes only).
+    pub reads_limited: bool,
+    /// Payload bytes a second the fastest client's echoes carried (headers, framing and
+    /// acknowledgements are on the wire too, so it stays under the limit).
+    pub client_payload_bytes_per_second_max: Option<f64>,
+    /// The slowest client's.
+    pub client_payload_bytes_per_second_min: Option<f64>,
+}
+
 /// The record's fields that count something gone wrong with the echoes (a clean run has 0 in
 /// each): what a test or a harness checks to call a run clean.
 pub const ERROR_COUNTERS: [&str; 6] = [
@@ -117,6 +133,8 @@ pub struct Record {
     pub cpu_elapsed_seconds: f64,
     pub cpu_percent: f64,
     pub peak_rss_bytes: u64,
+    /// `--rate-limit`: the server sessions' limit and what each client moved (none without).
+    pub rate_limit: Option<RateLimitRecord>,
     /// The `--link-*` relay's settings and counters (none without a link).
     pub link: Option<crate::link::LinkRecord>,
     /// rudp: what the reliable-UDP transport did (`Stack::rudp_stats`).

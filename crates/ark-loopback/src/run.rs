@@ -11,7 +11,7 @@ use crate::args::LinkSettings;
 use crate::args::{Args, IoModelArg, Protocol, Role};
 use crate::clients::{Core, PHASE_DRAIN, PHASE_MEASURED, Totals};
 use crate::link::Relay;
-use crate::record::{Record, UdpKernel};
+use crate::record::{RateLimitRecord, Record, UdpKernel};
 use crate::servers::{Echo, ServerCounters};
 use crate::signals;
 use crate::stack::{ArkStack, Stack};
@@ -248,6 +248,7 @@ pub fn run_server(args: &Args) -> std::io::Result<serde_json::Value> {
 /// # Errors
 /// The IO threads or the server could not start.
 pub fn serve<E: Stack>(args: &Args) -> std::io::Result<serde_json::Value> {
+    refuse_rate_limit::<E>(args)?;
     let mut endpoints = E::start(args)?;
     let counters = Arc::new(ServerCounters::default());
     let echo = Echo::new(args, counters.clone());
@@ -298,6 +299,20 @@ pub fn measure<E: Stack>(args: &Args, allocations: Option<fn() -> u64>) -> Recor
     }
 }
 
+/// `--rate-limit` asked of an implementation whose server has no per-session limits.
+fn refuse_rate_limit<E: Stack>(args: &Args) -> std::io::Result<()> {
+    if args.rate_limit > 0 && !E::RATE_LIMITS {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            format!(
+                "--rate-limit is ark's per-session rate limit: {} has none",
+                E::NAME
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// What a run set up before it measures: where the clients send, the relay between, and
 /// what the clients count.
 struct Started {
@@ -323,6 +338,7 @@ fn measure_inner<E: Stack>(
     args: &Args,
     allocations: Option<fn() -> u64>,
 ) -> std::io::Result<Record> {
+    refuse_rate_limit::<E>(args)?;
     let mut endpoints = E::start(args)?;
     let server_counters = Arc::new(ServerCounters::default());
     let started = start::<E>(args, &mut endpoints, &server_counters)?;
@@ -557,8 +573,8 @@ fn with_results(record: Record, args: &Args, totals: &Totals, window: &Window) -
         (Some(a), Some(b)) if messages > 0 => Some((b - a) as f64 / messages as f64),
         _ => None,
     };
-    let record = with_rtt(record, totals);
     let elapsed = window.elapsed;
+    let record = with_rate_limit(with_rtt(record, totals), args, elapsed);
     Record {
         elapsed_seconds: elapsed,
         messages_sent: sent,
@@ -619,6 +635,29 @@ fn with_rtt(record: Record, totals: &Totals) -> Record {
         rtt_max_us: (!rtt.is_empty()).then(|| rtt.max() as f64),
         client_messages_min: per_client.iter().min().copied(),
         client_messages_max: per_client.iter().max().copied(),
+        ..record
+    }
+}
+
+/// `record` with what `--rate-limit` held: the limit and the payload each client moved a
+/// second each way (the fastest and the slowest client).
+fn with_rate_limit(record: Record, args: &Args, elapsed: f64) -> Record {
+    let limits = args.rate_limits();
+    let Some(write) = limits.write else {
+        return record;
+    };
+    let rate = |messages: Option<u64>| {
+        messages.map(|m| (m * u64::from(args.payload)) as f64 / elapsed.max(f64::MIN_POSITIVE))
+    };
+    let rate_limit = RateLimitRecord {
+        bytes_per_second: write.bytes_per_second,
+        burst_bytes: write.burst,
+        reads_limited: limits.read.is_some(),
+        client_payload_bytes_per_second_max: rate(record.client_messages_max),
+        client_payload_bytes_per_second_min: rate(record.client_messages_min),
+    };
+    Record {
+        rate_limit: Some(rate_limit),
         ..record
     }
 }

@@ -21,6 +21,10 @@ pub trait Stack: Sized {
     /// The record's `implementation` field.
     const NAME: &'static str;
 
+    /// Whether the implementation's server applies `--rate-limit` (ark's per-session rate
+    /// limits); a run of one that does not is refused.
+    const RATE_LIMITS: bool = false;
+
     /// Starts the IO threads for `args`.
     ///
     /// # Errors
@@ -144,6 +148,7 @@ impl ArkStack {
 
 impl Stack for ArkStack {
     const NAME: &'static str = "ark";
+    const RATE_LIMITS: bool = true;
 
     fn start(args: &Args) -> std::io::Result<Self> {
         let threads = args.io_threads as usize;
@@ -179,6 +184,7 @@ impl Stack for ArkStack {
                 let mut builder = ark_tcp::TcpServer::builder()
                     .bind(addr)
                     .framing(LengthPrefix::default())
+                    .rate_limits(args.rate_limits())
                     .pool(pool);
                 if let Some(tls) = tls {
                     builder = builder.tls(tls);
@@ -195,6 +201,7 @@ impl Stack for ArkStack {
                     )
                     .batching(args.udp_batch == Switch::On, 32)
                     .gso(args.udp_offload == Switch::On)
+                    .rate_limits(args.rate_limits())
                     .pool(pool)
                     .start(move |_| echo.clone())?,
             ),
@@ -215,6 +222,7 @@ impl Stack for ArkStack {
                         args.udp_offload == Switch::On,
                         args.udp_offload == Switch::On,
                     )
+                    .rate_limits(args.rate_limits())
                     .pool(pool)
                     .start(move |_| echo.clone())?,
             ),
@@ -223,13 +231,20 @@ impl Stack for ArkStack {
                 if let Some(tls) = tls {
                     builder = builder.tls(tls);
                 }
+                let config = ark_ws::WsConfig {
+                    rate_limits: args.rate_limits(),
+                    ..ark_ws::WsConfig::default()
+                };
                 let router = ark_http::Router::new().get("/", move |req, res| {
-                    let _ = ark_ws::upgrade(req, res, ark_ws::WsConfig::default(), echo.clone());
+                    let _ = ark_ws::upgrade(req, res, config.clone(), echo.clone());
                 });
                 Server::Http(builder.start(router)?)
             }
             Protocol::Websocket | Protocol::Wss => {
-                let mut builder = ark_ws::WsServer::builder().bind(addr).pool(pool);
+                let mut builder = ark_ws::WsServer::builder()
+                    .bind(addr)
+                    .rate_limits(args.rate_limits())
+                    .pool(pool);
                 if let Some(tls) = tls {
                     builder = builder.tls(tls);
                 }
