@@ -47,7 +47,7 @@ pub(super) const ZERO_WINDOW_MAX: Duration = Duration::from_secs(1);
 pub(super) const READER_SPAN: Duration = Duration::from_secs(2);
 
 /// Rate limits a group of sessions shares (a server's total), each way: one ark-reactor
-/// [`GroupBucket`] per limited direction, and the count of the group's sessions whose
+/// [`GroupBucket`](ark_reactor::GroupBucket) per limited direction, and the count of the group's sessions whose
 /// peers are sending, among which the read bucket is offered. Clones are the same group.
 /// A server makes one from `RudpServerBuilder::group_rate_limits`; a sans-IO application
 /// gives one to each of its connections ([`Connection::set_rate_group`]).
