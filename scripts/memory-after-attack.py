@@ -32,6 +32,13 @@ def server(protocol):
     if not match:
         proc.kill()
         sys.exit(f"the server did not say where it listens: {line!r}")
+    if protocol == "rudp":
+        # An encrypted server (the default) says the key its clients pin next.
+        key = re.search(r"rudp public key ([0-9a-f]{64})", proc.stdout.readline())
+        if not key:
+            proc.kill()
+            sys.exit("the rudp server did not say its public key")
+        return proc, [match.group(1), key.group(1)]
     return proc, match.group(1)
 
 
@@ -84,11 +91,11 @@ def http():
 
 
 def rudp():
-    proc, addr = server("rudp")
+    proc, (addr, key) = server("rudp")
     log = Log("rudp", proc.pid)
     try:
         log("baseline")
-        probe = subprocess.Popen([PROBE, addr], stdout=subprocess.PIPE, text=True)
+        probe = subprocess.Popen([PROBE, addr, key], stdout=subprocess.PIPE, text=True)
         while probe.poll() is None:
             time.sleep(1)
             log("sessions held")

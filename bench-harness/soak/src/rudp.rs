@@ -58,11 +58,29 @@ pub struct RudpLink {
     notes: Receiver<Note>,
 }
 
+/// The soak server's public key, which every client pins (set once the server said it).
+static SERVER_KEY: std::sync::OnceLock<ark_rudp::RudpPublicKey> = std::sync::OnceLock::new();
+
+/// Pins the soak server's public key for every client of the run.
+pub fn pin_server_key(key: ark_rudp::RudpPublicKey) {
+    let _ = SERVER_KEY.set(key);
+}
+
+/// The pinned key.
+pub fn server_key() -> io::Result<ark_rudp::RudpPublicKey> {
+    SERVER_KEY
+        .get()
+        .copied()
+        .ok_or_else(|| io::Error::other("the soak server's rudp key was not pinned"))
+}
+
 impl RudpLink {
     /// Connects to the reliable-UDP echo server and waits for the handshake.
     pub fn connect(addr: SocketAddr) -> io::Result<RudpLink> {
         let (tx, notes) = mpsc::channel();
-        let client = RudpClient::builder().connect(addr, Forward(tx))?;
+        let client = RudpClient::builder()
+            .server_key(server_key()?)
+            .connect(addr, Forward(tx))?;
         let link = RudpLink {
             client: Some(client),
             notes,
@@ -145,7 +163,7 @@ fn forgery(rng: &mut Rng) -> Vec<u8> {
         ]
         .concat(),
         5 => {
-            let mut p = vec![0x50, 3]; // HELLO of the current version
+            let mut p = vec![0x50, 4]; // HELLO of the current version
             p.extend_from_slice(&rng.bytes(8 + 20));
             p.resize(1200, 0);
             p

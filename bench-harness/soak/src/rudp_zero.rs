@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use ark_rudp::{CloseReason, Connection, Delivery, Event, RudpConfig};
+use ark_rudp::{ClientProtection, CloseReason, Connection, Delivery, Event, RudpConfig};
 
 use crate::shared::{Ctx, Rng};
 use crate::tally::Ending;
@@ -38,23 +38,20 @@ struct Peer {
     sent: Option<Instant>,
 }
 
-/// Where an outgoing datagram's window field is, by kind: after the kind byte and the 4-byte
-/// packet number, DATA has its sequence before the ack block; ACK and PARITY start with it.
-/// The window is bytes 12..14 of the ack block.
-fn window_at(first: u8) -> Option<usize> {
-    match first & 0xF0 {
-        0x10 => Some(5 + 4 + 12),
-        0x20 | 0x30 => Some(5 + 12),
-        _ => None,
-    }
-}
-
 impl Peer {
     fn new(server: SocketAddr, nonce: u64) -> std::io::Result<Peer> {
         let socket = UdpSocket::bind("127.0.0.1:0")?;
         socket.connect(server)?;
         socket.set_nonblocking(true)?;
-        let conn = Connection::client(Arc::new(RudpConfig::default()), Instant::now(), nonce);
+        let protection = ClientProtection::Encrypted {
+            server_key: crate::rudp::server_key()?,
+            token: Vec::new(),
+        };
+        let config = Arc::new(RudpConfig::default());
+        let mut conn = Connection::client(config, Instant::now(), nonce, protection);
+        // Every acknowledgement it sends advertises a window of 0 (its datagrams are sealed:
+        // the window is set before, not rewritten after).
+        conn.advertise_zero_window(true);
         Ok(Peer {
             socket,
             conn,
@@ -81,9 +78,6 @@ impl Peer {
             self.conn.recycle(m);
         }
         while let Some(n) = self.conn.poll_transmit(now, buf) {
-            if let Some(at) = window_at(buf[0]).filter(|at| n >= at + 2 + 8) {
-                buf[at..at + 2].fill(0);
-            }
             let _ = self.socket.send(&buf[..n]);
         }
         while let Some(event) = self.conn.poll_event() {

@@ -310,6 +310,7 @@ fn soak(args: &RunArgs) -> Result<Value, String> {
     let seed = args.seed.unwrap_or_else(clock_seed);
     let mut child = ServerChild::spawn().map_err(|e| format!("starting the server: {e}"))?;
     let addrs = Addrs::from_json(&child.line(STARTUP_WAIT)?)?;
+    crate::rudp::pin_server_key(addrs.rudp_key);
     let monitor = Monitor::new(child.child.id()).map_err(|e| format!("reading /proc: {e}"))?;
     eprintln!(
         "[ark-soak] servers {addrs:?}, seed {seed}, {} minutes",

@@ -277,6 +277,7 @@ pub fn serve() -> ExitCode {
         "ws": servers.ws.0.local_addr().to_string(),
         "http": servers.http.0.local_addr().to_string(),
         "rudp": servers.rudp.0.local_addr().to_string(),
+        "rudp_key": servers.rudp.0.public_key().map(|k| k.to_string()),
     });
     if print_line(&addrs).is_err() {
         return ExitCode::FAILURE;

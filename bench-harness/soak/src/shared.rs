@@ -23,6 +23,8 @@ pub struct Addrs {
     pub http: SocketAddr,
     /// The reliable-UDP echo server.
     pub rudp: SocketAddr,
+    /// The reliable-UDP server's public key (its sessions are encrypted, as by default).
+    pub rudp_key: ark_rudp::RudpPublicKey,
 }
 
 impl Addrs {
@@ -46,6 +48,12 @@ impl Addrs {
             ws: addr("ws")?,
             http: addr("http")?,
             rudp: addr("rudp")?,
+            rudp_key: line["rudp_key"]
+                .as_str()
+                .ok_or(format!("no rudp_key in {line}"))
+                .and_then(|k| {
+                    ark_rudp::RudpPublicKey::from_hex(k).map_err(|e| format!("rudp_key: {e}"))
+                })?,
         })
     }
 }

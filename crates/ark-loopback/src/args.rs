@@ -322,6 +322,18 @@ pub struct Args {
     /// record's `rate_limit` says what each client moved.
     #[arg(long = "rate-limit", default_value_t = 0)]
     pub rate_limit: u64,
+    /// For rudp: encrypted sessions (ark-rudp's default: a Noise NK handshake, AES-128-GCM on
+    /// every datagram) or `off`, plaintext with session tokens (a trusted network's opt-in).
+    #[arg(long = "rudp-encryption", value_enum, default_value_t = Switch::On)]
+    pub rudp_encryption: Switch,
+    /// For rudp with `--role client` and encryption: the server's public key, 64 hex digits
+    /// (what `--role server` prints on stderr and in its record as `rudp_public_key`).
+    #[arg(long = "rudp-server-key", value_parser = rudp_key)]
+    pub rudp_server_key: Option<ark_rudp::RudpPublicKey>,
+}
+
+fn rudp_key(text: &str) -> Result<ark_rudp::RudpPublicKey, String> {
+    ark_rudp::RudpPublicKey::from_hex(text).map_err(|e| format!("not a public key: {e}"))
 }
 
 /// The largest `--payload` of every protocol (one IPv4 UDP datagram); rudp takes more.
@@ -450,6 +462,13 @@ impl Args {
                 "--rate-limit is for tcp, tcps, websocket, wss, udp and rudp, not --protocol {}",
                 self.protocol.name()
             ));
+        }
+        if self.protocol == Protocol::Rudp
+            && self.role == Role::Client
+            && self.rudp_encryption == Switch::On
+            && self.rudp_server_key.is_none()
+        {
+            return Err("--protocol rudp --role client needs --rudp-server-key HEX (the server prints it), or --rudp-encryption off on both sides".to_string());
         }
         if let Some(link) = LinkSettings::of(self) {
             link.check(self.protocol)?;

@@ -255,6 +255,10 @@ pub fn serve<E: Stack>(args: &Args) -> std::io::Result<serde_json::Value> {
     let addr = endpoints.start_server(args, echo)?;
     let rss_at_start = peak_rss();
     eprintln!("{} loopback server on {addr}", E::NAME);
+    let rudp_public_key = endpoints.rudp_public_key();
+    if let Some(key) = &rudp_public_key {
+        eprintln!("rudp public key {key} (clients: --rudp-server-key {key})");
+    }
     // Until told to stop (SIGTERM: `ark-bench pair`), or past the run's own length plus time
     // for its clients to connect (a minute per 10,000).
     let connecting = f64::from(args.clients) * 0.006;
@@ -271,6 +275,7 @@ pub fn serve<E: Stack>(args: &Args) -> std::io::Result<serde_json::Value> {
         "implementation": E::NAME,
         "address": addr.to_string(),
         "protocol": args.protocol.name(),
+        "rudp_public_key": rudp_public_key,
         "server_send_rejections": counters.send_rejections.load(Ordering::Relaxed),
         "syscalls": syscalls,
         "interrupted": interrupted,

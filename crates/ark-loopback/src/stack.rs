@@ -72,6 +72,11 @@ pub trait Stack: Sized {
         None
     }
 
+    /// rudp: the running server's public key (hex) that clients pin; `None` otherwise.
+    fn rudp_public_key(&self) -> Option<String> {
+        None
+    }
+
     /// Stops the clients, then the server, then the IO threads.
     ///
     /// # Errors
@@ -192,7 +197,7 @@ impl Stack for ArkStack {
                 Server::Tcp(builder.start(move |_| echo.clone())?)
             }
             Protocol::Rudp => Server::Rudp(
-                ark_rudp::RudpServer::builder()
+                rudp_server_protection(args)
                     .bind(addr)
                     .config(self.rudp_config.clone())
                     .socket_buffers(
@@ -283,7 +288,17 @@ impl Stack for ArkStack {
         let (client, buffers) = match args.protocol {
             Protocol::Tcp | Protocol::Tcps => (tcp_client(args, pool, tls, server, core)?, None),
             Protocol::Rudp => {
-                let client = ark_rudp::RudpClient::builder()
+                let key = match &self.server {
+                    Some(Server::Rudp(s)) => s.public_key(),
+                    _ => args.rudp_server_key,
+                };
+                let builder = match key {
+                    Some(key) if args.rudp_encryption == Switch::On => {
+                        ark_rudp::RudpClient::builder().server_key(key)
+                    }
+                    _ => ark_rudp::RudpClient::builder().plaintext(),
+                };
+                let client = builder
                     .config(self.rudp_config.clone())
                     .socket_buffers(Some(args.udp_send_buffer), Some(args.udp_receive_buffer))
                     .batching(args.udp_batch == Switch::On, 32)
@@ -344,6 +359,13 @@ impl Stack for ArkStack {
         }
     }
 
+    fn rudp_public_key(&self) -> Option<String> {
+        match &self.server {
+            Some(Server::Rudp(server)) => server.public_key().map(|k| k.to_string()),
+            _ => None,
+        }
+    }
+
     fn rudp_stats(&self) -> Option<serde_json::Value> {
         let Some(Server::Rudp(server)) = &self.server else {
             return None;
@@ -364,11 +386,15 @@ impl Stack for ArkStack {
                 "acks_sent": s.acks_sent,
                 "duplicates": s.duplicates,
                 "malformed": s.malformed,
+                "unauthenticated": s.unauthenticated,
+                "replays": s.replays,
+                "refused_handshakes": s.refused_handshakes,
             })
         };
         let per_side = (json(&server_side), json(&client_side));
         server_side.add(&client_side);
         let mut total = json(&server_side);
+        total["encrypted"] = serde_json::json!(server.public_key().is_some());
         let (offload, udp) = (server.offload(), server.udp_stats());
         total["udp_offload"] = serde_json::json!({"gso": offload.gso, "gro": offload.gro});
         total["udp_server"] = serde_json::json!({
@@ -454,6 +480,15 @@ impl ArkStack {
 /// buffer and receive window for `--window` whole messages in flight (twice over in the
 /// window, which holds fragments past the delivery point), where the defaults are smaller.
 /// The rest the defaults; small-message runs keep them all.
+/// A reliable-UDP server builder, encrypted (a key pair made for the run) or plaintext as
+/// `--rudp-encryption` says.
+fn rudp_server_protection(args: &Args) -> ark_rudp::RudpServerBuilder {
+    match args.rudp_encryption {
+        Switch::On => ark_rudp::RudpServer::builder(),
+        Switch::Off => ark_rudp::RudpServer::builder().plaintext(),
+    }
+}
+
 fn rudp_config(args: &Args) -> ark_rudp::RudpConfig {
     let mut config = ark_rudp::RudpConfig::default();
     let payload = args.payload as usize;

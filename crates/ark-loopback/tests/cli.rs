@@ -211,6 +211,18 @@ fn bad_flags_exit_2_naming_the_flag() {
             vec!["--role", "client", "--connect", "no-port"],
             "--connect",
         ),
+        (
+            vec![
+                "--protocol",
+                "rudp",
+                "--role",
+                "client",
+                "--connect",
+                "127.0.0.1:9",
+            ],
+            "--rudp-server-key",
+        ),
+        (vec!["--rudp-server-key", "abc"], "--rudp-server-key"),
     ] {
         let out = binary().args(&args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");

@@ -7,15 +7,22 @@
 //! `scripts/memory-after-attack.py` runs it against `ark-loopback --role server --protocol
 //! rudp` and samples the server's RSS.
 //!
-//! Usage: `cargo run --release -p ark-rudp --example rudp_hold_attack -- SERVER_ADDR`
-//! (a loopback address: the relays bind 127.0.0.1).
+//! The relays need no key: a datagram's kind and flags are in its clear header (sealed
+//! datagrams authenticate it, they do not hide it).
+//!
+//! Usage: `cargo run --release -p ark-rudp --example rudp_hold_attack -- SERVER_ADDR
+//! [SERVER_KEY]` (a loopback address: the relays bind 127.0.0.1; the server's public key in
+//! hex for an encrypted server, as `ark-loopback --role server` prints it; without it, a
+//! plaintext server).
 
 use std::net::SocketAddr;
 use std::thread;
 use std::time::Duration;
 
 use ark_link::{Towards, UdpForwarder};
-use ark_rudp::{Congestion, Delivery, RudpClient, RudpConfig, RudpHandler, RudpSession};
+use ark_rudp::{
+    Congestion, Delivery, RudpClient, RudpConfig, RudpHandler, RudpPublicKey, RudpSession,
+};
 
 const SESSIONS: usize = 50;
 const MESSAGE: usize = 600_000;
@@ -36,8 +43,12 @@ fn first_fragment(datagram: &[u8]) -> bool {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server: SocketAddr = std::env::args()
         .nth(1)
-        .ok_or("usage: rudp_hold_attack SERVER_ADDR")?
+        .ok_or("usage: rudp_hold_attack SERVER_ADDR [SERVER_KEY]")?
         .parse()?;
+    let key = match std::env::args().nth(2) {
+        Some(hex) => Some(RudpPublicKey::from_hex(&hex)?),
+        None => None,
+    };
     let (mut clients, mut relays) = (Vec::new(), Vec::new());
     for _ in 0..SESSIONS {
         let keep =
@@ -49,7 +60,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         config.congestion = Congestion::Off; // only the server's receive window limits it
         config.send_buffer = 4 * MESSAGE;
         config.max_message = MESSAGE; // over the server's 256 KiB: refused only once whole
-        clients.push(RudpClient::builder().config(config).connect(addr, Quiet)?);
+        let builder = match key {
+            Some(key) => RudpClient::builder().server_key(key),
+            None => RudpClient::builder().plaintext(),
+        };
+        clients.push(builder.config(config).connect(addr, Quiet)?);
     }
     thread::sleep(Duration::from_secs(1));
     let message = vec![7u8; MESSAGE];

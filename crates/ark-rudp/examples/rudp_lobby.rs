@@ -119,10 +119,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             players: registry.clone(),
             next_tick: None,
         })?;
+    // Encrypted: each player pins the server's public key (a real game ships it with the
+    // client, or gets it from its matchmaker beside the address).
+    let server_key = server
+        .public_key()
+        .ok_or("the server is encrypted by default")?;
     let (tx, rx) = mpsc::channel();
     let mut clients = Vec::new();
     for name in ["ada", "bob", "cy"] {
-        let client = RudpClient::builder().connect(
+        let client = RudpClient::builder().server_key(server_key).connect(
             server.local_addr(),
             Client {
                 name,

@@ -18,6 +18,9 @@ use crate::proto::connection::{
 };
 use crate::proto::cookie::random_u64;
 use crate::proto::listener::Listener;
+use crate::proto::protection::{
+    ClientProtection, MAX_CONNECT_TOKEN, RudpPublicKey, RudpServerKey, ServerProtection,
+};
 
 /// What a graceful stop gives the sessions' CLOSEs after `RudpConfig::close_timeout` (5 of
 /// them at most 500 ms apart) before the socket is closed at once.
@@ -78,17 +81,32 @@ impl RudpServer {
             config: RudpConfig::default(),
             rate_limits: None,
             group: RateLimits::default(),
+            protection: None,
+            check: None,
         }
     }
 }
 
 /// Configures and starts a [`RudpServer`].
-#[derive(Debug)]
 pub struct RudpServerBuilder {
     udp: UdpCastBuilder,
     config: RudpConfig,
     rate_limits: Option<RateLimits>,
     group: RateLimits,
+    /// `None`: encrypted with a key pair made at start.
+    protection: Option<ServerProtection>,
+    check: Option<crate::proto::protection::TokenCheck>,
+}
+
+impl std::fmt::Debug for RudpServerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RudpServerBuilder")
+            .field("udp", &self.udp)
+            .field("config", &self.config)
+            .field("protection", &self.protection)
+            .field("check_tokens", &self.check.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl RudpServerBuilder {
@@ -108,6 +126,40 @@ impl RudpServerBuilder {
         self
     }
 
+    /// Encrypts every session with this key pair (its public half is what clients pin:
+    /// [`RudpServerKey::public`]). Without it (and without [`plaintext`](Self::plaintext)) a
+    /// key pair is made at start, and [`RudpServerHandle::public_key`] gives its public half:
+    /// enough for a test or a server whose clients learn the key from it; a deployed server
+    /// keeps its key ([`RudpServerKey::secret`], [`RudpServerKey::from_secret`]).
+    pub fn key(mut self, key: RudpServerKey) -> Self {
+        self.protection = Some(ServerProtection::Encrypted {
+            key: Arc::new(key),
+            check: None,
+        });
+        self
+    }
+
+    /// Checks each client's connect token (sent encrypted in its first handshake message;
+    /// see [`RudpClientBuilder::connect_token`]): `false` refuses the handshake (counted in
+    /// `RudpStats::refused_handshakes`, no answer). The session's handler reads the token
+    /// with [`RudpSession::connect_token`](crate::RudpSession::connect_token). Encrypted
+    /// servers only.
+    pub fn check_tokens<F>(mut self, check: F) -> Self
+    where
+        F: Fn(SocketAddr, &[u8]) -> bool + Send + Sync + 'static,
+    {
+        self.check = Some(Arc::new(check));
+        self
+    }
+
+    /// Sessions in plaintext with session tokens, for a trusted network only: an off-path
+    /// attacker is kept out, an on-path one reads, forges and ends sessions. Clients must
+    /// ask for plaintext too ([`RudpClientBuilder::plaintext`]).
+    pub fn plaintext(mut self) -> Self {
+        self.protection = Some(ServerProtection::Plaintext);
+        self
+    }
+
     /// Binds and starts; `factory` makes the handler of each session whose handshake
     /// completes (no state exists for a peer before that).
     ///
@@ -124,9 +176,21 @@ impl RudpServerBuilder {
         }
         let group = RateGroup::new(config.clamp_limits(self.group), Instant::now());
         let config = Arc::new(config);
+        let mut protection = self.protection.unwrap_or_else(ServerProtection::generated);
+        match (&mut protection, self.check) {
+            (ServerProtection::Encrypted { check, .. }, Some(c)) => *check = Some(c),
+            (ServerProtection::Plaintext, Some(_)) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "RudpServer: check_tokens needs an encrypted server (the tokens travel encrypted to its key), not plaintext",
+                ));
+            }
+            _ => {}
+        }
+        let public_key = protection.public_key();
         let mailbox = Arc::new(RudpShared::default());
         let role = Role::Server {
-            listener: Box::new(Listener::new(config.clone())),
+            listener: Box::new(Listener::new(config.clone(), protection)),
             factory: Box::new(factory),
             group: group.clone(),
         };
@@ -138,6 +202,7 @@ impl RudpServerBuilder {
             mailbox,
             group,
             config,
+            public_key,
         })
     }
 }
@@ -150,9 +215,16 @@ pub struct RudpServerHandle {
     /// The group limits its sessions share.
     group: RateGroup,
     config: Arc<RudpConfig>,
+    public_key: Option<RudpPublicKey>,
 }
 
 impl RudpServerHandle {
+    /// The public key clients pin ([`RudpClientBuilder::server_key`]); `None` for a
+    /// plaintext server.
+    pub fn public_key(&self) -> Option<RudpPublicKey> {
+        self.public_key
+    }
+
     /// The bound address.
     pub fn local_addr(&self) -> SocketAddr {
         self.socket.local_addr()
@@ -240,6 +312,9 @@ impl RudpClient {
             udp: UdpClientSocket::builder(),
             config: RudpConfig::default(),
             rate_limits: None,
+            server_key: None,
+            token: Vec::new(),
+            plaintext: false,
         }
     }
 }
@@ -250,22 +325,76 @@ pub struct RudpClientBuilder {
     udp: UdpClientBuilder,
     config: RudpConfig,
     rate_limits: Option<RateLimits>,
+    server_key: Option<RudpPublicKey>,
+    token: Vec<u8>,
+    plaintext: bool,
 }
 
 impl RudpClientBuilder {
     rudp_options!();
+
+    /// The server's public key, pinned: the session is encrypted, and the handshake finishes
+    /// only with the server holding its secret (a server that cannot prove it gets no
+    /// session: `on_close(CloseReason::HandshakeTimeout)`). Sessions are encrypted by
+    /// default, so a client needs this or [`plaintext`](Self::plaintext).
+    pub fn server_key(mut self, key: RudpPublicKey) -> Self {
+        self.server_key = Some(key);
+        self
+    }
+
+    /// A connect token for the server's check ([`RudpServerBuilder::check_tokens`]): sent in
+    /// the first handshake message, encrypted to the server's key (at most 1,024 bytes).
+    pub fn connect_token(mut self, token: impl Into<Vec<u8>>) -> Self {
+        self.token = token.into();
+        self
+    }
+
+    /// Plaintext with session tokens, for a trusted network only (see
+    /// [`RudpServerBuilder::plaintext`]); the server must be plaintext too.
+    pub fn plaintext(mut self) -> Self {
+        self.plaintext = true;
+        self
+    }
+
+    /// How the session is protected, from what the builder was told.
+    fn protection(&mut self) -> io::Result<ClientProtection> {
+        let invalid = |message: String| io::Error::new(io::ErrorKind::InvalidInput, message);
+        match (self.server_key, self.plaintext) {
+            (Some(_), true) => Err(invalid(
+                "RudpClient: server_key and plaintext contradict each other: choose one".into(),
+            )),
+            (None, true) if !self.token.is_empty() => Err(invalid(
+                "RudpClient: a connect token travels encrypted: it needs server_key, not plaintext".into(),
+            )),
+            (None, true) => Ok(ClientProtection::Plaintext),
+            (Some(_), false) if self.token.len() > MAX_CONNECT_TOKEN => Err(invalid(format!(
+                "RudpClient: a connect token of {} bytes is over the limit of {MAX_CONNECT_TOKEN}",
+                self.token.len()
+            ))),
+            (Some(server_key), false) => Ok(ClientProtection::Encrypted {
+                server_key,
+                token: std::mem::take(&mut self.token),
+            }),
+            (None, false) => Err(invalid(
+                "RudpClient: sessions are encrypted by default: give the server's public key (server_key), or opt in to plaintext for a trusted network (plaintext)".into(),
+            )),
+        }
+    }
 
     /// Connects to `server` and starts the handshake; `handler.on_open` runs once it
     /// finishes, or `on_close(CloseReason::HandshakeTimeout)` if it does not within
     /// `RudpConfig::handshake_timeout`.
     ///
     /// # Errors
-    /// The address does not resolve; binding or starting the pool failed.
+    /// Neither [`server_key`](Self::server_key) nor [`plaintext`](Self::plaintext) was
+    /// given (or both, or a token too long or in plaintext); the address does not resolve;
+    /// binding or starting the pool failed.
     pub fn connect<H: RudpHandler>(
-        self,
+        mut self,
         server: impl std::net::ToSocketAddrs,
         handler: H,
     ) -> io::Result<RudpClientHandle> {
+        let protection = self.protection()?;
         let server = ark_reactor::resolve(server)?;
         let mut config = self.config;
         if let Some(limits) = self.rate_limits {
@@ -273,7 +402,7 @@ impl RudpClientBuilder {
         }
         let config = Arc::new(config);
         let mailbox = Arc::new(RudpShared::default());
-        let conn = Connection::client(config.clone(), Instant::now(), random_u64());
+        let conn = Connection::client(config.clone(), Instant::now(), random_u64(), protection);
         let shared = SessionShared::new(&config);
         let role = Role::Client {
             pending: Some(Box::new((conn, handler, shared.clone()))),

@@ -219,6 +219,18 @@ impl RudpSession<'_> {
         self.peer
     }
 
+    /// The connect token the client sent in its handshake (encrypted to the server's key),
+    /// as the server's check saw it: who this player is, for a game whose backend issues
+    /// tokens. Empty on a client, in plaintext, or without one.
+    pub fn connect_token(&self) -> &[u8] {
+        self.conn.connect_token()
+    }
+
+    /// Whether the session is encrypted (the default) rather than plaintext.
+    pub fn is_encrypted(&self) -> bool {
+        self.conn.is_encrypted()
+    }
+
     /// Sends a reliable message, delivered in order. It leaves at the end of the turn.
     ///
     /// # Errors

@@ -5,10 +5,15 @@
 //! * a handshake that keeps no server state and never answers with more bytes than it got
 //!   until the client proves its address (a stateless HMAC cookie; the HELLO is padded to
 //!   1200 bytes; replayed HELLOs make no second session);
-//! * every datagram after the handshake ending in an 8-byte per-session, per-direction token
-//!   derived from the handshake, so an off-path attacker spoofing the peer's address cannot
-//!   close, feed or keep alive a session (what lacks it is counted and dropped unread), and a
-//!   packet number, with a replay window that drops what was seen before;
+//! * encrypted, authenticated sessions by default: a Noise `NK` key exchange in the
+//!   handshake (forward secrecy; the server proves it holds the secret of the public key the
+//!   client pinned, [`RudpServerKey`]; an optional connect token the server checks), then
+//!   every datagram AEAD-protected (AES-128-GCM, the packet number as nonce, the header
+//!   authenticated, keys updated every 2^22 datagrams), so neither an off-path nor an
+//!   on-path attacker can read, forge, close, feed or keep alive a session (what does not
+//!   open is counted and dropped unread); a replay window drops what was seen before.
+//!   Plaintext with per-session tokens (off-path attackers kept out, on-path ones not) is an
+//!   explicit opt-in for trusted networks ([`RudpServerBuilder::plaintext`]);
 //!   `max_sessions` and `max_sessions_per_ip` on a server, `max_message` on both ends'
 //!   receive side, a zero-window deadline;
 //! * graceful closes and stops: what was accepted is delivered (retransmitted for at most
@@ -54,9 +59,13 @@
 //!     }
 //! }
 //!
+//! // A key pair made at start; a deployed server loads its own (`RudpServerBuilder::key`).
 //! let server = RudpServer::builder().bind("127.0.0.1:0").start(|_peer| Echo)?;
+//! let server_key = server.public_key().expect("encrypted by default");
 //! let (tx, rx) = mpsc::channel();
-//! let client = RudpClient::builder().connect(server.local_addr(), Ask(tx))?;
+//! let client = RudpClient::builder()
+//!     .server_key(server_key)
+//!     .connect(server.local_addr(), Ask(tx))?;
 //! assert_eq!(rx.recv_timeout(Duration::from_secs(10))?, b"hello");
 //! client.stop().wait()?;
 //! server.stop().wait()?;
@@ -87,6 +96,10 @@ pub use proto::congestion::Congestion;
 pub use proto::connection::{
     CloseReason, Connection, Delivery, Event, RateGroup, RudpStats, SendError,
 };
+pub use proto::crypto::HandshakeError;
 pub use proto::fec::Fec;
-pub use proto::listener::{Incoming, Listener};
+pub use proto::listener::{Incoming, Listener, Refusal};
 pub use proto::packet::PacketError;
+pub use proto::protection::{
+    ClientProtection, MAX_CONNECT_TOKEN, RudpPublicKey, RudpServerKey, ServerProtection, TokenCheck,
+};

@@ -41,6 +41,7 @@ fn stop_right_after_sending(link: Option<LinkConfig>, config: RudpConfig) {
         .map_or(server.local_addr(), UdpRelay::local_addr);
     let (handler, notes) = Reporter::new(false);
     let client = RudpClient::builder()
+        .server_key(server.public_key().unwrap())
         .config(config)
         .connect(to, handler)
         .unwrap();
@@ -218,6 +219,7 @@ fn a_flush_answers_once_everything_sent_was_acknowledged() {
         .unwrap();
     let (handler, notes) = Reporter::new(false);
     let client = RudpClient::builder()
+        .server_key(server.public_key().unwrap())
         .connect(server.local_addr(), handler)
         .unwrap();
     assert_eq!(next_note(&notes, WAIT), Note::Open);
@@ -249,7 +251,12 @@ fn a_new_client_on_the_port_of_a_closed_session_gets_in_at_once() {
         .bind("127.0.0.1:0")
         .start(move |_| reporter.clone())
         .unwrap();
-    let mut old = util::RawPeer::new("127.0.0.1:0", server.local_addr(), false, 0x01D);
+    let mut old = util::RawPeer::new(
+        "127.0.0.1:0",
+        (server.local_addr(), server.public_key()),
+        false,
+        0x01D,
+    );
     let port = old.socket.local_addr().unwrap().port();
     let deadline = std::time::Instant::now() + WAIT;
     while !old.conn.is_established() {
@@ -265,7 +272,12 @@ fn a_new_client_on_the_port_of_a_closed_session_gets_in_at_once() {
         Note::Close(CloseReason::PeerClosed)
     );
     drop(old);
-    let mut new = util::RawPeer::new(&format!("127.0.0.1:{port}"), server.local_addr(), false, 2);
+    let mut new = util::RawPeer::new(
+        &format!("127.0.0.1:{port}"),
+        (server.local_addr(), server.public_key()),
+        false,
+        2,
+    );
     let started = std::time::Instant::now();
     while !new.conn.is_established() && started.elapsed() < WAIT {
         new.pump();

@@ -90,6 +90,7 @@ fn a_drain_serves_its_sessions_until_their_clients_close() {
     let clients: Vec<_> = (0..4)
         .map(|_| {
             RudpClient::builder()
+                .server_key(server.public_key().unwrap())
                 .connect(server.local_addr(), client(500, false, &events))
                 .unwrap()
         })
@@ -115,9 +116,10 @@ fn a_drain_serves_its_sessions_until_their_clients_close() {
 fn a_drain_takes_no_new_session_and_stops_what_is_left_at_its_deadline() {
     let received = Arc::new(AtomicU64::new(0));
     let server = echo_server(&received);
-    let addr = server.local_addr();
+    let (addr, key) = (server.local_addr(), server.public_key().unwrap());
     let (events, seen) = mpsc::channel();
     let stays = RudpClient::builder()
+        .server_key(key)
         .connect(addr, client(10, true, &events))
         .unwrap();
     assert_eq!(seen.recv_timeout(WAIT).unwrap(), "open");
@@ -127,6 +129,7 @@ fn a_drain_takes_no_new_session_and_stops_what_is_left_at_its_deadline() {
     let mut config = RudpConfig::default();
     config.handshake_timeout = Duration::from_millis(300);
     let _late = RudpClient::builder()
+        .server_key(key)
         .config(config)
         .connect(addr, client(1, false, &late_events))
         .unwrap();

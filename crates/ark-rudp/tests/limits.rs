@@ -36,6 +36,7 @@ fn a_handle_send_over_the_send_buffer_or_max_message_is_refused_and_counted() {
         UdpForwarder::start(server.local_addr(), Duration::from_secs(60), keep).unwrap();
     let (handler, notes) = Reporter::new(false);
     let client = RudpClient::builder()
+        .server_key(server.public_key().unwrap())
         .connect(forwarder.local_addr(), handler)
         .unwrap();
     assert_eq!(next_note(&notes, WAIT), Note::Open);
@@ -122,7 +123,7 @@ fn fifty_zero_window_peers_are_ended_at_the_zero_window_deadline() {
         .map(|i| {
             RawPeer::new(
                 "127.0.0.1:0",
-                server.local_addr(),
+                (server.local_addr(), server.public_key()),
                 true,
                 0x2E50_0000 + i as u64,
             )
@@ -177,7 +178,7 @@ fn a_second_address_gets_a_session_while_the_first_is_at_its_limit() {
         .config(config)
         .start(move |_| handler.clone())
         .unwrap();
-    let addr = server.local_addr();
+    let addr = (server.local_addr(), server.public_key());
     let mut first: Vec<RawPeer> = (0..3)
         .map(|i| RawPeer::new("127.0.0.1:0", addr, false, 0x1E00 + i))
         .collect();
@@ -223,6 +224,7 @@ fn the_handles_stats_carry_the_rtt_and_loss_estimates() {
     let relay = UdpRelay::start(server.local_addr(), link(17), link(18)).unwrap();
     let (handler, notes) = Reporter::new(false);
     let client = RudpClient::builder()
+        .server_key(server.public_key().unwrap())
         .connect(relay.local_addr(), handler)
         .unwrap();
     assert_eq!(next_note(&notes, WAIT), Note::Open);

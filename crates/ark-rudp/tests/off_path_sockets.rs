@@ -38,6 +38,7 @@ fn forged_packets_from_the_peers_address_are_dropped_over_sockets() {
         UdpForwarder::start(server.local_addr(), Duration::from_secs(60), |_, _| true).unwrap();
     let (handler, notes) = Reporter::new(false);
     let client = RudpClient::builder()
+        .server_key(server.public_key().unwrap())
         .connect(relay.local_addr(), handler)
         .unwrap();
     assert_eq!(next_note(&notes, WAIT), Note::Open);

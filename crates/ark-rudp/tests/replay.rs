@@ -1,5 +1,5 @@
-//! Replays: an attacker who captured a session's datagrams (they carry the token) sends them
-//! again. Each kind is taken once: a replayed UNRELIABLE message is not delivered again, a
+//! Replays: an attacker who captured a session's datagrams (sealed: they open under the
+//! session's keys) sends them again. Each kind is taken once: a replayed UNRELIABLE message is not delivered again, a
 //! replayed window-0 ACK does not stall the sender, replayed DATA, PARITY and CLOSE
 //! datagrams do nothing; each replay is counted (`RudpStats::replays`). On the sans-IO core.
 
@@ -70,20 +70,19 @@ fn a_replayed_unreliable_message_is_delivered_once() {
 fn a_replayed_window_0_ack_is_ignored() {
     let mut sim = connected(sim_config(Fec::Off));
     let now = sim.now;
-    // A window-0 ACK the server once sent (written by a hostile peer that knows the token:
-    // the same bytes an on-path capture would give).
-    let mut zero = vec![0x20];
-    zero.extend_from_slice(&0u32.to_be_bytes()); // ack: next, filled in below
-    zero.extend_from_slice(&0u64.to_be_bytes()); // bitmap
-    zero.extend_from_slice(&0u16.to_be_bytes()); // window 0
-    zero.extend_from_slice(&0u16.to_be_bytes());
-    // `next` must be what the client has had acknowledged: take it from a real ACK.
-    sim.server().send(b"x", Delivery::Ordered).unwrap();
-    let real = transmit(sim.server(), now);
-    let body = &real[0][5 + 4..5 + 4 + 4]; // DATA: the ack block's `next`
-    zero[1..5].copy_from_slice(body);
-    let zero = util::hostile(&sim.client, &zero, 100);
-    sim.client.handle_datagram(now, &zero).unwrap();
+    // The server once advertised a window of 0 (as a receiver that took nothing would):
+    // what an on-path attacker captures is that sealed ACK.
+    sim.server().advertise_zero_window(true);
+    sim.client.send(b"fill", Delivery::Ordered).unwrap();
+    for d in transmit(&mut sim.client, now) {
+        sim.server().handle_datagram(now, &d).unwrap();
+    }
+    let zero = transmit(sim.server(), now);
+    let [zero] = &zero[..] else {
+        panic!("one ACK: {zero:?}")
+    };
+    assert_eq!(zero[0] & 0xF0, 0x20, "an ACK");
+    sim.client.handle_datagram(now, zero).unwrap();
     sim.client.send(b"stalled", Delivery::Ordered).unwrap();
     assert!(
         transmit(&mut sim.client, now)
@@ -91,10 +90,14 @@ fn a_replayed_window_0_ack_is_ignored() {
             .all(|d| d[0] & 0xF0 != 0x10),
         "the window is 0: no DATA"
     );
-    // The window opens (the real DATA carries the server's window), the DATA flows; then
-    // the window-0 ACK is replayed: it must not close the window again.
-    sim.client.handle_datagram(now, &real[0]).unwrap();
-    replay(&mut sim.client, now, &zero, 5);
+    // The window opens (the server's next DATA carries its window), the DATA flows; then the
+    // window-0 ACK is replayed: it must not close the window again.
+    sim.server().advertise_zero_window(false);
+    sim.server().send(b"x", Delivery::Ordered).unwrap();
+    for d in transmit(sim.server(), now) {
+        sim.client.handle_datagram(now, &d).unwrap();
+    }
+    replay(&mut sim.client, now, zero, 5);
     let sent = transmit(&mut sim.client, now);
     assert!(
         sent.iter().any(|d| d[0] & 0xF0 == 0x10),
@@ -160,6 +163,11 @@ fn replayed_parity_is_harmless() {
 fn a_replayed_close_is_harmless() {
     let mut sim = connected(sim_config(Fec::Off));
     let now = sim.now;
+    // What the server had to send first (a keep-alive due) goes before its CLOSE.
+    for d in transmit(sim.server(), now) {
+        sim.client.handle_datagram(now, &d).unwrap();
+    }
+    let _ = transmit(&mut sim.client, now);
     sim.server().close(now);
     let sent = transmit(sim.server(), now);
     let [close] = &sent[..] else {

@@ -37,6 +37,7 @@ fn eight_clients_echo_in_order_over_a_lossy_relay() {
         .map(|_| {
             let (handler, notes) = Reporter::new(false);
             let client = RudpClient::builder()
+                .server_key(server.public_key().unwrap())
                 .connect(relay.local_addr(), handler)
                 .unwrap();
             (client, notes)
@@ -108,6 +109,7 @@ fn a_session_handle_sends_from_other_threads_and_closes() {
         .unwrap();
     let (handler, notes) = Reporter::new(false);
     let client = RudpClient::builder()
+        .server_key(server.public_key().unwrap())
         .connect(server.local_addr(), handler)
         .unwrap();
     assert_eq!(next_note(&notes, WAIT), Note::Open);
@@ -187,6 +189,7 @@ fn a_client_close_is_local_here_and_peer_closed_there() {
         .unwrap();
     let (handler, notes) = Reporter::new(false);
     let client = RudpClient::builder()
+        .server_key(server.public_key().unwrap())
         .connect(server.local_addr(), handler)
         .unwrap();
     assert_eq!(next_note(&notes, WAIT), Note::Open);
@@ -278,6 +281,7 @@ fn user_timers_fire_once_cancelled_ones_never_and_they_end_with_the_session() {
         .unwrap();
     let (handler, client_notes) = Reporter::new(false);
     let client = RudpClient::builder()
+        .server_key(server.public_key().unwrap())
         .connect(server.local_addr(), handler)
         .unwrap();
     let TimerNote::Set {
@@ -361,6 +365,7 @@ fn a_server_stop_gives_on_stopping_then_on_close_stopped_once_per_session() {
         .map(|_| {
             let (handler, notes) = Reporter::new(false);
             let client = RudpClient::builder()
+                .server_key(server.public_key().unwrap())
                 .connect(server.local_addr(), handler)
                 .unwrap();
             assert_eq!(next_note(&notes, WAIT), Note::Open);
@@ -466,6 +471,7 @@ fn a_client_whose_server_vanished_fills_its_buffer_and_closes_once() {
     let (refused_tx, refused) = mpsc::channel();
     let closes = Arc::new(Mutex::new(Vec::new()));
     let client = RudpClient::builder()
+        .server_key(ark_rudp::RudpServerKey::generate().public())
         .config(config)
         .connect(
             addr,
@@ -512,6 +518,7 @@ fn a_client_hears_of_a_handshake_that_fails_or_is_stopped() {
     config.handshake_timeout = Duration::from_millis(300);
     let (reporter, notes) = Reporter::new(false);
     let client = RudpClient::builder()
+        .server_key(ark_rudp::RudpServerKey::generate().public())
         .config(config)
         .connect(silent.local_addr().unwrap(), reporter)
         .unwrap();
@@ -527,6 +534,7 @@ fn a_client_hears_of_a_handshake_that_fails_or_is_stopped() {
 
     let (reporter, notes) = Reporter::new(false);
     let client = RudpClient::builder()
+        .server_key(ark_rudp::RudpServerKey::generate().public())
         .connect(silent.local_addr().unwrap(), reporter)
         .unwrap();
     client.stop().wait().unwrap();
@@ -549,6 +557,7 @@ fn a_server_at_max_sessions_refuses_new_ones_until_one_ends() {
     let connect = || {
         let (handler, notes) = Reporter::new(false);
         let client = RudpClient::builder()
+            .server_key(server.public_key().unwrap())
             .config(config.clone())
             .connect(server.local_addr(), handler)
             .unwrap();

@@ -1,20 +1,28 @@
-//! Arbitrary datagrams (half of them ending in the session token) into an established
-//! client/server pair and into the listener,
+//! Arbitrary datagrams into an established client/server pair and into the listener,
 //! interleaved with real traffic and time: nothing panics, and the pair still carries
-//! messages both ways between the forged datagrams.
+//! messages both ways between the forged datagrams. The pair is encrypted (every datagram
+//! meets the AEAD and the replay window) or, for one input in two, plaintext with half the
+//! forgeries ending in the session token (a hostile peer), so the parsers behind it are
+//! reached too.
 #![no_main]
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use ark_rudp::{RudpConfig, Connection, Delivery, Fec, Incoming, Listener};
+use ark_rudp::{
+    ClientProtection, Connection, Delivery, Fec, Incoming, Listener, RudpConfig, ServerProtection,
+};
 use libfuzzer_sys::fuzz_target;
 
 /// A client and the server connection its handshake made.
-fn pair(config: &Arc<RudpConfig>, listener: &mut Listener, now: Instant) -> (Connection, Connection) {
+fn pair(
+    config: &Arc<RudpConfig>,
+    (listener, protection): (&mut Listener, ClientProtection),
+    now: Instant,
+) -> (Connection, Connection) {
     let peer: SocketAddr = "127.0.0.1:4000".parse().expect("address");
-    let mut client = Connection::client(config.clone(), now, 0x1234_5678_FFFF_FFF0);
+    let mut client = Connection::client(config.clone(), now, 0x1234_5678_FFFF_FFF0, protection);
     let (mut buf, mut reply) = (vec![0u8; 2048], vec![0u8; 64]);
     for _ in 0..2 {
         let n = client.poll_transmit(now, &mut buf).expect("hello");
@@ -52,9 +60,17 @@ fuzz_target!(|input: &[u8]| {
     };
     config.receive_window = 64;
     let config = Arc::new(config);
-    let mut listener = Listener::new(config.clone());
+    let (server_protection, client_protection) = if mode & 4 == 0 {
+        let server = ServerProtection::generated();
+        let server_key = server.public_key().expect("encrypted");
+        let token = Vec::new();
+        (server, ClientProtection::Encrypted { server_key, token })
+    } else {
+        (ServerProtection::Plaintext, ClientProtection::Plaintext)
+    };
+    let mut listener = Listener::new(config.clone(), server_protection);
     let mut now = Instant::now();
-    let (mut client, mut server) = pair(&config, &mut listener, now);
+    let (mut client, mut server) = pair(&config, (&mut listener, client_protection), now);
     let mut buf = vec![0u8; 2048];
     let peer: SocketAddr = "127.0.0.1:4001".parse().expect("address");
     let mut step = 0u32;

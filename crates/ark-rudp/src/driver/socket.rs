@@ -149,6 +149,11 @@ impl<H: RudpHandler> Driver<H> {
             && listener.is_new_handshake(SystemTime::now(), peer, datagram)
             && !hello_of(datagram, entry.conn.nonce())
         {
+            if !entry.conn.is_replaceable(now) {
+                // Its peer was heard lately: a spoofed address cannot end a live session.
+                self.closed_stats.refused_replacements += 1;
+                return;
+            }
             self.end(peer, CloseReason::Replaced);
         }
         if let Some(entry) = self.entries.get_mut(&peer) {
@@ -223,13 +228,22 @@ impl<H: RudpHandler> Driver<H> {
             Ok(Incoming::Accept(conn, n)) => {
                 let _ = udp.send_to(peer, &self.out[..n]);
                 let mut conn = *conn;
-                conn.poll_transmit(now, &mut self.out); // the ACCEPT just sent
                 if group.is_limited() {
                     conn.set_rate_group(group, now);
                 }
                 let handler = factory(peer);
                 let shared = SessionShared::new(&self.config);
                 self.insert(peer, conn, handler, shared);
+            }
+            Ok(Incoming::Refused(_refusal)) => {
+                self.closed_stats.refused_handshakes += 1;
+                #[cfg(feature = "tracing")]
+                ark_reactor::log_limited!(
+                    tracing::Level::DEBUG,
+                    %peer,
+                    refusal = %_refusal,
+                    "rudp handshake refused"
+                );
             }
             Ok(_) => {}
             Err(_error) => {

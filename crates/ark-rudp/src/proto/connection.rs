@@ -7,10 +7,12 @@ use std::time::{Duration, Instant};
 use crate::config::RudpConfig;
 use crate::proto::congestion::Controller;
 use crate::proto::cookie::SessionTokens;
+use crate::proto::crypto::{self, ClientHandshake, SessionKeys, TAG_LEN};
 use crate::proto::fec::{FecReceiver, FecSender};
 use crate::proto::packet::{
-    self, AckBlock, COOKIE_LEN, FecTag, HELLO_SIZE, Packet, PacketError, TOKEN_LEN,
+    self, AckBlock, COOKIE_LEN, FecTag, HELLO_SIZE, PREFIX, Packet, PacketError, TOKEN_LEN,
 };
+use crate::proto::protection::ClientProtection;
 use crate::proto::recv::{Arrival, Receiver};
 use crate::proto::replay::{PacketNumbers, ReplayWindow};
 use crate::proto::send::Sender;
@@ -48,6 +50,13 @@ pub enum CloseReason {
     /// The peer's address began a new connection (it restarted).
     #[error("replaced by a new handshake from the same address")]
     Replaced,
+    /// This many datagrams failed to open under the session's keys: forged or corrupted
+    /// traffic at a rate no honest path makes; the session ends well before AES-GCM's
+    /// integrity limit (RFC 9001 §6.6).
+    #[error(
+        "{0} datagrams failed to open (forged or corrupted): ended before the AEAD's integrity limit"
+    )]
+    Forgeries(u64),
     /// The server or client stopped; everything sent was acknowledged first.
     #[error("stopped")]
     Stopped,
@@ -153,6 +162,36 @@ enum State {
     Closed,
 }
 
+/// How this end protects its datagrams after the handshake.
+#[derive(Debug)]
+enum Protection {
+    /// The handshake has not given keys yet.
+    Pending,
+    /// Plaintext, each datagram ending in its direction's token (an explicit opt-in).
+    Tokens(Keys),
+    /// AEAD (the default; see `crypto`).
+    Sealed(Box<SessionKeys>),
+}
+
+/// What the handshake keeps beside the state.
+#[derive(Debug)]
+enum Handshake {
+    /// A server in plaintext, or a client in plaintext: nothing.
+    Plain,
+    /// A client's encrypted handshake: the server's pinned key and the connect token, and
+    /// the Noise state once the cookie came (its first message goes in every HELLO after).
+    Client {
+        server_key: crypto::RudpPublicKey,
+        token: Vec<u8>,
+        noise: Option<Box<ClientHandshake>>,
+    },
+    /// A server's: the Noise answer its ACCEPT carries, until the client is heard.
+    Server { answer: Vec<u8> },
+}
+
+/// Sealed datagrams a client keeps while its keys are on their way.
+const EARLY_DATAGRAMS: usize = 64;
+
 /// The tokens one end sends and expects.
 #[derive(Debug, Clone, Copy)]
 struct Keys {
@@ -222,8 +261,21 @@ pub struct Connection {
     config: Arc<RudpConfig>,
     state: State,
     nonce: u64,
-    /// The tokens this end sends and expects, once it knows the cookie.
-    keys: Option<Keys>,
+    /// How datagrams after the handshake are protected.
+    protection: Protection,
+    handshake: Handshake,
+    /// Where a sealed datagram is opened (reused).
+    open_buf: Vec<u8>,
+    /// A client's sealed datagrams that came before its keys (its ACCEPT lost or late, the
+    /// server's first flight on its way): opened once the keys come (at most
+    /// [`EARLY_DATAGRAMS`], as QUIC clients keep undecryptable packets).
+    early: Vec<Vec<u8>>,
+    /// An authenticated datagram came from the peer after the handshake.
+    client_heard: bool,
+    /// The connect token the client sent (a server's encrypted session; empty otherwise).
+    connect_token: Vec<u8>,
+    /// Tests playing a hostile peer: every acknowledgement advertises a window of 0.
+    hostile_zero_window: bool,
     accept_pending: bool,
     /// A server's ACCEPT, sent once at this instant and not yet answered: the client's first
     /// datagram after it gives the server's first RTT sample.
@@ -277,7 +329,13 @@ impl Connection {
             unreliable: VecDeque::new(),
             state,
             nonce,
-            keys: None,
+            protection: Protection::Pending,
+            handshake: Handshake::Plain,
+            open_buf: Vec::new(),
+            early: Vec::new(),
+            client_heard: false,
+            connect_token: Vec::new(),
+            hostile_zero_window: false,
             accept_pending: false,
             accepted_at: None,
             started: now,
@@ -300,26 +358,64 @@ impl Connection {
     }
 
     /// A client connection; its first [`poll_transmit`](Self::poll_transmit) sends the HELLO.
-    /// `nonce` names this connection attempt (random).
-    pub fn client(config: Arc<RudpConfig>, now: Instant, nonce: u64) -> Connection {
+    /// `nonce` names this connection attempt (random); `protection` says how the session is
+    /// protected (encrypted to the server's pinned key, or plaintext).
+    pub fn client(
+        config: Arc<RudpConfig>,
+        now: Instant,
+        nonce: u64,
+        protection: ClientProtection,
+    ) -> Connection {
         let state = State::Handshaking {
             cookie: [0; COOKIE_LEN],
             next_hello: now,
             attempts: 0,
             cookie_hellos: None,
         };
-        Connection::new(config, now, nonce, state)
+        let mut conn = Connection::new(config, now, nonce, state);
+        if let ClientProtection::Encrypted { server_key, token } = protection {
+            conn.handshake = Handshake::Client {
+                server_key,
+                token,
+                noise: None,
+            };
+        }
+        conn
     }
 
-    /// A server connection for a HELLO whose cookie checked out (see [`crate::Listener`]).
-    pub(crate) fn accepted(
+    /// A server connection in plaintext for a HELLO whose cookie checked out (see
+    /// [`crate::Listener`]).
+    pub(crate) fn accepted_plain(
         config: Arc<RudpConfig>,
         now: Instant,
         nonce: u64,
         cookie: &[u8; COOKIE_LEN],
     ) -> Connection {
+        let keys = Keys::server(SessionTokens::derive(nonce, cookie));
+        Connection::accepted(config, now, nonce, Protection::Tokens(keys))
+    }
+
+    /// An encrypted server connection: the handshake gave `keys`, and its ACCEPT carries
+    /// `answer`.
+    pub(crate) fn accepted_sealed(
+        config: Arc<RudpConfig>,
+        now: Instant,
+        nonce: u64,
+        (keys, answer): (SessionKeys, Vec<u8>),
+    ) -> Connection {
+        let mut conn = Connection::accepted(config, now, nonce, Protection::Sealed(Box::new(keys)));
+        conn.handshake = Handshake::Server { answer };
+        conn
+    }
+
+    fn accepted(
+        config: Arc<RudpConfig>,
+        now: Instant,
+        nonce: u64,
+        protection: Protection,
+    ) -> Connection {
         let mut conn = Connection::new(config, now, nonce, State::Established);
-        conn.keys = Some(Keys::server(SessionTokens::derive(nonce, cookie)));
+        conn.protection = protection;
         conn.accept_pending = true;
         // A read limit's window goes right behind the ACCEPT, before the client's first flight.
         conn.ack_pending = conn.rates.limits_reads();
@@ -345,11 +441,57 @@ impl Connection {
         self.nonce
     }
 
-    /// The token a datagram from the peer must end in, once the handshake has given one.
-    /// For tests that play a peer who knows it (a hostile peer, or an on-path attacker).
+    /// The token a datagram from the peer must end in, once a plaintext handshake has given
+    /// one (`None` for an encrypted session). For tests that play a peer who knows it (a
+    /// hostile peer, or an on-path attacker of a plaintext session).
     #[doc(hidden)]
     pub fn peer_token(&self) -> Option<[u8; TOKEN_LEN]> {
-        self.keys.map(|k| k.rx)
+        match &self.protection {
+            Protection::Tokens(k) => Some(k.rx),
+            _ => None,
+        }
+    }
+
+    /// The connect token the client sent, as the server's check saw it (a server's encrypted
+    /// session; empty otherwise).
+    pub fn connect_token(&self) -> &[u8] {
+        &self.connect_token
+    }
+
+    pub(crate) fn set_connect_token(&mut self, token: Vec<u8>) {
+        self.connect_token = token;
+    }
+
+    /// Whether a new handshake from this session's address may replace it at `now`: the
+    /// session has not heard its peer for two keep-alive intervals (a restarted client's old
+    /// session falls silent; a live one hears at least a keep-alive each interval), or it
+    /// has ended. An on-path attacker who spoofs the address cannot end a live session so.
+    pub fn is_replaceable(&self, now: Instant) -> bool {
+        self.is_closed()
+            || now.saturating_duration_since(self.last_received) >= 2 * self.config.keep_alive
+    }
+
+    /// Whether the session's datagrams are encrypted (once the handshake gave keys).
+    pub fn is_encrypted(&self) -> bool {
+        matches!(self.protection, Protection::Sealed(_))
+    }
+
+    /// The bytes a datagram adds after its payload: the AEAD tag, or the plaintext token.
+    pub(crate) fn suffix_len(&self) -> usize {
+        match (&self.protection, &self.handshake) {
+            (Protection::Sealed(_), _)
+            | (_, Handshake::Client { .. } | Handshake::Server { .. }) => TAG_LEN,
+            _ => TOKEN_LEN,
+        }
+    }
+
+    /// Makes every acknowledgement this end sends advertise a receive window of 0 (a peer
+    /// that acknowledges everything and takes nothing). For tests and soaks that play such a
+    /// hostile peer with the real protocol (its datagrams are sealed: they cannot be
+    /// rewritten on the way out).
+    #[doc(hidden)]
+    pub fn advertise_zero_window(&mut self, on: bool) {
+        self.hostile_zero_window = on;
     }
 
     /// The packet number after the largest accepted from the peer (its low 32 bits go on the
@@ -499,10 +641,10 @@ impl Connection {
 impl Connection {
     /// A datagram from the peer arrived at `now`.
     ///
-    /// After the handshake a datagram must end in the session's token; one that does not
-    /// (forged by an off-path attacker spoofing the peer's address, or from an earlier
-    /// session), and a handshake datagram with another nonce, is counted
-    /// ([`RudpStats::unauthenticated`]) and dropped unread: it closes, feeds and
+    /// After the handshake a datagram must open under the session's keys (encrypted, the
+    /// default) or end in the session's token (plaintext); one that does not (forged, changed
+    /// on the way, or from an earlier session), and a handshake datagram with another nonce,
+    /// is counted ([`RudpStats::unauthenticated`]) and dropped unread: it closes, feeds and
     /// refreshes nothing. One whose packet number was accepted before, or is older than the
     /// replay window, is counted ([`RudpStats::replays`]) and dropped likewise.
     ///
@@ -514,14 +656,82 @@ impl Connection {
             return Ok(());
         }
         let first = datagram.first().copied().unwrap_or(0);
-        let len = datagram.len();
         if packet::is_handshake(first) {
             return self.handle_handshake(now, datagram);
         }
-        let Some(datagram) = self.keys.and_then(|k| packet::open(datagram, &k.rx)) else {
-            self.stats.unauthenticated += 1;
-            return Err(PacketError::Unauthenticated(first));
+        match &self.protection {
+            Protection::Tokens(keys) => match packet::open(datagram, &keys.rx) {
+                Some(plain) => self.on_authenticated(now, plain, datagram.len()),
+                None => self.unauthenticated(first),
+            },
+            Protection::Sealed(_) => {
+                let mut buf = std::mem::take(&mut self.open_buf);
+                let result = self.open_sealed(now, datagram, &mut buf);
+                self.open_buf = buf;
+                result
+            }
+            Protection::Pending => {
+                let waiting_keys =
+                    matches!(&self.handshake, Handshake::Client { noise: Some(_), .. });
+                if waiting_keys && self.early.len() < EARLY_DATAGRAMS {
+                    self.early.push(datagram.to_vec());
+                    return Ok(());
+                }
+                self.unauthenticated(first)
+            }
+        }
+    }
+
+    /// The datagrams that came before the keys, now that they are here.
+    fn open_early(&mut self, now: Instant) {
+        for datagram in std::mem::take(&mut self.early) {
+            let _ = self.handle_datagram(now, &datagram);
+        }
+    }
+
+    fn unauthenticated(&mut self, first: u8) -> Result<(), PacketError> {
+        self.stats.unauthenticated += 1;
+        Err(PacketError::Unauthenticated(first))
+    }
+
+    /// A sealed datagram, opened into `buf` under the key of its packet number's epoch.
+    fn open_sealed(
+        &mut self,
+        now: Instant,
+        datagram: &[u8],
+        buf: &mut Vec<u8>,
+    ) -> Result<(), PacketError> {
+        let first = datagram.first().copied().unwrap_or(0);
+        let Some(wire) = packet::packet_number(datagram) else {
+            return self.unauthenticated(first);
         };
+        // Opened before its number is judged (as QUIC does): what does not open is a forgery
+        // (`unauthenticated`), what opens and was seen is a replay.
+        let number = self.rx_numbers.widen(wire);
+        let Protection::Sealed(keys) = &mut self.protection else {
+            return self.unauthenticated(first);
+        };
+        buf.clear();
+        buf.extend_from_slice(datagram);
+        let Some(n) = keys.open(number, buf, PREFIX) else {
+            if keys.failed_opens() >= crypto::MAX_FAILED_OPENS {
+                let failed = keys.failed_opens();
+                self.abort(now, CloseReason::Forgeries(failed));
+            }
+            return self.unauthenticated(first);
+        };
+        self.on_authenticated(now, &buf[..n], datagram.len())
+    }
+
+    /// An authenticated datagram (`datagram`: its plaintext without token or tag, `len` its
+    /// length on the wire): parsed, judged fresh, and taken.
+    fn on_authenticated(
+        &mut self,
+        now: Instant,
+        datagram: &[u8],
+        len: usize,
+    ) -> Result<(), PacketError> {
+        let first = datagram.first().copied().unwrap_or(0);
         let packet = packet::parse(datagram).inspect_err(|_| self.stats.malformed += 1)?;
         // parse checked the length: every kind after the handshake has its number.
         let wire = packet::packet_number(datagram).unwrap_or_default();
@@ -534,6 +744,7 @@ impl Connection {
             });
         }
         self.rx_numbers.mark(number);
+        self.heard_from_client();
         self.last_received = now;
         self.count_received(len, matches!(packet, Packet::Data { .. }), now);
         if let State::Draining { .. } = self.state {
@@ -545,6 +756,17 @@ impl Connection {
         self.on_packet(now, packet, datagram);
         self.update_persist(now);
         Ok(())
+    }
+
+    /// The peer was heard after the handshake: a server's ACCEPT answer is no longer kept,
+    /// and a HELLO from now on is a replay.
+    fn heard_from_client(&mut self) {
+        if !self.client_heard {
+            self.client_heard = true;
+            if let Handshake::Server { answer } = &mut self.handshake {
+                *answer = Vec::new();
+            }
+        }
     }
 
     /// An authenticated, fresh datagram (`datagram` without its token: FEC keeps DATA whole).
@@ -599,7 +821,7 @@ impl Connection {
         let packet = packet::parse(datagram).inspect_err(|_| self.stats.malformed += 1)?;
         let nonce = match packet {
             Packet::Cookie { nonce, .. }
-            | Packet::Accept { nonce }
+            | Packet::Accept { nonce, .. }
             | Packet::Hello { nonce, .. } => nonce,
             _ => return Ok(()),
         };
@@ -610,10 +832,13 @@ impl Connection {
         if self.is_closed() {
             return Ok(());
         }
-        self.last_received = now;
         match packet {
             Packet::Cookie { cookie, .. } => self.on_cookie(cookie, now),
-            Packet::Accept { .. } => self.on_accept(now),
+            Packet::Accept { handshake, .. } => return self.on_accept(now, handshake),
+            Packet::Hello { .. } if self.client_heard => {
+                // The client has the keys: its HELLO can only be a replay.
+                self.stats.replays += 1;
+            }
             Packet::Hello { .. } => {
                 // The ACCEPT is sent again: its round trip no longer tells the RTT.
                 self.accepted_at = None;
@@ -636,17 +861,46 @@ impl Connection {
         }
     }
 
-    /// The server's ACCEPT arrived at `now`: established, with the handshake's round trip
-    /// as the first RTT sample when one HELLO carried the cookie.
-    fn on_accept(&mut self, now: Instant) {
-        if let State::Handshaking {
-            cookie_hellos: Some((sent, 1)),
-            ..
-        } = self.state
-        {
+    /// The server's ACCEPT arrived at `now` (`handshake`: its Noise answer): established
+    /// once it verifies, with the handshake's round trip as the first RTT sample when one
+    /// HELLO carried the cookie. One that does not verify is counted and changes nothing.
+    fn on_accept(&mut self, now: Instant, handshake: &[u8]) -> Result<(), PacketError> {
+        let State::Handshaking { cookie_hellos, .. } = self.state else {
+            return Ok(()); // a repeated ACCEPT
+        };
+        match &mut self.handshake {
+            Handshake::Client { noise, .. } => {
+                let keys = noise.as_mut().map(|n| n.finish(handshake));
+                let Some(Ok(keys)) = keys else {
+                    return self.unauthenticated(packet::KIND_ACCEPT);
+                };
+                self.protection = Protection::Sealed(Box::new(keys));
+                self.handshake = Handshake::Plain;
+                self.finish_accept(now, cookie_hellos);
+                self.open_early(now);
+                return Ok(());
+            }
+            _ if !handshake.is_empty() => {
+                // An encrypted answer to a plaintext client: not this session's server.
+                return self.unauthenticated(packet::KIND_ACCEPT);
+            }
+            _ => {}
+        }
+        self.finish_accept(now, cookie_hellos);
+        Ok(())
+    }
+
+    /// Established by the ACCEPT at `now`: the handshake's round trip is the first RTT
+    /// sample when one HELLO carried the cookie (Karn's rule).
+    fn finish_accept(&mut self, now: Instant, cookie_hellos: Option<(Instant, u32)>) {
+        if let Some((sent, 1)) = cookie_hellos {
             self.rtt.sample(now.saturating_duration_since(sent));
         }
+        self.last_received = now;
         self.implicit_accept();
+        // An encrypted server holds its unreliable datagrams until it hears the client: an
+        // acknowledgement goes at once.
+        self.ack_pending |= self.is_encrypted();
     }
 
     fn on_cookie(&mut self, cookie: &[u8], now: Instant) {
@@ -661,8 +915,22 @@ impl Connection {
             if *ours != c {
                 *ours = c;
                 *cookie_hellos = None;
-                self.keys = Some(Keys::client(SessionTokens::derive(self.nonce, &c)));
+                match &mut self.handshake {
+                    Handshake::Client {
+                        server_key,
+                        token,
+                        noise,
+                    } => {
+                        let started = ClientHandshake::new(server_key, self.nonce, &c, token);
+                        *noise = started.ok().map(Box::new);
+                    }
+                    _ => {
+                        let keys = Keys::client(SessionTokens::derive(self.nonce, &c));
+                        self.protection = Protection::Tokens(keys);
+                    }
+                }
             }
+            self.last_received = now;
             *next_hello = now; // answer with the cookie at once
         }
     }
@@ -725,10 +993,12 @@ impl Connection {
     pub fn poll_transmit(&mut self, now: Instant, out: &mut [u8]) -> Option<usize> {
         self.progress_close(now);
         if let Some(answer) = self.close_out.take() {
-            let keys = self.keys?;
+            if matches!(self.protection, Protection::Pending) {
+                return None;
+            }
             let pn = self.tx_numbers.take();
             let n = packet::write_close(out, pn, close::CLOSE_NORMAL, answer);
-            let len = packet::seal(out, n, &keys.tx);
+            let len = self.protect(out, n, pn)?;
             self.count_sent(len, now);
             return Some(len);
         }
@@ -751,19 +1021,47 @@ impl Connection {
                     let (first, count) = cookie_hellos.get_or_insert((now, 0));
                     *cookie_hellos = Some((*first, *count + 1));
                 }
-                return Some(packet::write_hello(out, self.nonce, cookie));
+                let encrypted = matches!(self.handshake, Handshake::Client { .. });
+                let first = match &self.handshake {
+                    Handshake::Client {
+                        noise: Some(noise), ..
+                    } => noise.first_message(),
+                    _ => &[],
+                };
+                return Some(packet::write_hello(
+                    out,
+                    self.nonce,
+                    cookie,
+                    (encrypted, first),
+                ));
             }
             State::Established | State::Finishing { .. } | State::CloseSent { .. } => {}
         }
         if std::mem::take(&mut self.accept_pending) {
-            return Some(packet::write_accept(out, self.nonce));
+            let answer = match &self.handshake {
+                Handshake::Server { answer } => answer.as_slice(),
+                _ => &[],
+            };
+            return Some(packet::write_accept(out, self.nonce, answer));
         }
-        let keys = self.keys?;
+        if matches!(self.protection, Protection::Pending) {
+            return None;
+        }
         let n = self.next_datagram(now, out)?;
         self.last_sent = now;
-        let len = packet::seal(out, n, &keys.tx);
+        let len = self.protect(out, n, self.tx_numbers.last())?;
         self.count_sent(len, now);
         Some(len)
+    }
+
+    /// Protects the datagram of `n` bytes in `out` with packet number `pn`: sealed (a tag
+    /// appended), or the plaintext token appended; its length on the wire.
+    fn protect(&mut self, out: &mut [u8], n: usize, pn: u64) -> Option<usize> {
+        match &mut self.protection {
+            Protection::Sealed(keys) => Some(keys.seal(pn, out, PREFIX, n)),
+            Protection::Tokens(keys) => Some(packet::seal(out, n, &keys.tx)),
+            Protection::Pending => None,
+        }
     }
 
     fn next_datagram(&mut self, now: Instant, out: &mut [u8]) -> Option<usize> {
@@ -801,6 +1099,11 @@ impl Connection {
         if let Some(seq) = data {
             return Some(self.transmit_data(seq, now, out));
         }
+        if matches!(self.handshake, Handshake::Server { .. }) && !self.client_heard {
+            // Until the client is heard it may lack its keys (its ACCEPT lost): unreliable
+            // datagrams wait for it (reliable ones are repeated anyway).
+            return None;
+        }
         let message = self.unreliable.pop_front()?;
         let n = packet::write_unreliable(out, self.tx_numbers.take(), &message);
         self.recv.spare.push(message);
@@ -812,6 +1115,9 @@ impl Connection {
         let mut ack = self.recv.ack(self.rx_count);
         if self.rates.limits_reads() {
             self.limit_window(&mut ack, now);
+        }
+        if self.hostile_zero_window {
+            ack.window = 0;
         }
         ack
     }

@@ -3,9 +3,11 @@
 //! [`PacketError`], never a panic.
 //!
 //! ```text
-//! HELLO     0x50 | version u8 | nonce u64 | cookie [20] | zero padding to HELLO_SIZE
+//! HELLO     0x5E | version u8 | nonce u64 | cookie [20] | len u16 | handshake [len]
+//!           | zero padding to HELLO_SIZE       (flag E: an encrypted session is asked for;
+//!                                               handshake: the Noise message, see `crypto`)
 //! COOKIE    0x60 | nonce u64 | cookie [20]
-//! ACCEPT    0x70 | nonce u64
+//! ACCEPT    0x7E | nonce u64 | handshake          (flag E: the Noise answer follows)
 //! DATA      0x1F | pn u32 | seq u32 | ack block [16] | (FEC flag: group u32 | index u8) | fragment
 //! ACK       0x2F | pn u32 | ack block [16]                     (flag PING: answer at once)
 //! PARITY    0x30 | pn u32 | ack block [16] | group u32 | k u8 | m u8 | index u8 | shard
@@ -13,17 +15,19 @@
 //! CLOSE     0x8F | pn u32 | code u8                  (flag ANSWER: this answers the peer's CLOSE)
 //! After the handshake (DATA, ACK, PARITY, UNRELIABLE, CLOSE) every datagram carries the low
 //! 32 bits of its direction's packet number (one more per datagram sent, retransmissions
-//! included; see `replay`) and ends in the 8-byte token of its direction (see
-//! `cookie::SessionTokens`): a datagram without the token is counted and dropped before it is
-//! parsed, one whose number was seen is counted and dropped before it does anything.
+//! included; see `replay`). Encrypted (the default), everything after the packet number is
+//! AEAD-protected and a 16-byte tag ends the datagram (see `crypto`); in plaintext it ends in
+//! the 8-byte token of its direction (see `cookie::SessionTokens`). A datagram that does not
+//! open, or lacks the token, is counted and dropped before it is parsed; one whose number was
+//! seen is counted and dropped before it does anything.
 //! ack block: next expected seq u32 | bitmap u64 (bit i: seq next+1+i arrived)
 //!            | window u16 (fragments the peer may send past next) | received u16 (datagrams
 //!            of kind DATA or PARITY received so far, wrapping: the sender's loss measure)
 //! ```
 
 /// Protocol version in HELLO (2: datagrams after the handshake end in the session token; 3:
-/// and carry a packet number).
-pub(crate) const VERSION: u8 = 3;
+/// and carry a packet number; 4: encrypted sessions, the handshake's Noise messages).
+pub(crate) const VERSION: u8 = 4;
 /// A HELLO is padded to this size, so the server's answers (COOKIE, ACCEPT) are always
 /// smaller than what the client sent: no amplification.
 pub(crate) const HELLO_SIZE: usize = 1200;
@@ -65,6 +69,12 @@ pub(crate) const FEC: u8 = 0x8;
 pub(crate) const PING: u8 = 0x1;
 /// CLOSE: the answer to the peer's CLOSE (its acknowledgement).
 pub(crate) const ANSWER: u8 = 0x1;
+/// HELLO, ACCEPT: an encrypted session (the handshake's Noise message follows).
+pub(crate) const ENCRYPTED: u8 = 0xE;
+/// A HELLO's fixed fields before its handshake bytes.
+const HELLO_FIXED: usize = 10 + COOKIE_LEN + 2;
+/// The most handshake bytes a HELLO carries.
+pub(crate) const MAX_HELLO_HANDSHAKE: usize = HELLO_SIZE - HELLO_FIXED;
 
 /// Why a datagram was not understood.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -147,6 +157,10 @@ pub(crate) enum Packet<'a> {
     Hello {
         nonce: u64,
         cookie: &'a [u8],
+        /// An encrypted session is asked for.
+        encrypted: bool,
+        /// The client's Noise message (empty before the cookie, and in plaintext).
+        handshake: &'a [u8],
     },
     Cookie {
         nonce: u64,
@@ -154,6 +168,8 @@ pub(crate) enum Packet<'a> {
     },
     Accept {
         nonce: u64,
+        /// The server's Noise answer (empty in plaintext).
+        handshake: &'a [u8],
     },
     Data {
         flags: u8,
@@ -266,16 +282,7 @@ pub(crate) fn parse(d: &[u8]) -> Result<Packet<'_>, PacketError> {
             need(PREFIX)?;
             Ok(Packet::Unreliable(&d[PREFIX..]))
         }
-        KIND_HELLO => {
-            need(HELLO_SIZE)?;
-            if d[1] != VERSION {
-                return Err(PacketError::Version(d[1]));
-            }
-            Ok(Packet::Hello {
-                nonce: be64(&d[2..10]),
-                cookie: &d[10..10 + COOKIE_LEN],
-            })
-        }
+        KIND_HELLO => parse_hello(d, first),
         KIND_COOKIE => {
             need(9 + COOKIE_LEN)?;
             Ok(Packet::Cookie {
@@ -287,6 +294,7 @@ pub(crate) fn parse(d: &[u8]) -> Result<Packet<'_>, PacketError> {
             need(9)?;
             Ok(Packet::Accept {
                 nonce: be64(&d[1..9]),
+                handshake: &d[9..],
             })
         }
         KIND_CLOSE => {
@@ -298,6 +306,33 @@ pub(crate) fn parse(d: &[u8]) -> Result<Packet<'_>, PacketError> {
         }
         _ => Err(PacketError::UnknownKind(first)),
     }
+}
+
+fn parse_hello(d: &[u8], first: u8) -> Result<Packet<'_>, PacketError> {
+    if d.len() < HELLO_SIZE {
+        return Err(PacketError::Short {
+            kind: first,
+            len: d.len(),
+        });
+    }
+    if d[1] != VERSION {
+        return Err(PacketError::Version(d[1]));
+    }
+    let encrypted = match first & 0x0F {
+        0 => false,
+        ENCRYPTED => true,
+        _ => return Err(PacketError::Malformed("hello")),
+    };
+    let len = usize::from(be16(&d[HELLO_FIXED - 2..HELLO_FIXED]));
+    if len > MAX_HELLO_HANDSHAKE || (len > 0 && !encrypted) {
+        return Err(PacketError::Malformed("hello"));
+    }
+    Ok(Packet::Hello {
+        nonce: be64(&d[2..10]),
+        cookie: &d[10..10 + COOKIE_LEN],
+        encrypted,
+        handshake: &d[HELLO_FIXED..HELLO_FIXED + len],
+    })
 }
 
 fn parse_parity(d: &[u8], first: u8) -> Result<Packet<'_>, PacketError> {
@@ -323,13 +358,23 @@ fn parse_parity(d: &[u8], first: u8) -> Result<Packet<'_>, PacketError> {
     })
 }
 
-/// Writes a HELLO into `out` (at least [`HELLO_SIZE`] bytes); returns its length.
-pub(crate) fn write_hello(out: &mut [u8], nonce: u64, cookie: &[u8; COOKIE_LEN]) -> usize {
+/// Writes a HELLO into `out` (at least [`HELLO_SIZE`] bytes): `encrypted` asks for an
+/// encrypted session, `handshake` (at most [`MAX_HELLO_HANDSHAKE`] bytes, empty in
+/// plaintext) is the client's Noise message; returns its length.
+pub(crate) fn write_hello(
+    out: &mut [u8],
+    nonce: u64,
+    cookie: &[u8; COOKIE_LEN],
+    (encrypted, handshake): (bool, &[u8]),
+) -> usize {
     out[..HELLO_SIZE].fill(0);
-    out[0] = KIND_HELLO;
+    out[0] = KIND_HELLO | if encrypted { ENCRYPTED } else { 0 };
     out[1] = VERSION;
     out[2..10].copy_from_slice(&nonce.to_be_bytes());
     out[10..10 + COOKIE_LEN].copy_from_slice(cookie);
+    let len = handshake.len().min(MAX_HELLO_HANDSHAKE);
+    out[HELLO_FIXED - 2..HELLO_FIXED].copy_from_slice(&(len as u16).to_be_bytes());
+    out[HELLO_FIXED..HELLO_FIXED + len].copy_from_slice(&handshake[..len]);
     HELLO_SIZE
 }
 
@@ -341,11 +386,13 @@ pub(crate) fn write_cookie(out: &mut [u8], nonce: u64, cookie: &[u8; COOKIE_LEN]
     9 + COOKIE_LEN
 }
 
-/// Writes an ACCEPT; returns its length.
-pub(crate) fn write_accept(out: &mut [u8], nonce: u64) -> usize {
-    out[0] = KIND_ACCEPT;
+/// Writes an ACCEPT with the server's Noise answer (`handshake`, empty in plaintext);
+/// returns its length.
+pub(crate) fn write_accept(out: &mut [u8], nonce: u64, handshake: &[u8]) -> usize {
+    out[0] = KIND_ACCEPT | if handshake.is_empty() { 0 } else { ENCRYPTED };
     out[1..9].copy_from_slice(&nonce.to_be_bytes());
-    9
+    out[9..9 + handshake.len()].copy_from_slice(handshake);
+    9 + handshake.len()
 }
 
 /// Writes the kind byte and the packet number `pn` (its low 32 bits) of a datagram after the
@@ -465,13 +512,26 @@ mod tests {
         );
         let n = write_ack(&mut b, 2, &ack, true);
         assert_eq!(parse(&b[..n]), Ok(Packet::Ack { ping: true, ack }));
-        let n = write_hello(&mut b, 42, &[1; COOKIE_LEN]);
-        assert_eq!(n, HELLO_SIZE);
+        for (encrypted, handshake) in [(false, &[][..]), (true, &[5; 48][..])] {
+            let n = write_hello(&mut b, 42, &[1; COOKIE_LEN], (encrypted, handshake));
+            assert_eq!(n, HELLO_SIZE);
+            assert_eq!(
+                parse(&b[..n]),
+                Ok(Packet::Hello {
+                    nonce: 42,
+                    cookie: &[1; COOKIE_LEN],
+                    encrypted,
+                    handshake,
+                })
+            );
+        }
+        let n = write_accept(&mut b, 42, &[6; 48]);
+        assert!(n < HELLO_SIZE, "an accept is smaller than the hello");
         assert_eq!(
             parse(&b[..n]),
-            Ok(Packet::Hello {
+            Ok(Packet::Accept {
                 nonce: 42,
-                cookie: &[1; COOKIE_LEN]
+                handshake: &[6; 48],
             })
         );
         let n = write_cookie(&mut b, 42, &[2; COOKIE_LEN]);
@@ -527,7 +587,21 @@ mod tests {
             Err(PacketError::Malformed("parity")),
             "index past m"
         );
-        let n = write_hello(&mut b, 1, &[0; COOKIE_LEN]);
+        let n = write_hello(&mut b, 1, &[0; COOKIE_LEN], (true, &[1; 48]));
+        b[HELLO_FIXED - 2..HELLO_FIXED]
+            .copy_from_slice(&(MAX_HELLO_HANDSHAKE as u16 + 1).to_be_bytes());
+        assert_eq!(
+            parse(&b[..n]),
+            Err(PacketError::Malformed("hello")),
+            "past its end"
+        );
+        let n = write_hello(&mut b, 1, &[0; COOKIE_LEN], (true, &[1; 48]));
+        b[0] = KIND_HELLO;
+        assert_eq!(
+            parse(&b[..n]),
+            Err(PacketError::Malformed("hello")),
+            "bytes in plaintext"
+        );
         b[1] = 9;
         assert_eq!(parse(&b[..n]), Err(PacketError::Version(9)));
     }

@@ -33,6 +33,11 @@ impl PacketNumbers {
         self.next += 1;
         pn
     }
+
+    /// The number [`take`](Self::take) gave last (0 before any).
+    pub(crate) fn last(&self) -> u64 {
+        self.next.saturating_sub(1)
+    }
 }
 
 /// The packet numbers accepted lately: a ring of [`WINDOW_BITS`] bits ending at the largest.

@@ -22,8 +22,9 @@ pub struct RudpStats {
     pub malformed: u64,
     /// Acknowledgements that named data never sent (ignored).
     pub forged_acks: u64,
-    /// Datagrams without the session's token, or handshake datagrams with another nonce:
-    /// dropped unread (they close, feed and refresh nothing).
+    /// Datagrams that did not open under the session's keys (encrypted) or lacked its token
+    /// (plaintext), answers to the handshake that did not verify, and handshake datagrams
+    /// with another nonce: dropped unread (they close, feed and refresh nothing).
     pub unauthenticated: u64,
     /// Authenticated datagrams whose packet number was seen before or is older than the
     /// replay window: dropped before they did anything.
@@ -33,6 +34,14 @@ pub struct RudpStats {
     /// Valid handshakes a server refused because their address held
     /// `RudpConfig::max_sessions_per_ip` already.
     pub refused_per_ip: u64,
+    /// Handshakes a server refused for their protection: a client asking for the other
+    /// (plaintext against encrypted), a first message that did not verify under the server's
+    /// key, or a connect token its check refused.
+    pub refused_handshakes: u64,
+    /// New handshakes from the address of a session that was still heard from lately (see
+    /// `RudpConfig::keep_alive`): refused, the session kept (an on-path attacker who spoofs
+    /// the address cannot end it so).
+    pub refused_replacements: u64,
     /// Sends refused with `SendError::Full` (by `RudpSession` or a handle).
     pub refused_full: u64,
     /// Sends refused with `SendError::TooLarge`.
@@ -133,6 +142,8 @@ impl RudpStats {
         self.replays += other.replays;
         self.refused_sessions += other.refused_sessions;
         self.refused_per_ip += other.refused_per_ip;
+        self.refused_handshakes += other.refused_handshakes;
+        self.refused_replacements += other.refused_replacements;
         self.refused_full += other.refused_full;
         self.refused_too_large += other.refused_too_large;
         self.refused_closed += other.refused_closed;

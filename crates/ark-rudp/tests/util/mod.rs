@@ -8,7 +8,18 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use ark_link::{Conditioner, GilbertElliott, LinkConfig};
-use ark_rudp::{Connection, Delivery, Event, Incoming, Listener, RudpConfig, RudpStats, SendError};
+use ark_rudp::{
+    ClientProtection, Connection, Delivery, Event, Incoming, Listener, RudpConfig, RudpStats,
+    SendError, ServerProtection,
+};
+
+/// A client protection pinning a key of its own (a client that never finds its server).
+pub fn client_protection() -> ClientProtection {
+    ClientProtection::Encrypted {
+        server_key: ServerProtection::generated().public_key().unwrap(),
+        token: Vec::new(),
+    }
+}
 
 /// The client's address as the listener sees it.
 pub fn client_addr() -> SocketAddr {
@@ -69,21 +80,56 @@ impl Sim {
         Sim::new_at(Instant::now(), (client, server), nonce, (up, down))
     }
 
+    /// The same in plaintext (session tokens, no encryption): for tests that play a peer
+    /// who knows the token.
+    pub fn plaintext(
+        client: RudpConfig,
+        server: RudpConfig,
+        nonce: u64,
+        up: LinkConfig,
+        down: LinkConfig,
+    ) -> Sim {
+        let protection = (ClientProtection::Plaintext, ServerProtection::Plaintext);
+        Sim::protected(
+            Instant::now(),
+            (client, server),
+            nonce,
+            (up, down),
+            protection,
+        )
+    }
+
     /// The same, its clock starting at `start` (simulations that share buckets share a
     /// clock).
     pub fn new_at(
         start: Instant,
+        configs: (RudpConfig, RudpConfig),
+        nonce: u64,
+        links: (LinkConfig, LinkConfig),
+    ) -> Sim {
+        let server = ServerProtection::generated();
+        let client = ClientProtection::Encrypted {
+            server_key: server.public_key().unwrap(),
+            token: Vec::new(),
+        };
+        Sim::protected(start, configs, nonce, links, (client, server))
+    }
+
+    /// A simulation whose ends are protected as `protection` says.
+    pub fn protected(
+        start: Instant,
         (client, server): (RudpConfig, RudpConfig),
         nonce: u64,
         (up, down): (LinkConfig, LinkConfig),
+        (client_protection, server_protection): (ClientProtection, ServerProtection),
     ) -> Sim {
         Sim {
             start,
             now: start,
             wall0: SystemTime::now(),
-            client: Connection::client(Arc::new(client), start, nonce),
+            client: Connection::client(Arc::new(client), start, nonce, client_protection),
             server: None,
-            listener: Listener::new(Arc::new(server)),
+            listener: Listener::new(Arc::new(server), server_protection),
             up: Conditioner::new(up),
             down: Conditioner::new(down),
             client_events: Vec::new(),
@@ -196,10 +242,8 @@ impl Sim {
                 self.accepts += 1;
                 let reply = pooled(&mut self.pool, &self.buf[..n]);
                 self.down.offer(now, reply);
-                let mut conn = *conn;
-                // The ACCEPT just sent (the driver does the same).
-                let _ = conn.poll_transmit(now, &mut self.buf);
-                self.server = Some(conn);
+                // The listener wrote the connection's ACCEPT (its first transmit).
+                self.server = Some(*conn);
             }
             Ok(_) | Err(_) => {}
         }
@@ -628,7 +672,7 @@ pub fn forgeries() -> Vec<Vec<u8>> {
     ack.extend_from_slice(&[0; 16]);
     let mut hello = vec![0u8; 1200];
     hello[0] = 0x50;
-    hello[1] = 3; // this version: parsed, then refused for its nonce
+    hello[1] = 4; // this version: parsed, then refused for its nonce
     let mut cookie = vec![0x60];
     cookie.extend_from_slice(&[7; 8 + 20]);
     let mut accept = vec![0x70];
@@ -663,23 +707,28 @@ pub struct RawPeer {
     buf: Vec<u8>,
 }
 
-/// Where an outgoing datagram's ack block window is, by kind (after the kind byte and the
-/// 4-byte packet number).
-fn window_offset(first: u8) -> Option<usize> {
-    match first & 0xF0 {
-        0x10 => Some(5 + 4 + 12),    // DATA: seq, then the ack block
-        0x20 | 0x30 => Some(5 + 12), // ACK, PARITY: the ack block first
-        _ => None,
-    }
-}
-
 impl RawPeer {
-    /// A peer bound to `local` (port 0 picks one) for the server at `server`.
-    pub fn new(local: &str, server: SocketAddr, zero_window: bool, nonce: u64) -> RawPeer {
+    /// A peer bound to `local` (port 0 picks one) for the server at `server`, whose public
+    /// key is `key` (`None`: a plaintext server).
+    pub fn new(
+        local: &str,
+        (server, key): (SocketAddr, Option<ark_rudp::RudpPublicKey>),
+        zero_window: bool,
+        nonce: u64,
+    ) -> RawPeer {
         let socket = std::net::UdpSocket::bind(local).expect("bind");
         socket.connect(server).expect("connect");
         socket.set_nonblocking(true).expect("nonblocking");
-        let conn = Connection::client(Arc::new(RudpConfig::default()), Instant::now(), nonce);
+        let protection = match key {
+            Some(server_key) => ClientProtection::Encrypted {
+                server_key,
+                token: Vec::new(),
+            },
+            None => ClientProtection::Plaintext,
+        };
+        let config = Arc::new(RudpConfig::default());
+        let mut conn = Connection::client(config, Instant::now(), nonce, protection);
+        conn.advertise_zero_window(zero_window);
         RawPeer {
             socket,
             conn,
@@ -701,12 +750,6 @@ impl RawPeer {
             self.conn.recycle(m);
         }
         while let Some(n) = self.conn.poll_transmit(now, &mut self.buf) {
-            if self.zero_window
-                && let Some(at) = window_offset(self.buf[0])
-                && n >= at + 2 + 8
-            {
-                self.buf[at..at + 2].fill(0);
-            }
             let _ = self.socket.send(&self.buf[..n]);
         }
     }

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{CloseReason, Connection, Event, State};
+use super::{CloseReason, Connection, Event, Protection, State};
 
 /// CLOSE code: an orderly close.
 pub(super) const CLOSE_NORMAL: u8 = 0;
@@ -79,15 +79,16 @@ impl Connection {
         }
         let handshaking = matches!(self.state, State::Handshaking { .. });
         self.drop_queued();
-        self.state = if send_close && !handshaking && self.keys.is_some() {
-            State::CloseSent {
-                reason: None,
-                sent: 0,
-                next: now,
-            }
-        } else {
-            State::Closed
-        };
+        self.state =
+            if send_close && !handshaking && !matches!(self.protection, Protection::Pending) {
+                State::CloseSent {
+                    reason: None,
+                    sent: 0,
+                    next: now,
+                }
+            } else {
+                State::Closed
+            };
         self.events.push_back(Event::Closed(reason));
     }
 

@@ -33,8 +33,9 @@ use ark_reactor::{
 
 use super::Connection;
 use crate::config::RudpConfig;
+use crate::proto::crypto::TAG_LEN;
 use crate::proto::fec::Fec;
-use crate::proto::packet::{AckBlock, DATA_HEADER, FEC_FIELDS, PARITY_HEADER, PREFIX, TOKEN_LEN};
+use crate::proto::packet::{AckBlock, DATA_HEADER, FEC_FIELDS, PARITY_HEADER, PREFIX};
 use crate::proto::stats::RudpStats;
 
 /// A window the read limit holds at zero opens by one fragment after this long, whatever the
@@ -165,7 +166,8 @@ impl Rates {
             write_wake: None,
             read_wake: None,
             zero_since: None,
-            fragment: config.mtu + DATA_HEADER + TOKEN_LEN,
+            // The larger of the two suffixes (an encrypted session's tag).
+            fragment: config.mtu + DATA_HEADER + TAG_LEN,
             window: RateWindow::default(),
             rates: (0, 0),
             write_group: false,
@@ -271,7 +273,7 @@ impl Connection {
         if size == 0 {
             return true;
         }
-        let size = size + TOKEN_LEN;
+        let size = size + self.suffix_len();
         let write = &mut self.rates.pace.write;
         if write.allowance(now) >= size {
             return true;
