@@ -426,8 +426,8 @@ impl RudpHandler for Flooder {
     }
 }
 
-/// A "server" on a raw socket: answers the handshake (any cookie will do for the client),
-/// then swallows everything. Returns the datagrams swallowed.
+/// A plaintext "server" on a raw socket: answers the handshake (any cookie will do for the
+/// client), then swallows everything. Returns the datagrams swallowed.
 fn black_hole(socket: UdpSocket, stop: Arc<AtomicBool>) -> thread::JoinHandle<usize> {
     thread::spawn(move || {
         socket
@@ -470,8 +470,9 @@ fn a_client_whose_server_vanished_fills_its_buffer_and_closes_once() {
     config.idle_timeout = Duration::from_millis(300);
     let (refused_tx, refused) = mpsc::channel();
     let closes = Arc::new(Mutex::new(Vec::new()));
+    // The black hole plays a plaintext server (it cannot answer an encrypted handshake).
     let client = RudpClient::builder()
-        .server_key(ark_rudp::RudpServerKey::generate().public())
+        .plaintext()
         .config(config)
         .connect(
             addr,
