@@ -17,6 +17,7 @@ use crate::proto::connection::{
     CloseReason, Connection, Delivery, RateGroup, RudpStats, SendError,
 };
 use crate::proto::cookie::random_u64;
+use crate::proto::endpoint::Endpoint;
 use crate::proto::listener::Listener;
 use crate::proto::protection::{
     ClientProtection, MAX_CONNECT_TOKEN, RudpPublicKey, RudpServerKey, ServerProtection,
@@ -190,11 +191,11 @@ impl RudpServerBuilder {
         let public_key = protection.public_key();
         let mailbox = Arc::new(RudpShared::default());
         let role = Role::Server {
-            listener: Box::new(Listener::new(config.clone(), protection)),
             factory: Box::new(factory),
             group: group.clone(),
         };
-        let driver = Driver::new(role, config.clone(), mailbox.clone());
+        let endpoint = Endpoint::server(config.clone(), Listener::new(config.clone(), protection));
+        let driver = Driver::new(role, endpoint, (config.clone(), mailbox.clone()));
         let socket = self.udp.max_datagram(config.receive_slot()).start(driver)?;
         let _ = mailbox.mailbox.attach(socket.waker());
         Ok(RudpServerHandle {
@@ -407,7 +408,8 @@ impl RudpClientBuilder {
         let role = Role::Client {
             pending: Some(Box::new((conn, handler, shared.clone()))),
         };
-        let driver = Driver::new(role, config.clone(), mailbox.clone());
+        let endpoint = Endpoint::client(config.clone());
+        let driver = Driver::new(role, endpoint, (config.clone(), mailbox.clone()));
         let socket = self
             .udp
             .max_datagram(config.receive_slot())

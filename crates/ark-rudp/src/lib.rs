@@ -32,7 +32,8 @@
 //! * forward error correction with Reed–Solomon groups ([`Fec`]): fixed `k + m`, or adaptive
 //!   parity from the loss measured; ARQ repairs what FEC cannot.
 //!
-//! The protocol logic is a sans-IO state machine ([`Connection`], [`Listener`]) that takes
+//! The protocol logic is a sans-IO state machine ([`Connection`]; [`Endpoint`], one socket's
+//! connections with the [`Listener`]'s handshake, limits and replacement) that takes
 //! datagrams and time and gives datagrams, messages and events; [`RudpServer`] and
 //! [`RudpClient`] drive it on ark-udp with the handler, handle and timer API of the other
 //! transports.
@@ -97,6 +98,7 @@ pub use proto::connection::{
     CloseReason, Connection, Delivery, Event, RateGroup, RudpStats, SendError,
 };
 pub use proto::crypto::HandshakeError;
+pub use proto::endpoint::{Endpoint, EndpointEntry, Replacement, Routed};
 pub use proto::fec::Fec;
 pub use proto::listener::{Incoming, Listener, Refusal};
 pub use proto::packet::PacketError;

@@ -2,14 +2,16 @@
 //! ([`send`], [`recv`]), FEC ([`fec`]), congestion control ([`congestion`]), RTT estimation
 //! ([`rtt`]), the wire format ([`packet`]), packet numbers and the replay window ([`replay`]),
 //! the counters ([`stats`]), the handshake cookies ([`cookie`]), the key exchange and packet
-//! protection ([`crypto`]) and what the ends are told of it ([`protection`]), and the
-//! server's stateless side of the handshake ([`listener`]). Datagrams and time in;
+//! protection ([`crypto`]) and what the ends are told of it ([`protection`]), the
+//! server's stateless side of the handshake ([`listener`]), and one socket's connections as one
+//! object ([`endpoint`]: the table, limits, replacement and refusals). Datagrams and time in;
 //! datagrams, messages, events and deadlines out. No sockets.
 
 pub(crate) mod congestion;
 pub(crate) mod connection;
 pub(crate) mod cookie;
 pub(crate) mod crypto;
+pub(crate) mod endpoint;
 pub(crate) mod fec;
 pub(crate) mod listener;
 pub(crate) mod packet;

@@ -17,6 +17,9 @@ use util::{Note, Reporter, next_note};
 const WAIT: Duration = Duration::from_secs(10);
 const SECRET: &[u8] = b"nobody on the path may read this line";
 
+/// Every datagram the forwarder saw, with the way it went.
+type Seen = Arc<Mutex<Vec<(Towards, Vec<u8>)>>>;
+
 /// What an end counted as forged or replayed.
 fn dropped(stats: Option<RudpStats>) -> u64 {
     stats.map_or(0, |s| s.unauthenticated + s.replays)
@@ -29,7 +32,7 @@ fn the_relay_reads_nothing_and_what_it_replays_changes_or_cuts_is_counted_and_dr
         .bind("127.0.0.1:0")
         .start(move |_| echo.clone())
         .unwrap();
-    let seen: Arc<Mutex<Vec<(Towards, Vec<u8>)>>> = Arc::default();
+    let seen: Seen = Arc::default();
     let tap = seen.clone();
     let relay = UdpForwarder::start(server.local_addr(), Duration::from_secs(60), move |t, d| {
         tap.lock().unwrap().push((t, d.to_vec()));

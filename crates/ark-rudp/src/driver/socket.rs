@@ -2,8 +2,7 @@
 //! client's connected one). Datagrams go into the connections; at the end of each turn every
 //! connection touched delivers its messages and events to its handler and sends what it has.
 
-use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Instant, SystemTime};
@@ -16,7 +15,7 @@ use crate::handler::{
     Command, RudpHandler, RudpSession, RudpShared, SessionShared, TimerOwner, Timers,
 };
 use crate::proto::connection::{CloseReason, Connection, Event, RateGroup, RudpStats};
-use crate::proto::listener::{Incoming, Listener};
+use crate::proto::endpoint::{Endpoint, EndpointEntry, Replacement, Routed};
 
 /// Makes a new session's handler.
 pub(crate) type Factory<H> = Box<dyn FnMut(SocketAddr) -> H + Send>;
@@ -25,7 +24,7 @@ pub(crate) type Factory<H> = Box<dyn FnMut(SocketAddr) -> H + Send>;
 type Flushes = Vec<(u64, Answerer<Result<(), CloseReason>>)>;
 
 /// One connection and its handler.
-struct Entry<H> {
+pub(crate) struct Entry<H> {
     conn: Connection,
     handler: H,
     /// What the session shares with its handles.
@@ -40,7 +39,35 @@ struct Entry<H> {
     dirty: bool,
 }
 
+impl<H> EndpointEntry for Entry<H> {
+    fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    fn connection_mut(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+
+    fn has_ended(&self) -> bool {
+        self.ended
+    }
+}
+
 impl<H> Entry<H> {
+    /// A new session's entry.
+    fn new(conn: Connection, handler: H, shared: Arc<SessionShared>) -> Self {
+        Entry {
+            conn,
+            handler,
+            shared,
+            flushes: Vec::new(),
+            timer: None,
+            opened: false,
+            ended: false,
+            dirty: false,
+        }
+    }
+
     /// The handler and a view of its session (`timers` and `mailbox` are the socket's).
     fn view<'a>(
         &'a mut self,
@@ -63,7 +90,6 @@ impl<H> Entry<H> {
 /// The server's or the client's side.
 pub(crate) enum Role<H> {
     Server {
-        listener: Box<Listener>,
         factory: Factory<H>,
         /// The group rate limits every session of the server shares.
         group: RateGroup,
@@ -78,9 +104,8 @@ pub(crate) enum Role<H> {
 pub(crate) struct Driver<H> {
     role: Role<H>,
     config: Arc<RudpConfig>,
-    entries: HashMap<SocketAddr, Entry<H>>,
-    /// Sessions per source address (a server's).
-    per_ip: HashMap<IpAddr, usize>,
+    /// The connections, the handshake, limits, replacement and refusals (sans-IO).
+    endpoint: Endpoint<Entry<H>>,
     /// Connections touched this turn.
     dirty: Vec<SocketAddr>,
     timers: Timers,
@@ -88,37 +113,34 @@ pub(crate) struct Driver<H> {
     armed: Option<(TimerId, Instant)>,
     mailbox: Arc<RudpShared>,
     out: Vec<u8>,
-    /// Counters of connections already removed.
-    closed_stats: RudpStats,
     connected: bool,
-    /// A drain or a graceful stop is under way: no new sessions; the socket closes once all
-    /// ended (ark-udp asks [`UdpHandler::lingers`]).
-    stopping: bool,
 }
 
 impl<H: RudpHandler> Driver<H> {
-    pub(crate) fn new(role: Role<H>, config: Arc<RudpConfig>, mailbox: Arc<RudpShared>) -> Self {
+    /// A driver for `endpoint`'s connections (a server's, with its listener, or a client's).
+    pub(crate) fn new(
+        role: Role<H>,
+        endpoint: Endpoint<Entry<H>>,
+        (config, mailbox): (Arc<RudpConfig>, Arc<RudpShared>),
+    ) -> Self {
         let connected = matches!(role, Role::Client { .. });
         Driver {
             role,
             out: vec![0; (config.mtu + 128).max(crate::proto::packet::HELLO_SIZE)],
             config,
-            entries: HashMap::new(),
-            per_ip: HashMap::new(),
+            endpoint,
             dirty: Vec::new(),
             timers: Timers::default(),
             armed: None,
             mailbox,
-            closed_stats: RudpStats::default(),
             connected,
-            stopping: false,
         }
     }
 
     /// Marks `peer`'s connection to be serviced at the end of the turn (a flag on its entry:
     /// no search of the list per datagram).
     fn touch(&mut self, peer: SocketAddr) {
-        if let Some(e) = self.entries.get_mut(&peer) {
+        if let Some(e) = self.endpoint.get_mut(&peer) {
             Self::touch_entry(&mut self.dirty, peer, e);
         }
     }
@@ -130,113 +152,93 @@ impl<H: RudpHandler> Driver<H> {
         }
     }
 
-    /// A datagram from `peer`, at the turn's time `now` (read once per turn by ark-udp).
+    /// A datagram from `peer`, at the turn's time `now` (read once per turn by ark-udp): the
+    /// endpoint says whose it is, and whether it ends or replaces a connection first.
     fn on_datagram(
         &mut self,
         udp: &mut UdpSession<'_>,
         (peer, now): (SocketAddr, Instant),
         datagram: &[u8],
     ) {
-        let hello = datagram.first().map(|b| b & 0xF0) == Some(crate::proto::packet::KIND_HELLO);
-        if hello && self.entries.get(&peer).is_some_and(|e| e.ended) {
+        let at = (now, SystemTime::now());
+        let listen = match self.endpoint.replacement(at, peer, datagram) {
+            Replacement::Refuse => return,
             // A session that ended and lingers (answering or repeating a CLOSE) gives way to
             // a new client on the same address and port (the system reused the port).
-            self.remove(peer);
-        }
-        if hello
-            && let Role::Server { listener, .. } = &self.role
-            && let Some(entry) = self.entries.get(&peer)
-            && listener.is_new_handshake(SystemTime::now(), peer, datagram)
-            && !hello_of(datagram, entry.conn.nonce())
-        {
-            if !entry.conn.is_replaceable(now) {
-                // Its peer was heard lately: a spoofed address cannot end a live session.
-                self.closed_stats.refused_replacements += 1;
-                return;
+            Replacement::GiveWay => {
+                self.remove(peer);
+                false
             }
-            self.end(peer, CloseReason::Replaced);
-        }
-        if let Some(entry) = self.entries.get_mut(&peer) {
-            let _result = entry.conn.handle_datagram(now, datagram);
-            #[cfg(feature = "tracing")]
-            if let Err(error) = &_result {
+            Replacement::Replace => {
+                self.end(peer, CloseReason::Replaced);
+                false
+            }
+            Replacement::Listen => true,
+            _ => false,
+        };
+        let Driver {
+            role,
+            endpoint,
+            out,
+            config,
+            ..
+        } = self;
+        let routed = match role {
+            Role::Server { factory, group } => {
+                let mut make = |peer: SocketAddr, mut conn: Connection| -> Entry<H> {
+                    if group.is_limited() {
+                        conn.set_rate_group(group, now);
+                    }
+                    Entry::new(conn, factory(peer), SessionShared::new(config))
+                };
+                let make: &mut dyn FnMut(SocketAddr, Connection) -> Entry<H> = &mut make;
+                let io = (&mut out[..], make);
+                if listen {
+                    endpoint.listen(at, peer, datagram, io)
+                } else {
+                    endpoint.route(at, peer, datagram, io)
+                }
+            }
+            Role::Client { .. } => match endpoint.get_mut(&peer) {
+                Some(e) => Routed::Connection(e.conn.handle_datagram(now, datagram)),
+                None => Routed::Dropped,
+            },
+        };
+        self.routed(udp, peer, routed);
+    }
+
+    /// What the endpoint made of a datagram from `peer`: an answer to send, a connection to
+    /// service at the turn's end, and what is logged (rate-limited).
+    fn routed(&mut self, udp: &mut UdpSession<'_>, peer: SocketAddr, routed: Routed) {
+        match routed {
+            Routed::Connection(_result) => {
+                #[cfg(feature = "tracing")]
+                if let Err(error) = &_result {
+                    ark_reactor::log_limited!(
+                        tracing::Level::DEBUG,
+                        %peer,
+                        %error,
+                        "rudp datagram dropped"
+                    );
+                }
+                self.touch(peer);
+            }
+            Routed::Reply(n) => {
+                let _ = udp.send_to(peer, &self.out[..n]);
+            }
+            Routed::Accepted(n) => {
+                let _ = udp.send_to(peer, &self.out[..n]);
+                self.touch(peer);
+            }
+            Routed::Full => {
+                #[cfg(feature = "tracing")]
                 ark_reactor::log_limited!(
-                    tracing::Level::DEBUG,
+                    tracing::Level::INFO,
                     %peer,
-                    %error,
-                    "rudp datagram dropped"
+                    "rudp handshake refused: the session table is full"
                 );
             }
-            Self::touch_entry(&mut self.dirty, peer, entry);
-            return;
-        }
-        self.accept(udp, peer, datagram, now);
-    }
-
-    /// Whether a new session from `peer` is refused for a limit (counted), given that the
-    /// datagram is a valid new handshake.
-    fn over_limit(&mut self, peer: SocketAddr) -> bool {
-        if self.entries.len() >= self.config.max_sessions {
-            self.closed_stats.refused_sessions += 1;
-            #[cfg(feature = "tracing")]
-            ark_reactor::log_limited!(
-                tracing::Level::INFO,
-                %peer,
-                "rudp handshake refused: the session table is full"
-            );
-            return true;
-        }
-        let of_ip = self.per_ip.get(&peer.ip()).copied().unwrap_or(0);
-        if of_ip >= self.config.max_sessions_per_ip {
-            self.closed_stats.refused_per_ip += 1;
-            return true;
-        }
-        false
-    }
-
-    /// A datagram from an address without a connection: the stateless handshake.
-    fn accept(
-        &mut self,
-        udp: &mut UdpSession<'_>,
-        peer: SocketAddr,
-        datagram: &[u8],
-        now: Instant,
-    ) {
-        let Role::Server { listener, .. } = &self.role else {
-            return;
-        };
-        if self.stopping {
-            return;
-        }
-        // Full (for all, or for this address): no session, no answer, and the nonce not
-        // spent, so the client's next HELLO may get in once a session ends.
-        if listener.is_new_handshake(SystemTime::now(), peer, datagram) && self.over_limit(peer) {
-            return;
-        }
-        let Role::Server {
-            listener,
-            factory,
-            group,
-        } = &mut self.role
-        else {
-            return;
-        };
-        match listener.handle((now, SystemTime::now()), peer, datagram, &mut self.out) {
-            Ok(Incoming::Reply(n)) => {
-                let _ = udp.send_to(peer, &self.out[..n]);
-            }
-            Ok(Incoming::Accept(conn, n)) => {
-                let _ = udp.send_to(peer, &self.out[..n]);
-                let mut conn = *conn;
-                if group.is_limited() {
-                    conn.set_rate_group(group, now);
-                }
-                let handler = factory(peer);
-                let shared = SessionShared::new(&self.config);
-                self.insert(peer, conn, handler, shared);
-            }
-            Ok(Incoming::Refused(_refusal)) => {
-                self.closed_stats.refused_handshakes += 1;
+            Routed::Refused(_refusal) => {
                 #[cfg(feature = "tracing")]
                 ark_reactor::log_limited!(
                     tracing::Level::DEBUG,
@@ -245,8 +247,7 @@ impl<H: RudpHandler> Driver<H> {
                     "rudp handshake refused"
                 );
             }
-            Ok(_) => {}
-            Err(_error) => {
+            Routed::Malformed(_error) => {
                 #[cfg(feature = "tracing")]
                 ark_reactor::log_limited!(
                     tracing::Level::DEBUG,
@@ -255,6 +256,7 @@ impl<H: RudpHandler> Driver<H> {
                     "rudp handshake datagram dropped"
                 );
             }
+            _ => {}
         }
     }
 
@@ -265,32 +267,15 @@ impl<H: RudpHandler> Driver<H> {
         handler: H,
         shared: Arc<SessionShared>,
     ) {
-        let entry = Entry {
-            conn,
-            handler,
-            shared,
-            flushes: Vec::new(),
-            timer: None,
-            opened: false,
-            ended: false,
-            dirty: false,
-        };
-        self.entries.insert(peer, entry);
-        *self.per_ip.entry(peer.ip()).or_default() += 1;
+        self.endpoint
+            .insert(peer, Entry::new(conn, handler, shared));
         self.touch(peer);
     }
 
     /// Removes an entry: its counters go to the socket's sum, its address's count down.
     fn remove(&mut self, peer: SocketAddr) -> Option<Entry<H>> {
-        let e = self.entries.remove(&peer)?;
-        self.closed_stats.add(&e.conn.stats().counters_only());
-        self.closed_stats.add(&e.shared.refusals());
-        if let Some(count) = self.per_ip.get_mut(&peer.ip()) {
-            *count -= 1;
-            if *count == 0 {
-                self.per_ip.remove(&peer.ip());
-            }
-        }
+        let e = self.endpoint.remove(&peer)?;
+        self.endpoint.add_closed(&e.shared.refusals());
         if let Some((timer, _)) = e.timer {
             self.timers.cancel(timer);
         }
@@ -302,7 +287,7 @@ impl<H: RudpHandler> Driver<H> {
         for command in self.mailbox.take() {
             match command {
                 Command::Send(peer, message, delivery) => {
-                    if let Some(e) = self.entries.get_mut(&peer) {
+                    if let Some(e) = self.endpoint.get_mut(&peer) {
                         // The bytes move from the mailbox's count to the buffer's: published
                         // in that order, the handles' sum never dips below what is held.
                         e.conn.send_admitted(&message, delivery);
@@ -312,7 +297,7 @@ impl<H: RudpHandler> Driver<H> {
                     }
                 }
                 Command::Close(peer) => {
-                    if let Some(e) = self.entries.get_mut(&peer) {
+                    if let Some(e) = self.endpoint.get_mut(&peer) {
                         e.conn.close(now);
                         self.touch(peer);
                     }
@@ -322,7 +307,7 @@ impl<H: RudpHandler> Driver<H> {
                     let _ = reply.send(self.stats());
                 }
                 Command::RateLimits(peer, limits) => {
-                    if let Some(e) = self.entries.get_mut(&peer) {
+                    if let Some(e) = self.endpoint.get_mut(&peer) {
                         e.conn.set_rate_limits(limits, now);
                         self.touch(peer);
                     }
@@ -333,7 +318,7 @@ impl<H: RudpHandler> Driver<H> {
 
     /// A handle waits for everything its session accepted so far to be acknowledged.
     fn flush_request(&mut self, peer: SocketAddr, answerer: Answerer<Result<(), CloseReason>>) {
-        let Some(e) = self.entries.get_mut(&peer).filter(|e| !e.ended) else {
+        let Some(e) = self.endpoint.get_mut(&peer).filter(|e| !e.ended) else {
             return; // the session is gone: the answer is dropped unanswered
         };
         let target = e.conn.stats().bytes_accepted;
@@ -343,12 +328,12 @@ impl<H: RudpHandler> Driver<H> {
 
     fn stats(&self) -> RudpStats {
         let mut total = RudpStats::default();
-        for e in self.entries.values() {
+        for e in self.endpoint.entries() {
             let own = e.conn.stats();
             total.add(&if e.ended { own.counters_only() } else { own });
             total.add(&e.shared.refusals());
         }
-        total.add(&self.closed_stats);
+        total.add(self.endpoint.closed_stats());
         total
     }
 
@@ -359,7 +344,7 @@ impl<H: RudpHandler> Driver<H> {
             let Some((peer, owner)) = self.timers.owners.remove(&timer) else {
                 continue;
             };
-            let Some(e) = self.entries.get_mut(&peer) else {
+            let Some(e) = self.endpoint.get_mut(&peer) else {
                 continue;
             };
             match owner {
@@ -388,12 +373,12 @@ impl<H: RudpHandler> Driver<H> {
     }
 
     fn service(&mut self, udp: &mut UdpSession<'_>, peer: SocketAddr, now: Instant) {
-        let Some(e) = self.entries.get_mut(&peer) else {
+        let Some(e) = self.endpoint.get_mut(&peer) else {
             return;
         };
         e.dirty = false;
         let closed = self.deliver(peer, now);
-        let Some(e) = self.entries.get_mut(&peer) else {
+        let Some(e) = self.endpoint.get_mut(&peer) else {
             return;
         };
         while let Some(n) = e.conn.poll_transmit(now, &mut self.out) {
@@ -409,7 +394,7 @@ impl<H: RudpHandler> Driver<H> {
             self.ended(peer, reason);
         }
         if self
-            .entries
+            .endpoint
             .get(&peer)
             .is_some_and(|e| e.conn.is_finished())
         {
@@ -421,7 +406,7 @@ impl<H: RudpHandler> Driver<H> {
 
     /// `peer`'s events and messages to its handler; the reason if it closed.
     fn deliver(&mut self, peer: SocketAddr, now: Instant) -> Option<CloseReason> {
-        let e = self.entries.get_mut(&peer)?;
+        let e = self.endpoint.get_mut(&peer)?;
         let (opened, ended) = (&mut e.opened, e.ended);
         let (handler, mut session) = {
             let session = RudpSession {
@@ -456,7 +441,7 @@ impl<H: RudpHandler> Driver<H> {
 
     /// Sets the connection's own timer at its `poll_timeout`.
     fn rearm(&mut self, peer: SocketAddr) {
-        let Some(e) = self.entries.get_mut(&peer) else {
+        let Some(e) = self.endpoint.get_mut(&peer) else {
             return;
         };
         let want = e.conn.poll_timeout();
@@ -490,7 +475,7 @@ impl<H: RudpHandler> Driver<H> {
     /// the connection still answers the peer's CLOSE.
     fn ended(&mut self, peer: SocketAddr, reason: CloseReason) {
         let connected = self.connected;
-        let Some(e) = self.entries.get_mut(&peer) else {
+        let Some(e) = self.endpoint.get_mut(&peer) else {
             return;
         };
         if std::mem::replace(&mut e.ended, true) {
@@ -526,7 +511,7 @@ impl<H: RudpHandler> Driver<H> {
     /// closes once all have ended.
     fn begin_stop(&mut self, now: Instant) {
         self.tell_all(now, |handler, session| handler.on_stopping(session));
-        for e in self.entries.values_mut().filter(|e| !e.ended) {
+        for e in self.endpoint.entries_mut().filter(|e| !e.ended) {
             e.conn.stop(now);
             e.shared.closed.store(true, Ordering::SeqCst);
         }
@@ -541,10 +526,14 @@ impl<H: RudpHandler> Driver<H> {
     /// A drain or stop begins: no new sessions; `tell` runs for every open session's handler,
     /// and every session is serviced at the turn's end.
     fn tell_all(&mut self, now: Instant, tell: impl Fn(&mut H, &mut RudpSession<'_>)) {
-        self.stopping = true;
-        let peers: Vec<SocketAddr> = self.entries.keys().copied().collect();
+        self.endpoint.close_to_new();
+        let peers = self.endpoint.peers();
         for peer in peers {
-            if let Some(e) = self.entries.get_mut(&peer).filter(|e| e.opened && !e.ended) {
+            if let Some(e) = self
+                .endpoint
+                .get_mut(&peer)
+                .filter(|e| e.opened && !e.ended)
+            {
                 let (handler, mut session) = e.view(peer, (&mut self.timers, &self.mailbox), now);
                 tell(handler, &mut session);
             }
@@ -555,9 +544,12 @@ impl<H: RudpHandler> Driver<H> {
     /// The socket's sessions end now (it closes: the stop's deadline, or nothing left to
     /// deliver): `Stopped`, or `Cut` with what was still unacknowledged.
     fn end_all(&mut self) {
-        let peers: Vec<SocketAddr> = self.entries.keys().copied().collect();
+        let peers = self.endpoint.peers();
         for peer in peers {
-            let reason = self.entries.get(&peer).map(|e| cut_reason(e, &self.config));
+            let reason = self
+                .endpoint
+                .get(&peer)
+                .map(|e| cut_reason(e, &self.config));
             if let Some(reason) = reason {
                 self.end(peer, reason);
             }
@@ -596,11 +588,6 @@ fn cut_reason<H>(e: &Entry<H>, config: &RudpConfig) -> CloseReason {
             timeout: config.close_timeout,
         },
     }
-}
-
-/// Whether `datagram` is a HELLO with `nonce`.
-fn hello_of(datagram: &[u8], nonce: u64) -> bool {
-    matches!(crate::proto::packet::parse(datagram), Ok(crate::proto::packet::Packet::Hello { nonce: n, .. }) if n == nonce)
 }
 
 impl<H: RudpHandler> UdpHandler for Driver<H> {
@@ -648,7 +635,7 @@ impl<H: RudpHandler> UdpHandler for Driver<H> {
     /// While the socket drains or stops: until every session has ended and finished its
     /// CLOSE exchange.
     fn lingers(&self) -> bool {
-        !self.entries.is_empty()
+        !self.endpoint.is_empty()
     }
 
     fn on_close(&mut self, _: &ark_udp::CloseReason) {
