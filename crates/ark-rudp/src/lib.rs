@@ -98,7 +98,7 @@ pub use proto::connection::{
     CloseReason, Connection, Delivery, Event, RateGroup, RudpStats, SendError,
 };
 pub use proto::crypto::HandshakeError;
-pub use proto::endpoint::{Endpoint, EndpointEntry, Replacement, Routed};
+pub use proto::endpoint::{Endpoint, EndpointEntry, Io, Replacement, Routed};
 pub use proto::fec::Fec;
 pub use proto::listener::{Incoming, Listener, Refusal};
 pub use proto::packet::PacketError;

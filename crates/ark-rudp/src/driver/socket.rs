@@ -15,7 +15,7 @@ use crate::handler::{
     Command, RudpHandler, RudpSession, RudpShared, SessionShared, TimerOwner, Timers,
 };
 use crate::proto::connection::{CloseReason, Connection, Event, RateGroup, RudpStats};
-use crate::proto::endpoint::{Endpoint, EndpointEntry, Replacement, Routed};
+use crate::proto::endpoint::{Endpoint, EndpointEntry, Io, Replacement, Routed};
 
 /// Makes a new session's handler.
 pub(crate) type Factory<H> = Box<dyn FnMut(SocketAddr) -> H + Send>;
@@ -191,8 +191,7 @@ impl<H: RudpHandler> Driver<H> {
                     }
                     Entry::new(conn, factory(peer), SessionShared::new(config))
                 };
-                let make: &mut dyn FnMut(SocketAddr, Connection) -> Entry<H> = &mut make;
-                let io = (&mut out[..], make);
+                let io: Io<'_, Entry<H>> = (&mut out[..], &mut make);
                 if listen {
                     endpoint.listen(at, peer, datagram, io)
                 } else {

@@ -271,7 +271,7 @@ pub struct Connection {
     /// [`EARLY_DATAGRAMS`], as QUIC clients keep undecryptable packets).
     early: Vec<Vec<u8>>,
     /// An authenticated datagram came from the peer after the handshake.
-    client_heard: bool,
+    peer_heard: bool,
     /// The connect token the client sent (a server's encrypted session; empty otherwise).
     connect_token: Vec<u8>,
     /// Tests playing a hostile peer: every acknowledgement advertises a window of 0.
@@ -333,7 +333,7 @@ impl Connection {
             handshake: Handshake::Plain,
             open_buf: Vec::new(),
             early: Vec::new(),
-            client_heard: false,
+            peer_heard: false,
             connect_token: Vec::new(),
             hostile_zero_window: false,
             accept_pending: false,
@@ -744,7 +744,7 @@ impl Connection {
             });
         }
         self.rx_numbers.mark(number);
-        self.heard_from_client();
+        self.heard_from_peer();
         self.last_received = now;
         self.count_received(len, matches!(packet, Packet::Data { .. }), now);
         if let State::Draining { .. } = self.state {
@@ -760,9 +760,9 @@ impl Connection {
 
     /// The peer was heard after the handshake: a server's ACCEPT answer is no longer kept,
     /// and a HELLO from now on is a replay.
-    fn heard_from_client(&mut self) {
-        if !self.client_heard {
-            self.client_heard = true;
+    fn heard_from_peer(&mut self) {
+        if !self.peer_heard {
+            self.peer_heard = true;
             if let Handshake::Server { answer } = &mut self.handshake {
                 *answer = Vec::new();
             }
@@ -835,7 +835,7 @@ impl Connection {
         match packet {
             Packet::Cookie { cookie, .. } => self.on_cookie(cookie, now),
             Packet::Accept { handshake, .. } => return self.on_accept(now, handshake),
-            Packet::Hello { .. } if self.client_heard => {
+            Packet::Hello { .. } if self.peer_heard => {
                 // The client has the keys: its HELLO can only be a replay.
                 self.stats.replays += 1;
             }
@@ -1099,7 +1099,7 @@ impl Connection {
         if let Some(seq) = data {
             return Some(self.transmit_data(seq, now, out));
         }
-        if matches!(self.handshake, Handshake::Server { .. }) && !self.client_heard {
+        if matches!(self.handshake, Handshake::Server { .. }) && !self.peer_heard {
             // Until the client is heard it may lack its keys (its ACCEPT lost): unreliable
             // datagrams wait for it (reliable ones are repeated anyway).
             return None;

@@ -16,6 +16,10 @@ use crate::proto::connection::{Connection, RudpStats};
 use crate::proto::listener::{Incoming, Listener, Refusal};
 use crate::proto::packet::{self, KIND_HELLO, Packet, PacketError};
 
+/// Where a reply is written, and what makes a new connection's entry (from its peer's address
+/// and the connection the listener made).
+pub type Io<'a, E> = (&'a mut [u8], &'a mut dyn FnMut(SocketAddr, Connection) -> E);
+
 /// What the endpoint needs of an entry of its table.
 pub trait EndpointEntry {
     /// The entry's connection.
@@ -228,7 +232,7 @@ impl<E: EndpointEntry> Endpoint<E> {
         (now, wall): (Instant, SystemTime),
         peer: SocketAddr,
         datagram: &[u8],
-        (out, make): (&mut [u8], &mut dyn FnMut(SocketAddr, Connection) -> E),
+        (out, make): Io<'_, E>,
     ) -> Routed {
         if let Some(entry) = self.entries.get_mut(&peer) {
             return Routed::Connection(entry.connection_mut().handle_datagram(now, datagram));
@@ -243,7 +247,7 @@ impl<E: EndpointEntry> Endpoint<E> {
         (now, wall): (Instant, SystemTime),
         peer: SocketAddr,
         datagram: &[u8],
-        (out, make): (&mut [u8], &mut dyn FnMut(SocketAddr, Connection) -> E),
+        (out, make): Io<'_, E>,
     ) -> Routed {
         let Some(listener) = &self.listener else {
             return Routed::Dropped;
