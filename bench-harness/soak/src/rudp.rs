@@ -150,6 +150,7 @@ fn forgery(rng: &mut Rng) -> Vec<u8> {
         2 => {
             let mut p = vec![0x13];
             p.extend_from_slice(&(rng.range(0, 64) as u32).to_be_bytes());
+            p.extend_from_slice(&rng.bytes(5)); // lane, lane sequence
             p.extend_from_slice(&rng.bytes(16)); // ack block
             p.extend_from_slice(&rng.bytes(body));
             p
@@ -163,7 +164,7 @@ fn forgery(rng: &mut Rng) -> Vec<u8> {
         ]
         .concat(),
         5 => {
-            let mut p = vec![0x50, 4]; // HELLO of the current version
+            let mut p = vec![0x50, 5]; // HELLO of the current version
             p.extend_from_slice(&rng.bytes(8 + 20));
             p.resize(1200, 0);
             p

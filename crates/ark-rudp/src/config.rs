@@ -5,17 +5,20 @@ use std::time::Duration;
 use ark_reactor::{RateLimit, RateLimits};
 
 use crate::proto::congestion::Congestion;
+use crate::proto::connection::{Delivery, SendError};
 use crate::proto::fec::Fec;
+use crate::proto::lane::{Lane, LaneMode};
 
 /// The settings of reliable-UDP connections (both ends read their own).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct RudpConfig {
-    /// Largest fragment payload per datagram (default 1200 B). A DATA datagram adds 25 bytes
-    /// of header (30 with FEC) and the 8-byte session token: 1,233 bytes (1,238) of UDP
-    /// payload; a PARITY datagram 68 bytes. Under IPv6 + UDP (48 bytes) a path MTU of 1280
-    /// takes a fragment of at most 1,199 bytes without FEC and 1,164 with it (loopback and
-    /// Ethernet take the default).
+    /// Largest fragment payload per datagram (default 1200 B). A DATA datagram adds 30 bytes
+    /// of header (35 with FEC) and the 16-byte tag (encrypted; plaintext: the 8-byte session
+    /// token): 1,246 bytes (1,251) of UDP payload; a PARITY datagram 81 bytes more than the
+    /// fragment (73 in plaintext). Under IPv6 + UDP (48 bytes) a path MTU of 1280 takes a
+    /// fragment of at most 1,186 bytes without FEC and 1,151 with it, encrypted (loopback
+    /// and Ethernet take the default).
     pub mtu: usize,
     /// Largest reliable message (default 256 KiB); at most half the receive window in
     /// fragments.
@@ -103,6 +106,13 @@ pub struct RudpConfig {
     /// window advertised to the peer. A burst under the largest datagram (`mtu` + 128 bytes)
     /// is raised to it. See docs/rudp.md, "Rate limits".
     pub rate_limits: RateLimits,
+    /// The session's lanes (default one reliable-ordered lane; at most
+    /// [`MAX_LANES`](crate::MAX_LANES)): independent orders, each with its mode, priority
+    /// and weight, which `Delivery::Lane` sends on (`Delivery::Ordered` and `Unordered` use
+    /// lane 0). Both ends should configure the same lanes: a peer sending on a lane this end
+    /// does not have ends the session (`CloseReason::ProtocolViolation`). Priority and weight
+    /// are the sender's own. See docs/rudp.md, "Lanes".
+    pub lanes: Vec<Lane>,
 }
 
 impl Default for RudpConfig {
@@ -133,6 +143,7 @@ impl Default for RudpConfig {
             max_sessions: 10_000,
             gro: true,
             rate_limits: RateLimits::default(),
+            lanes: vec![Lane::ordered()],
         }
     }
 }
@@ -162,6 +173,44 @@ impl RudpConfig {
             read: clamp(limits.read),
             write: clamp(limits.write),
         }
+    }
+
+    /// The lanes the session has: `lanes`, cut to `MAX_LANES`, at least one.
+    pub(crate) fn lane_count(&self) -> usize {
+        self.lanes.len().clamp(1, crate::proto::lane::MAX_LANES)
+    }
+
+    /// The mode of `lane`, if the session has it (lane 0 always: ordered by default).
+    pub(crate) fn lane_mode(&self, lane: u8) -> Option<LaneMode> {
+        let lane = usize::from(lane);
+        if lane >= self.lane_count() {
+            return None;
+        }
+        Some(self.lanes.get(lane).map_or(LaneMode::Ordered, |l| l.mode))
+    }
+
+    /// The largest message `delivery` takes: an unreliable or sequenced one is one datagram
+    /// (`mtu`), a reliable one [`message_limit`](Self::message_limit).
+    ///
+    /// # Errors
+    /// [`SendError::NoLane`] for a lane the session does not have.
+    pub(crate) fn limit_for(&self, delivery: Delivery) -> Result<usize, SendError> {
+        let unreliable = match delivery {
+            Delivery::Ordered | Delivery::Unordered => false,
+            Delivery::Unreliable => true,
+            Delivery::Lane(lane) => {
+                let mode = self.lane_mode(lane).ok_or(SendError::NoLane {
+                    lane,
+                    lanes: self.lane_count(),
+                })?;
+                mode == LaneMode::Sequenced
+            }
+        };
+        Ok(if unreliable {
+            self.mtu
+        } else {
+            self.message_limit()
+        })
     }
 
     /// The largest message these settings can carry: `max_message`, cut to half the receive

@@ -103,21 +103,19 @@ pub(crate) struct SessionShared {
     /// The session's `Connection::buffered`, published at the end of each of its turns.
     pub(crate) buffered: AtomicUsize,
     pub(crate) closed: AtomicBool,
-    /// `RudpConfig::send_buffer`, and the message limits (reliable, unreliable).
-    send_buffer: usize,
-    limits: (usize, usize),
-    /// Refusals of the handle: full, too large, closed.
-    pub(crate) refused: [AtomicU64; 3],
+    /// The session's settings: its send buffer, message limits and lanes.
+    config: Arc<RudpConfig>,
+    /// Refusals of the handle: full, too large, closed, no such lane.
+    pub(crate) refused: [AtomicU64; 4],
 }
 
 impl SessionShared {
-    pub(crate) fn new(config: &RudpConfig) -> Arc<SessionShared> {
+    pub(crate) fn new(config: &Arc<RudpConfig>) -> Arc<SessionShared> {
         Arc::new(SessionShared {
             posted: AtomicUsize::new(0),
             buffered: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
-            send_buffer: config.send_buffer,
-            limits: (config.message_limit(), config.mtu),
+            config: config.clone(),
             refused: Default::default(),
         })
     }
@@ -130,6 +128,7 @@ impl SessionShared {
                 SendError::Full { .. } => 0,
                 SendError::TooLarge { .. } => 1,
                 SendError::Closed => 2,
+                SendError::NoLane { .. } => 3,
             };
             self.refused[which].fetch_add(1, Ordering::Relaxed);
         }
@@ -140,19 +139,14 @@ impl SessionShared {
         if self.closed.load(Ordering::SeqCst) {
             return Err(SendError::Closed);
         }
-        let max = match delivery {
-            Delivery::Unreliable => self.limits.1,
-            _ => self.limits.0,
-        };
+        let max = self.config.limit_for(delivery)?;
         if len > max {
             return Err(SendError::TooLarge { len, max });
         }
         let buffered = self.posted.load(Ordering::SeqCst) + self.buffered.load(Ordering::SeqCst);
-        if buffered > 0 && buffered + len > self.send_buffer {
-            return Err(SendError::Full {
-                buffered,
-                limit: self.send_buffer,
-            });
+        let limit = self.config.send_buffer;
+        if buffered > 0 && buffered + len > limit {
+            return Err(SendError::Full { buffered, limit });
         }
         self.posted.fetch_add(len, Ordering::SeqCst);
         Ok(())
@@ -160,11 +154,12 @@ impl SessionShared {
 
     /// The handle's refusals, as counters.
     pub(crate) fn refusals(&self) -> RudpStats {
-        let [full, large, closed] = &self.refused;
+        let [full, large, closed, no_lane] = &self.refused;
         RudpStats {
             refused_full: full.load(Ordering::Relaxed),
             refused_too_large: large.load(Ordering::Relaxed),
             refused_closed: closed.load(Ordering::Relaxed),
+            refused_no_lane: no_lane.load(Ordering::Relaxed),
             ..RudpStats::default()
         }
     }
@@ -254,6 +249,17 @@ impl RudpSession<'_> {
     /// As [`send`](Self::send).
     pub fn send_unreliable(&mut self, message: &[u8]) -> Result<(), SendError> {
         self.conn.send(message, Delivery::Unreliable)
+    }
+
+    /// Sends a message on `lane` of `RudpConfig::lanes`, as that lane is configured: ordered
+    /// or unordered (reliable) or sequenced (one datagram, newest wins). It waits only for
+    /// its own lane.
+    ///
+    /// # Errors
+    /// As [`send`](Self::send) (`TooLarge` past `RudpConfig::mtu` on a sequenced lane), and
+    /// [`SendError::NoLane`] for a lane the session does not have.
+    pub fn send_on(&mut self, lane: u8, message: &[u8]) -> Result<(), SendError> {
+        self.conn.send(message, Delivery::Lane(lane))
     }
 
     /// Closes the session gracefully: sends are refused from now on; what was sent is

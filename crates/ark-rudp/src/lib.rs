@@ -100,6 +100,7 @@ pub use proto::connection::{
 pub use proto::crypto::HandshakeError;
 pub use proto::endpoint::{Endpoint, EndpointEntry, Io, Replacement, Routed};
 pub use proto::fec::Fec;
+pub use proto::lane::{Lane, LaneMode, MAX_LANES};
 pub use proto::listener::{Incoming, Listener, Refusal};
 pub use proto::packet::PacketError;
 pub use proto::protection::{

@@ -23,10 +23,13 @@ fn ack(next: u32, bitmap: u64, window: u16, received: u16) -> Vec<u8> {
     d
 }
 
-/// A DATA datagram (whole message) at wire sequence `seq` carrying the ack block of `ack`.
+/// A DATA datagram (whole message, lane 0) at wire sequence `seq` carrying the ack block of
+/// `ack`.
 fn data(seq: u32, ack_block: &[u8], payload: &[u8]) -> Vec<u8> {
     let mut d = vec![0x13];
     d.extend_from_slice(&seq.to_be_bytes());
+    d.push(0); // lane 0
+    d.extend_from_slice(&seq.to_be_bytes()); // its lane sequence: one lane, one order
     d.extend_from_slice(&ack_block[1..17]);
     d.extend_from_slice(payload);
     d

@@ -248,7 +248,7 @@ impl Lcg {
 fn raw_hello(nonce: u64, cookie: [u8; 20]) -> Vec<u8> {
     let mut d = vec![0u8; HELLO];
     d[0] = 0x50;
-    d[1] = 4; // the protocol version
+    d[1] = 5; // the protocol version
     d[2..10].copy_from_slice(&nonce.to_be_bytes());
     d[10..30].copy_from_slice(&cookie);
     d

@@ -9,8 +9,9 @@ use crate::proto::congestion::Controller;
 use crate::proto::cookie::SessionTokens;
 use crate::proto::crypto::{self, ClientHandshake, SessionKeys, TAG_LEN};
 use crate::proto::fec::{FecReceiver, FecSender};
+use crate::proto::lane::{LaneMode, MAX_LANES};
 use crate::proto::packet::{
-    self, AckBlock, COOKIE_LEN, FecTag, HELLO_SIZE, PREFIX, Packet, PacketError, TOKEN_LEN,
+    self, AckBlock, COOKIE_LEN, FecTag, HELLO_SIZE, LaneTag, PREFIX, Packet, PacketError, TOKEN_LEN,
 };
 use crate::proto::protection::ClientProtection;
 use crate::proto::recv::{Arrival, Receiver};
@@ -80,6 +81,11 @@ pub enum CloseReason {
         /// `RudpConfig::max_message`.
         max: usize,
     },
+    /// The peer wrote lane fields no honest sender writes (a lane this end does not have, a
+    /// lane sequence far outside the receive window, two fragments with one lane sequence):
+    /// the connection closed (a CLOSE goes to the peer).
+    #[error("the peer broke the protocol: {0}")]
+    ProtocolViolation(&'static str),
 }
 
 /// Why a send was refused. Nothing was queued.
@@ -105,6 +111,14 @@ pub enum SendError {
     /// The connection is closed or closing.
     #[error("the connection is closed")]
     Closed,
+    /// `Delivery::Lane` named a lane the session does not have (`RudpConfig::lanes`).
+    #[error("no lane {lane}: the session has {lanes}")]
+    NoLane {
+        /// The lane asked for.
+        lane: u8,
+        /// How many the session has.
+        lanes: usize,
+    },
 }
 
 /// How a message travels.
@@ -116,6 +130,10 @@ pub enum Delivery {
     Unordered,
     /// One datagram, not repeated if lost (at most `RudpConfig::mtu` bytes).
     Unreliable,
+    /// On this lane of `RudpConfig::lanes`, as the lane is configured (ordered, unordered
+    /// or sequenced): ordered in the lane only, so it waits for no other lane's message.
+    /// `Ordered` and `Unordered` use lane 0.
+    Lane(u8),
 }
 
 /// Something the application should hear of.
@@ -288,7 +306,10 @@ pub struct Connection {
     fec_tx: FecSender,
     fec_rx: FecReceiver,
     loss: LossMeter,
-    unreliable: VecDeque<Vec<u8>>,
+    /// Unreliable messages to send (with their lane tag if a sequenced lane's).
+    unreliable: VecDeque<(Option<LaneTag>, Vec<u8>)>,
+    /// Each sequenced lane's next message number.
+    sequenced: [u32; MAX_LANES],
     ack_pending: bool,
     /// The packet numbers this end sends, and those it accepted from the peer.
     tx_numbers: PacketNumbers,
@@ -314,9 +335,17 @@ impl Connection {
     fn new(config: Arc<RudpConfig>, now: Instant, nonce: u64, state: State) -> Connection {
         let window = u64::from(config.receive_window);
         Connection {
-            send: Sender::new(first_seq(nonce), window),
-            recv: Receiver::new(first_seq(nonce), usize::from(config.receive_window))
-                .with_limit(config.max_message),
+            send: Sender::new(
+                first_seq(nonce),
+                window,
+                &config.lanes[..config.lane_count().min(config.lanes.len())],
+            ),
+            recv: Receiver::new(
+                first_seq(nonce),
+                usize::from(config.receive_window),
+                config.lane_count(),
+            )
+            .with_limit(config.max_message),
             rtt: crate::proto::rtt::RttEstimator::new(
                 config.initial_rto,
                 config.min_rto,
@@ -327,6 +356,7 @@ impl Connection {
             fec_rx: FecReceiver::new(),
             loss: LossMeter::default(),
             unreliable: VecDeque::new(),
+            sequenced: [0; MAX_LANES],
             state,
             nonce,
             protection: Protection::Pending,
@@ -524,6 +554,7 @@ impl Connection {
             parity_sent: self.fec_tx.parity_sent,
             fec_recovered: self.fec_rx.recovered,
             duplicates: self.recv.duplicates,
+            stale_sequenced: self.recv.stale,
             bytes_accepted: self.send.accepted_bytes,
             bytes_acked: self.send.acked_bytes,
             loss_estimate: self.loss.estimate,
@@ -537,18 +568,16 @@ impl Connection {
         stats
     }
 
-    /// The largest message [`send`](Self::send) takes for `delivery`.
+    /// The largest message [`send`](Self::send) takes for `delivery` (0 for a lane the
+    /// session does not have).
     pub fn message_limit(&self, delivery: Delivery) -> usize {
-        match delivery {
-            Delivery::Unreliable => self.config.mtu,
-            _ => self.config.message_limit(),
-        }
+        self.config.limit_for(delivery).unwrap_or(0)
     }
 
     /// Payload bytes queued and not yet acknowledged (reliable ones), or not yet sent
     /// (unreliable ones): what `RudpConfig::send_buffer` bounds.
     pub fn buffered(&self) -> usize {
-        self.send.buffered + self.unreliable.iter().map(Vec::len).sum::<usize>()
+        self.send.buffered + self.unreliable.iter().map(|(_, m)| m.len()).sum::<usize>()
     }
 
     /// Queues a message (copied).
@@ -578,22 +607,34 @@ impl Connection {
     }
 
     fn queue(&mut self, message: &[u8], delivery: Delivery) {
-        match delivery {
-            Delivery::Unreliable => {
-                let buf = self.recv.copy(&[message]);
-                self.unreliable.push_back(buf);
-            }
-            _ => self
-                .send
-                .push(message, self.config.mtu, delivery == Delivery::Unordered),
-        }
+        let mtu = self.config.mtu;
+        let lane = match delivery {
+            Delivery::Ordered => return self.send.push(message, mtu, (0, false)),
+            Delivery::Unordered => return self.send.push(message, mtu, (0, true)),
+            Delivery::Unreliable => None,
+            Delivery::Lane(lane) => match self.config.lane_mode(lane) {
+                Some(LaneMode::Ordered) => return self.send.push(message, mtu, (lane, false)),
+                Some(LaneMode::Unordered) => return self.send.push(message, mtu, (lane, true)),
+                Some(LaneMode::Sequenced) => {
+                    let next = &mut self.sequenced[usize::from(lane)];
+                    *next = next.wrapping_add(1);
+                    Some(LaneTag {
+                        lane,
+                        seq: next.wrapping_sub(1),
+                    })
+                }
+                None => return, // refused by `check_send`
+            },
+        };
+        let buf = self.recv.copy(&[message]);
+        self.unreliable.push_back((lane, buf));
     }
 
     fn check_send(&self, len: usize, delivery: Delivery) -> Result<(), SendError> {
         if self.is_closed() {
             return Err(SendError::Closed);
         }
-        let max = self.message_limit(delivery);
+        let max = self.config.limit_for(delivery)?;
         if len > max {
             return Err(SendError::TooLarge { len, max });
         }
@@ -613,6 +654,7 @@ impl Connection {
             SendError::Full { .. } => self.stats.refused_full += 1,
             SendError::TooLarge { .. } => self.stats.refused_too_large += 1,
             SendError::Closed => self.stats.refused_closed += 1,
+            SendError::NoLane { .. } => self.stats.refused_no_lane += 1,
         }
     }
 
@@ -775,6 +817,7 @@ impl Connection {
             Packet::Data {
                 flags,
                 seq,
+                lane,
                 ack,
                 fec,
                 fragment,
@@ -786,7 +829,7 @@ impl Connection {
                 if let Some(tag) = fec {
                     self.fec_rx.on_data(tag, datagram);
                 }
-                self.on_fragment(now, seq, flags, fragment);
+                self.on_fragment(now, (seq, lane), flags, fragment);
             }
             Packet::Parity {
                 ack,
@@ -806,10 +849,19 @@ impl Connection {
                 self.on_ack(&ack, now);
                 self.ack_pending |= ping;
             }
-            Packet::Unreliable(message) => {
+            Packet::Unreliable { sequenced, message } => {
                 self.implicit_accept();
-                let buf = self.recv.copy(&[message]);
-                self.recv.inbox.push_back(buf);
+                match sequenced {
+                    Some(lane) => {
+                        if let Arrival::Violation(what) = self.recv.on_sequenced(lane, message) {
+                            self.abort(now, CloseReason::ProtocolViolation(what));
+                        }
+                    }
+                    None => {
+                        let buf = self.recv.copy(&[message]);
+                        self.recv.inbox.push_back(buf);
+                    }
+                }
             }
             Packet::Close { answer, .. } => self.on_close(now, answer),
             Packet::Cookie { .. } | Packet::Accept { .. } | Packet::Hello { .. } => {}
@@ -935,10 +987,13 @@ impl Connection {
         }
     }
 
-    fn on_fragment(&mut self, now: Instant, seq: u32, flags: u8, fragment: &[u8]) {
+    fn on_fragment(&mut self, now: Instant, (seq, lane): (u32, LaneTag), flags: u8, data: &[u8]) {
         self.ack_pending = true;
         // A fragment past the window is dropped: the sender repeats it once the window opens.
-        let _: Arrival = self.recv.on_fragment(seq, flags, fragment);
+        if let Arrival::Violation(what) = self.recv.on_fragment(seq, lane, flags, data) {
+            self.abort(now, CloseReason::ProtocolViolation(what));
+            return;
+        }
         if let Some(len) = self.recv.oversized.take() {
             let max = self.config.max_message;
             self.abort(now, CloseReason::MessageTooLarge { len, max });
@@ -951,11 +1006,12 @@ impl Connection {
             if let Ok(Packet::Data {
                 flags,
                 seq,
+                lane,
                 fragment,
                 ..
             }) = packet::parse(datagram)
             {
-                self.on_fragment(now, seq, flags, fragment);
+                self.on_fragment(now, (seq, lane), flags, fragment);
             }
         });
         self.fec_rx = fec_rx;
@@ -1083,9 +1139,11 @@ impl Connection {
     }
 
     /// The next datagram the write rate limit paces, if one is due and the limit lets it go:
-    /// parity first, then a fragment (retransmissions first), then an unreliable message.
+    /// parity first, then a fragment (retransmissions first), then an unreliable message —
+    /// except that a sequenced lane's message goes before the fragments of lanes of a lower
+    /// priority (a higher number).
     fn next_paced(&mut self, now: Instant, out: &mut [u8]) -> Option<usize> {
-        let data = if self.fec_tx.parity.is_empty() {
+        let data = if self.fec_tx.parity.is_empty() && !self.sequenced_first() {
             self.send.next_to_send(self.cc.window())
         } else {
             None
@@ -1104,10 +1162,24 @@ impl Connection {
             // datagrams wait for it (reliable ones are repeated anyway).
             return None;
         }
-        let message = self.unreliable.pop_front()?;
-        let n = packet::write_unreliable(out, self.tx_numbers.take(), &message);
+        let (lane, message) = self.unreliable.pop_front()?;
+        let n = packet::write_unreliable(out, self.tx_numbers.take(), lane, &message);
         self.recv.spare.push(message);
         Some(n)
+    }
+
+    /// Whether the next unreliable message is a sequenced lane's whose priority is above
+    /// that of the next fragment's lane.
+    fn sequenced_first(&self) -> bool {
+        let Some((Some(tag), _)) = self.unreliable.front() else {
+            return false;
+        };
+        let priority = self
+            .config
+            .lanes
+            .get(usize::from(tag.lane))
+            .map_or(0, |l| l.priority);
+        self.send.next_priority().is_none_or(|p| priority < p)
     }
 
     /// The acknowledgement block of what arrived, its window cut to the read rate limit.
@@ -1144,7 +1216,7 @@ impl Connection {
         };
         let retransmission = o.transmissions > 0;
         let pn = self.tx_numbers.take();
-        let n = packet::write_data_header(out, (pn, o.flags), seq as u32, &ack, tag);
+        let n = packet::write_data_header(out, (pn, o.flags), (seq as u32, o.lane), &ack, tag);
         out[n..n + o.data.len()].copy_from_slice(&o.data);
         let len = n + o.data.len();
         if tag.is_some() {

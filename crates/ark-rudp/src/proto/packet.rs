@@ -8,10 +8,11 @@
 //!                                               handshake: the Noise message, see `crypto`)
 //! COOKIE    0x60 | nonce u64 | cookie [20]
 //! ACCEPT    0x7E | nonce u64 | handshake          (flag E: the Noise answer follows)
-//! DATA      0x1F | pn u32 | seq u32 | ack block [16] | (FEC flag: group u32 | index u8) | fragment
+//! DATA      0x1F | pn u32 | seq u32 | lane u8 | lane seq u32 | ack block [16]
+//!           | (FEC flag: group u32 | index u8) | fragment
 //! ACK       0x2F | pn u32 | ack block [16]                     (flag PING: answer at once)
 //! PARITY    0x30 | pn u32 | ack block [16] | group u32 | k u8 | m u8 | index u8 | shard
-//! UNRELIABLE 0x40 | pn u32 | message
+//! UNRELIABLE 0x40 | pn u32 | (SEQUENCED flag: lane u8 | lane seq u32) | message
 //! CLOSE     0x8F | pn u32 | code u8                  (flag ANSWER: this answers the peer's CLOSE)
 //! After the handshake (DATA, ACK, PARITY, UNRELIABLE, CLOSE) every datagram carries the low
 //! 32 bits of its direction's packet number (one more per datagram sent, retransmissions
@@ -20,14 +21,18 @@
 //! the 8-byte token of its direction (see `cookie::SessionTokens`). A datagram that does not
 //! open, or lacks the token, is counted and dropped before it is parsed; one whose number was
 //! seen is counted and dropped before it does anything.
+//! seq numbers every fragment of the session (acknowledgements, loss and the receive window
+//! count in it); lane seq numbers the lane's own fragments (reliable) or messages
+//! (sequenced), which the receiver orders and reassembles by (see `recv`).
 //! ack block: next expected seq u32 | bitmap u64 (bit i: seq next+1+i arrived)
 //!            | window u16 (fragments the peer may send past next) | received u16 (datagrams
 //!            of kind DATA or PARITY received so far, wrapping: the sender's loss measure)
 //! ```
 
 /// Protocol version in HELLO (2: datagrams after the handshake end in the session token; 3:
-/// and carry a packet number; 4: encrypted sessions, the handshake's Noise messages).
-pub(crate) const VERSION: u8 = 4;
+/// and carry a packet number; 4: encrypted sessions, the handshake's Noise messages; 5:
+/// lanes).
+pub(crate) const VERSION: u8 = 5;
 /// A HELLO is padded to this size, so the server's answers (COOKIE, ACCEPT) are always
 /// smaller than what the client sent: no amplification.
 pub(crate) const HELLO_SIZE: usize = 1200;
@@ -41,8 +46,10 @@ pub(crate) const ACK_BLOCK: usize = 16;
 pub(crate) const PN_LEN: usize = 4;
 /// What every datagram after the handshake starts with: the kind byte and the packet number.
 pub(crate) const PREFIX: usize = 1 + PN_LEN;
+/// A DATA or sequenced UNRELIABLE datagram's lane fields: lane u8, lane seq u32.
+pub(crate) const LANE_FIELDS: usize = 5;
 /// DATA header bytes without FEC fields.
-pub(crate) const DATA_HEADER: usize = PREFIX + 4 + ACK_BLOCK;
+pub(crate) const DATA_HEADER: usize = PREFIX + 4 + LANE_FIELDS + ACK_BLOCK;
 /// FEC fields of a DATA packet.
 pub(crate) const FEC_FIELDS: usize = 5;
 /// PARITY header bytes.
@@ -67,6 +74,8 @@ pub(crate) const UNORDERED: u8 = 0x4;
 pub(crate) const FEC: u8 = 0x8;
 /// ACK: the peer wants an acknowledgement at once (keep-alive, window probe).
 pub(crate) const PING: u8 = 0x1;
+/// UNRELIABLE: lane fields follow the packet number (a sequenced lane's message).
+pub(crate) const SEQUENCED: u8 = 0x1;
 /// CLOSE: the answer to the peer's CLOSE (its acknowledgement).
 pub(crate) const ANSWER: u8 = 0x1;
 /// HELLO, ACCEPT: an encrypted session (the handshake's Noise message follows).
@@ -151,6 +160,27 @@ pub(crate) struct FecTag {
     pub(crate) index: u8,
 }
 
+/// A fragment's or sequenced message's lane and its number in the lane (as sent, 32 bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct LaneTag {
+    pub(crate) lane: u8,
+    pub(crate) seq: u32,
+}
+
+impl LaneTag {
+    fn write(&self, out: &mut [u8]) {
+        out[0] = self.lane;
+        out[1..LANE_FIELDS].copy_from_slice(&self.seq.to_be_bytes());
+    }
+
+    fn read(b: &[u8]) -> LaneTag {
+        LaneTag {
+            lane: b[0],
+            seq: be32(&b[1..LANE_FIELDS]),
+        }
+    }
+}
+
 /// A parsed datagram; slices borrow from it.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Packet<'a> {
@@ -174,6 +204,7 @@ pub(crate) enum Packet<'a> {
     Data {
         flags: u8,
         seq: u32,
+        lane: LaneTag,
         ack: AckBlock,
         fec: Option<FecTag>,
         fragment: &'a [u8],
@@ -190,7 +221,11 @@ pub(crate) enum Packet<'a> {
         index: u8,
         shard: &'a [u8],
     },
-    Unreliable(&'a [u8]),
+    Unreliable {
+        /// A sequenced lane's message: its lane and number.
+        sequenced: Option<LaneTag>,
+        message: &'a [u8],
+    },
     Close {
         code: u8,
         /// This CLOSE answers ours.
@@ -262,10 +297,12 @@ pub(crate) fn parse(d: &[u8]) -> Result<Packet<'_>, PacketError> {
                 group: be32(&d[DATA_HEADER..DATA_HEADER + 4]),
                 index: d[DATA_HEADER + 4],
             });
+            let lane_at = PREFIX + 4;
             Ok(Packet::Data {
                 flags,
-                seq: be32(&d[PREFIX..PREFIX + 4]),
-                ack: AckBlock::read(&d[PREFIX + 4..DATA_HEADER]),
+                seq: be32(&d[PREFIX..lane_at]),
+                lane: LaneTag::read(&d[lane_at..lane_at + LANE_FIELDS]),
+                ack: AckBlock::read(&d[lane_at + LANE_FIELDS..DATA_HEADER]),
                 fec,
                 fragment: &d[DATA_HEADER + fec_len..],
             })
@@ -278,10 +315,20 @@ pub(crate) fn parse(d: &[u8]) -> Result<Packet<'_>, PacketError> {
             })
         }
         KIND_PARITY => parse_parity(d, first),
-        KIND_UNRELIABLE => {
-            need(PREFIX)?;
-            Ok(Packet::Unreliable(&d[PREFIX..]))
-        }
+        KIND_UNRELIABLE => match flags {
+            0 => need(PREFIX).map(|()| Packet::Unreliable {
+                sequenced: None,
+                message: &d[PREFIX..],
+            }),
+            SEQUENCED => {
+                need(PREFIX + LANE_FIELDS)?;
+                Ok(Packet::Unreliable {
+                    sequenced: Some(LaneTag::read(&d[PREFIX..PREFIX + LANE_FIELDS])),
+                    message: &d[PREFIX + LANE_FIELDS..],
+                })
+            }
+            _ => Err(PacketError::Malformed("unreliable")),
+        },
         KIND_HELLO => parse_hello(d, first),
         KIND_COOKIE => {
             need(9 + COOKIE_LEN)?;
@@ -417,18 +464,32 @@ pub(crate) fn write_close(out: &mut [u8], pn: u64, code: u8, answer: bool) -> us
     PREFIX + 1
 }
 
-/// Writes an UNRELIABLE datagram; returns its length.
-pub(crate) fn write_unreliable(out: &mut [u8], pn: u64, message: &[u8]) -> usize {
-    write_prefix(out, KIND_UNRELIABLE, pn);
-    out[PREFIX..PREFIX + message.len()].copy_from_slice(message);
-    PREFIX + message.len()
+/// Writes an UNRELIABLE datagram (`sequenced`: a sequenced lane's, with its lane fields);
+/// returns its length.
+pub(crate) fn write_unreliable(
+    out: &mut [u8],
+    pn: u64,
+    sequenced: Option<LaneTag>,
+    message: &[u8],
+) -> usize {
+    let mut at = match sequenced {
+        Some(tag) => {
+            write_prefix(out, KIND_UNRELIABLE | SEQUENCED, pn);
+            tag.write(&mut out[PREFIX..PREFIX + LANE_FIELDS]);
+            PREFIX + LANE_FIELDS
+        }
+        None => write_prefix(out, KIND_UNRELIABLE, pn),
+    };
+    out[at..at + message.len()].copy_from_slice(message);
+    at += message.len();
+    at
 }
 
 /// Writes a DATA header (`fec`: its tag); returns the header's length.
 pub(crate) fn write_data_header(
     out: &mut [u8],
     (pn, flags): (u64, u8),
-    seq: u32,
+    (seq, lane): (u32, LaneTag),
     ack: &AckBlock,
     fec: Option<FecTag>,
 ) -> usize {
@@ -437,8 +498,10 @@ pub(crate) fn write_data_header(
         KIND_DATA | flags | if fec.is_some() { FEC } else { 0 },
         pn,
     );
-    out[PREFIX..PREFIX + 4].copy_from_slice(&seq.to_be_bytes());
-    ack.write(&mut out[PREFIX + 4..DATA_HEADER]);
+    let lane_at = PREFIX + 4;
+    out[PREFIX..lane_at].copy_from_slice(&seq.to_be_bytes());
+    lane.write(&mut out[lane_at..lane_at + LANE_FIELDS]);
+    ack.write(&mut out[lane_at + LANE_FIELDS..DATA_HEADER]);
     match fec {
         Some(tag) => {
             out[DATA_HEADER..DATA_HEADER + 4].copy_from_slice(&tag.group.to_be_bytes());
@@ -492,7 +555,17 @@ mod tests {
             received: 65_535,
         };
         let mut b = [0u8; 1500];
-        let n = write_data_header(&mut b, (1 << 40 | 6, FIRST | LAST), u32::MAX, &ack, None);
+        let lane = LaneTag {
+            lane: 3,
+            seq: 0xDEAD_BEEF,
+        };
+        let n = write_data_header(
+            &mut b,
+            (1 << 40 | 6, FIRST | LAST),
+            (u32::MAX, lane),
+            &ack,
+            None,
+        );
         assert_eq!(packet_number(&b[..n]), Some(6), "the low 32 bits");
         b[n..n + 3].copy_from_slice(b"abc");
         assert_eq!(
@@ -500,13 +573,14 @@ mod tests {
             Ok(Packet::Data {
                 flags: FIRST | LAST,
                 seq: u32::MAX,
+                lane,
                 ack,
                 fec: None,
                 fragment: b"abc"
             })
         );
         let tag = FecTag { group: 9, index: 3 };
-        let n = write_data_header(&mut b, (0, FIRST), 1, &ack, Some(tag));
+        let n = write_data_header(&mut b, (0, FIRST), (1, lane), &ack, Some(tag));
         assert!(
             matches!(parse(&b[..n]), Ok(Packet::Data { fec: Some(t), flags, .. }) if t == tag && flags == FIRST | FEC)
         );
@@ -564,21 +638,47 @@ mod tests {
                 answer: true
             })
         );
-        let n = write_unreliable(&mut b, 6, b"xy");
-        assert_eq!(parse(&b[..n]), Ok(Packet::Unreliable(b"xy")));
+        let n = write_unreliable(&mut b, 6, None, b"xy");
+        assert_eq!(
+            parse(&b[..n]),
+            Ok(Packet::Unreliable {
+                sequenced: None,
+                message: b"xy"
+            })
+        );
         assert_eq!(packet_number(&b[..n]), Some(6));
+        let n = write_unreliable(&mut b, 7, Some(lane), b"z");
+        assert_eq!(
+            parse(&b[..n]),
+            Ok(Packet::Unreliable {
+                sequenced: Some(lane),
+                message: b"z"
+            })
+        );
+        b[0] = KIND_UNRELIABLE | 0x2;
+        assert_eq!(parse(&b[..n]), Err(PacketError::Malformed("unreliable")));
     }
 
     #[test]
     fn truncated_and_garbage_datagrams_are_errors() {
         let mut b = [0u8; 1500];
-        let n = write_data_header(&mut b, (0, FIRST), 1, &AckBlock::default(), None);
+        let n = write_data_header(
+            &mut b,
+            (0, FIRST),
+            (1, LaneTag::default()),
+            &AckBlock::default(),
+            None,
+        );
         for len in 0..n {
             assert!(parse(&b[..len]).is_err(), "{len} bytes");
         }
         assert_eq!(parse(&[0xF3]), Err(PacketError::UnknownKind(0xF3)));
         assert!(parse(&[KIND_HELLO, VERSION, 0]).is_err());
-        for short in [&[KIND_UNRELIABLE, 0, 0][..], &[KIND_CLOSE, 0, 0, 0, 0]] {
+        for short in [
+            &[KIND_UNRELIABLE, 0, 0][..],
+            &[KIND_UNRELIABLE | SEQUENCED, 0, 0, 0, 0, 1, 0, 0, 0],
+            &[KIND_CLOSE, 0, 0, 0, 0],
+        ] {
             assert!(parse(short).is_err(), "{short:?}: no packet number or code");
         }
         let n = write_parity_header(&mut b, (0, &AckBlock::default()), 1, (8, 2, 2));

@@ -1,11 +1,16 @@
-//! The sending side of a connection: fragments waiting, in flight and acknowledged; loss
-//! detection (packet and time thresholds, as RFC 9002 section 6.1, and the retransmission
-//! timer); the peer's flow-control window.
+//! The sending side of a connection: fragments waiting in their lanes, in flight and
+//! acknowledged; loss detection (packet and time thresholds, as RFC 9002 section 6.1, and the
+//! retransmission timer); the peer's flow-control window.
+//!
+//! A fragment waits in its lane's queue without a session sequence; the lane scheduler
+//! (`lane::Schedule`) picks which lane's front takes the next one when the windows let a
+//! new fragment go, so lanes interleave fragment by fragment.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use crate::proto::packet::{AckBlock, FIRST, LAST, UNORDERED, widen};
+use crate::proto::lane::{Lane, Schedule};
+use crate::proto::packet::{AckBlock, FIRST, LAST, LaneTag, UNORDERED, widen};
 
 /// A fragment acknowledged once a fragment sent this many transmissions later is.
 const PACKET_THRESHOLD: u64 = 3;
@@ -14,6 +19,8 @@ const PACKET_THRESHOLD: u64 = 3;
 #[derive(Debug)]
 pub(crate) struct Outgoing {
     pub(crate) flags: u8,
+    /// Its lane and its sequence there.
+    pub(crate) lane: LaneTag,
     pub(crate) data: Vec<u8>,
     /// When last sent (`None`: never).
     pub(crate) sent_at: Option<Instant>,
@@ -42,13 +49,17 @@ pub(crate) struct AckOutcome {
     pub(crate) forged: bool,
 }
 
-/// The send buffer, oldest first: sequences `base..base + queue.len()`.
+/// The send buffer: fragments waiting in their lanes, then those given a sequence, oldest
+/// first: sequences `base..base + queue.len()`.
 #[derive(Debug)]
 pub(crate) struct Sender {
     base: u64,
     queue: VecDeque<Outgoing>,
-    /// The first fragment never sent, as an index into `queue`.
+    /// The first fragment never sent, as an index into `queue` (at most the last: a fragment
+    /// is taken from its lane when it may go, and stays next if a rate limit holds it back).
     unsent: usize,
+    /// Fragments not yet given a sequence, by lane.
+    lanes: Schedule<Outgoing>,
     /// Sequences to send again.
     pub(crate) retransmit: VecDeque<u64>,
     /// Payload bytes buffered (waiting or unacknowledged).
@@ -72,11 +83,12 @@ pub(crate) struct Sender {
 }
 
 impl Sender {
-    pub(crate) fn new(first: u64, initial_window: u64) -> Self {
+    pub(crate) fn new(first: u64, initial_window: u64, lanes: &[Lane]) -> Self {
         Sender {
             base: first,
             queue: VecDeque::new(),
             unsent: 0,
+            lanes: Schedule::new(lanes),
             retransmit: VecDeque::new(),
             buffered: 0,
             unsent_bytes: 0,
@@ -92,8 +104,8 @@ impl Sender {
         }
     }
 
-    /// Queues `message` as fragments of at most `mtu` bytes.
-    pub(crate) fn push(&mut self, message: &[u8], mtu: usize, unordered: bool) {
+    /// Queues `message` on `lane` as fragments of at most `mtu` bytes.
+    pub(crate) fn push(&mut self, message: &[u8], mtu: usize, (lane, unordered): (u8, bool)) {
         let count = message.len().div_ceil(mtu).max(1);
         let mode = if unordered { UNORDERED } else { 0 };
         for i in 0..count {
@@ -103,17 +115,22 @@ impl Sender {
             data.extend_from_slice(part);
             let flags =
                 mode | if i == 0 { FIRST } else { 0 } | if i + 1 == count { LAST } else { 0 };
-            self.queue.push_back(Outgoing {
-                flags,
-                data,
-                sent_at: None,
-                serial: 0,
-                tx_mark: 0,
-                transmissions: 0,
-                protected: false,
-                acked: false,
-                flying: false,
-            });
+            let seq = self.lanes.lanes[usize::from(lane)].next_seq as u32;
+            self.lanes.push(
+                usize::from(lane),
+                Outgoing {
+                    flags,
+                    lane: LaneTag { lane, seq },
+                    data,
+                    sent_at: None,
+                    serial: 0,
+                    tx_mark: 0,
+                    transmissions: 0,
+                    protected: false,
+                    acked: false,
+                    flying: false,
+                },
+            );
         }
         self.buffered += message.len();
         self.unsent_bytes += message.len();
@@ -122,14 +139,14 @@ impl Sender {
 
     /// Whether nothing is queued or unacknowledged (an empty message counts: it is a fragment).
     pub(crate) fn is_empty(&self) -> bool {
-        self.queue.is_empty()
+        self.queue.is_empty() && self.lanes.is_empty()
     }
 
     /// Whether fragments wait, none is in flight or unacknowledged, and the peer's window
     /// admits none of them (a zero window): only a window probe can move it on.
     pub(crate) fn window_closed(&self) -> bool {
         self.unsent == 0
-            && !self.queue.is_empty()
+            && !self.is_empty()
             && self.retransmit.is_empty()
             && self.base >= self.peer_next + self.peer_window
     }
@@ -141,6 +158,7 @@ impl Sender {
             self.base += 1;
             self.spare.push(o.data);
         }
+        self.spare.extend(self.lanes.drain().map(|o| o.data));
         self.spare.truncate(64);
         self.retransmit.clear();
         (self.unsent, self.buffered, self.in_flight) = (0, 0, 0);
@@ -155,7 +173,8 @@ impl Sender {
     }
 
     /// The next fragment to send: a retransmission first, then new data within `window`
-    /// fragments in flight and the peer's window. Returns its sequence; it stays next until
+    /// fragments in flight and the peer's window, from the lane the schedule picks (it gets
+    /// the next sequence then). Returns its sequence; it stays next until
     /// [`sent`](Self::sent) (a rate limit may hold it back).
     pub(crate) fn next_to_send(&mut self, window: usize) -> Option<u64> {
         while let Some(&seq) = self.retransmit.front() {
@@ -165,10 +184,28 @@ impl Sender {
             self.retransmit.pop_front();
         }
         let seq = self.base + self.unsent as u64;
-        let open = self.unsent < self.queue.len()
-            && self.in_flight < window
-            && seq < self.peer_next + self.peer_window;
-        open.then_some(seq)
+        if self.in_flight >= window || seq >= self.peer_next + self.peer_window {
+            return None;
+        }
+        if self.unsent == self.queue.len() {
+            let lane = self.lanes.next_lane()?;
+            let len = self.lanes.lanes[lane].waiting.front()?.data.len();
+            let fragment = self.lanes.take(lane, len)?;
+            self.queue.push_back(fragment);
+        }
+        Some(seq)
+    }
+
+    /// The priority of the lane whose fragment would go next (a retransmission's lane is
+    /// ahead of all: `None` when nothing waits).
+    pub(crate) fn next_priority(&self) -> Option<u8> {
+        if !self.retransmit.is_empty() {
+            return Some(0);
+        }
+        if let Some(staged) = self.queue.get(self.unsent) {
+            return Some(self.lanes.priority(usize::from(staged.lane.lane)));
+        }
+        self.lanes.next_lane().map(|l| self.lanes.priority(l))
     }
 
     pub(crate) fn get(&self, seq: u64) -> Option<&Outgoing> {
@@ -353,10 +390,16 @@ impl Sender {
             .min()
     }
 
-    /// The sequence number of the next new fragment (for tests).
+    /// Fragments queued: given a sequence or waiting in a lane (for tests).
     #[cfg(test)]
-    pub(crate) fn end(&self) -> u64 {
-        self.base + self.queue.len() as u64
+    pub(crate) fn fragments(&self) -> usize {
+        self.queue.len()
+            + self
+                .lanes
+                .lanes
+                .iter()
+                .map(|q| q.waiting.len())
+                .sum::<usize>()
     }
 }
 
@@ -385,9 +428,9 @@ mod tests {
     #[test]
     fn fragments_acks_and_release() {
         let t = Instant::now();
-        let mut s = Sender::new(0, 1024);
-        s.push(&[7u8; 2500], 1000, false);
-        assert_eq!(s.end(), 3);
+        let mut s = Sender::new(0, 1024, &[]);
+        s.push(&[7u8; 2500], 1000, (0, false));
+        assert_eq!(s.fragments(), 3);
         assert_eq!(send_all(&mut s, t), vec![0, 1, 2]);
         assert_eq!(s.get(2).unwrap().flags, LAST);
         let out = s.on_ack(&ack(2, 0), t, (Duration::from_millis(10), Duration::ZERO));
@@ -400,9 +443,10 @@ mod tests {
     #[test]
     fn forged_acks_for_unsent_data_are_refused() {
         let t = Instant::now();
-        let mut s = Sender::new(0, 1024);
-        s.push(b"a", 1000, false);
-        s.push(b"b", 1000, false);
+        let mut s = Sender::new(0, 1024, &[]);
+        s.push(b"a", 1000, (0, false));
+        s.push(b"b", 1000, (0, false));
+        assert_eq!(s.next_to_send(usize::MAX), Some(0));
         s.sent(0, t, 0, false);
         let out = s.on_ack(&ack(2, 0), t, (Duration::from_millis(10), Duration::ZERO));
         assert!(out.forged);
@@ -419,9 +463,9 @@ mod tests {
     #[test]
     fn three_later_acks_declare_a_loss_and_the_timer_resends() {
         let t = Instant::now();
-        let mut s = Sender::new(0, 1024);
+        let mut s = Sender::new(0, 1024, &[]);
         for _ in 0..5 {
-            s.push(b"m", 1000, false);
+            s.push(b"m", 1000, (0, false));
         }
         send_all(&mut s, t);
         // 0 lost, 1..=3 acknowledged: 0 is overtaken by 3.
@@ -436,9 +480,10 @@ mod tests {
     #[test]
     fn a_zero_window_with_nothing_in_flight_is_closed_and_clear_frees_all() {
         let t = Instant::now();
-        let mut s = Sender::new(0, 1024);
-        s.push(&[1; 3000], 1000, false);
+        let mut s = Sender::new(0, 1024, &[]);
+        s.push(&[1; 3000], 1000, (0, false));
         assert!(!s.window_closed(), "the window admits new data");
+        assert_eq!(s.next_to_send(usize::MAX), Some(0));
         s.sent(0, t, 0, false);
         let zero = AckBlock {
             window: 0,
@@ -453,11 +498,45 @@ mod tests {
     }
 
     #[test]
+    fn lanes_interleave_fragments_and_number_them_per_lane() {
+        let t = Instant::now();
+        let lanes = [Lane::ordered().priority(1), Lane::ordered()];
+        let mut s = Sender::new(100, 1024, &lanes);
+        s.push(&[1; 5000], 1000, (0, false));
+        s.push(b"small", 1000, (1, false));
+        s.push(b"later", 1000, (1, true));
+        let sent = send_all(&mut s, t);
+        assert_eq!(
+            sent,
+            (100..107).collect::<Vec<_>>(),
+            "sequences in sending order"
+        );
+        let tags: Vec<(u8, u32, u8)> = sent
+            .iter()
+            .map(|&q| {
+                s.get(q)
+                    .map(|o| (o.lane.lane, o.lane.seq, o.flags))
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(
+            &tags[..3],
+            &[
+                (1, 0, FIRST | LAST),
+                (1, 1, FIRST | LAST | UNORDERED),
+                (0, 0, FIRST)
+            ],
+            "the priority-0 lane first, then the bulk lane from its own 0"
+        );
+        assert_eq!(tags[6], (0, 4, LAST));
+    }
+
+    #[test]
     fn the_peer_window_and_congestion_window_limit_new_data() {
         let t = Instant::now();
-        let mut s = Sender::new(0, 2);
+        let mut s = Sender::new(0, 2, &[]);
         for _ in 0..4 {
-            s.push(b"m", 1000, false);
+            s.push(b"m", 1000, (0, false));
         }
         assert_eq!(send_all(&mut s, t), vec![0, 1], "peer window of 2");
         s.on_ack(&ack(2, 0), t, (Duration::from_secs(1), Duration::ZERO));

@@ -48,6 +48,11 @@ pub struct RudpStats {
     pub refused_too_large: u64,
     /// Sends refused with `SendError::Closed`.
     pub refused_closed: u64,
+    /// Sends refused with `SendError::NoLane`.
+    pub refused_no_lane: u64,
+    /// Messages of a sequenced lane dropped on arrival because a newer one on their lane
+    /// was delivered first (newest wins).
+    pub stale_sequenced: u64,
     /// Messages delivered.
     pub messages_delivered: u64,
     /// Payload bytes of reliable messages accepted for sending.
@@ -147,6 +152,8 @@ impl RudpStats {
         self.refused_full += other.refused_full;
         self.refused_too_large += other.refused_too_large;
         self.refused_closed += other.refused_closed;
+        self.refused_no_lane += other.refused_no_lane;
+        self.stale_sequenced += other.stale_sequenced;
         self.messages_delivered += other.messages_delivered;
         self.bytes_accepted += other.bytes_accepted;
         self.bytes_acked += other.bytes_acked;

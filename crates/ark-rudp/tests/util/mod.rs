@@ -666,13 +666,14 @@ pub fn next_event(rx: &std::sync::mpsc::Receiver<Note>, timeout: Duration) -> No
 pub fn forgeries() -> Vec<Vec<u8>> {
     let mut data = vec![0x13]; // DATA, first and last fragment of a message
     data.extend_from_slice(&0u32.to_be_bytes());
+    data.extend_from_slice(&[0; 5]); // lane 0, lane sequence 0
     data.extend_from_slice(&[0; 16]); // ack block
     data.extend_from_slice(b"evil");
     let mut ack = vec![0x21]; // ACK with PING
     ack.extend_from_slice(&[0; 16]);
     let mut hello = vec![0u8; 1200];
     hello[0] = 0x50;
-    hello[1] = 4; // this version: parsed, then refused for its nonce
+    hello[1] = 5; // this version: parsed, then refused for its nonce
     let mut cookie = vec![0x60];
     cookie.extend_from_slice(&[7; 8 + 20]);
     let mut accept = vec![0x70];

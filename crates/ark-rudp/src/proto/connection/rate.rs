@@ -35,7 +35,7 @@ use super::Connection;
 use crate::config::RudpConfig;
 use crate::proto::crypto::TAG_LEN;
 use crate::proto::fec::Fec;
-use crate::proto::packet::{AckBlock, DATA_HEADER, FEC_FIELDS, PARITY_HEADER, PREFIX};
+use crate::proto::packet::{AckBlock, DATA_HEADER, FEC_FIELDS, LANE_FIELDS, PARITY_HEADER, PREFIX};
 use crate::proto::stats::RudpStats;
 
 /// A window the read limit holds at zero opens by one fragment after this long, whatever the
@@ -268,7 +268,9 @@ impl Connection {
                 .send
                 .get(seq)
                 .map_or(0, |o| DATA_HEADER + fec + o.data.len()),
-            (None, None) => self.unreliable.front().map_or(0, |m| PREFIX + m.len()),
+            (None, None) => self.unreliable.front().map_or(0, |(lane, m)| {
+                PREFIX + m.len() + lane.map_or(0, |_| LANE_FIELDS)
+            }),
         };
         if size == 0 {
             return true;
@@ -372,7 +374,7 @@ impl Connection {
     /// The rates and the send queue's delay, into `stats`.
     pub(super) fn rate_stats(&self, stats: &mut RudpStats) {
         (stats.receive_rate, stats.send_rate) = self.rates.rates;
-        let unreliable: usize = self.unreliable.iter().map(Vec::len).sum();
+        let unreliable: usize = self.unreliable.iter().map(|(_, m)| m.len()).sum();
         let queued = (self.send.unsent_bytes + unreliable) as u64;
         let rate = self
             .rates
