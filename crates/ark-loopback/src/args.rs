@@ -330,6 +330,17 @@ pub struct Args {
     /// (what `--role server` prints on stderr and in its record as `rudp_public_key`).
     #[arg(long = "rudp-server-key", value_parser = rudp_key)]
     pub rudp_server_key: Option<ark_rudp::RudpPublicKey>,
+    /// For rudp: each client also streams messages of this many bytes to the server (which
+    /// takes them and echoes nothing), two kept queued, beside the measured echoes: the
+    /// head-of-line case. 0: none. The record's `rudp_bulk` says what they moved; the
+    /// echoes' RTT says what they cost the small messages. Not equal to `--payload`.
+    #[arg(long = "rudp-bulk", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=16_777_216))]
+    pub rudp_bulk: u32,
+    /// For rudp: lanes (ark-rudp's `RudpConfig::lanes`): `on`, the echoes on lane 0 and the
+    /// `--rudp-bulk` messages on lane 1 of a lower priority; `off`, one lane for both (one
+    /// order: an echo waits for the bulk message queued before it). Both ends must agree.
+    #[arg(long = "rudp-lanes", value_enum, default_value_t = Switch::On)]
+    pub rudp_lanes: Switch,
 }
 
 fn rudp_key(text: &str) -> Result<ark_rudp::RudpPublicKey, String> {
@@ -413,6 +424,13 @@ impl Args {
 
     /// Checks what clap cannot: the in-flight volume, role addresses. The error names the flag.
     pub fn validate(&self) -> Result<(), String> {
+        if self.rudp_bulk > 0 && (self.protocol != Protocol::Rudp || self.rudp_bulk == self.payload)
+        {
+            return Err(format!(
+                "--rudp-bulk {} needs --protocol rudp and a size other than --payload (the server tells bulk messages by their size)",
+                self.rudp_bulk
+            ));
+        }
         if self.payload > MAX_DATAGRAM_PAYLOAD && self.protocol != Protocol::Rudp {
             return Err(format!(
                 "--payload {} is over {MAX_DATAGRAM_PAYLOAD}: only --protocol rudp takes larger messages (the bulk case)",

@@ -435,16 +435,61 @@ impl ark_udp::UdpHandler for UdpClient {
     }
 }
 
-/// Reliable-UDP client handler.
+/// Reliable-UDP client handler; with `--rudp-bulk`, it keeps two bulk messages queued
+/// beside the echoes.
 #[derive(Debug)]
-pub struct RudpClient(pub Core);
+pub struct RudpClient(pub Core, pub Option<RudpBulk>);
+
+/// How often a bulk client tops its bulk messages up between echoes (acknowledgements free
+/// the send buffer without a callback).
+const BULK_REFILL: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// `--rudp-bulk`: the bulk message and the lane it goes on.
+#[derive(Debug, Clone)]
+pub struct RudpBulk {
+    /// The message (its size tells the server it is bulk).
+    pub message: Arc<[u8]>,
+    /// `Lane(1)` with `--rudp-lanes on`, else `Ordered` (lane 0, the echoes' order).
+    pub delivery: ark_rudp::Delivery,
+}
+
+impl RudpClient {
+    /// Tops the bulk messages up to two queued (unacknowledged ones count).
+    fn refill(&self, session: &mut ark_rudp::RudpSession<'_>) {
+        let Some(bulk) = &self.1 else {
+            return;
+        };
+        let lane = match bulk.delivery {
+            ark_rudp::Delivery::Lane(lane) => Some(lane),
+            _ => None,
+        };
+        while session.buffered() < 2 * bulk.message.len() {
+            let sent = match lane {
+                Some(lane) => session.send_on(lane, &bulk.message),
+                None => session.send(&bulk.message),
+            };
+            if sent.is_err() {
+                return;
+            }
+        }
+    }
+}
 
 impl ark_rudp::RudpHandler for RudpClient {
     fn on_open(&mut self, session: &mut ark_rudp::RudpSession<'_>) {
         self.0.pump(|m| session.send(m).is_ok());
+        if self.1.is_some() {
+            self.refill(session);
+            session.set_timer(BULK_REFILL);
+        }
+    }
+    fn on_timer(&mut self, session: &mut ark_rudp::RudpSession<'_>, _: ark_rudp::TimerId) {
+        self.refill(session);
+        session.set_timer(BULK_REFILL);
     }
     fn on_message(&mut self, session: &mut ark_rudp::RudpSession<'_>, message: &[u8]) {
         self.0.on_echo(message, |m| session.send(m).is_ok());
+        self.refill(session);
     }
     fn on_close(&mut self, reason: &ark_rudp::CloseReason) {
         match reason {

@@ -37,6 +37,19 @@ pub struct RateLimitRecord {
     pub client_payload_bytes_per_second_min: Option<f64>,
 }
 
+/// What `--rudp-bulk` streams moved beside the echoes.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RudpBulkRecord {
+    /// Each bulk message's size.
+    pub message_bytes: u32,
+    /// `--rudp-lanes`: the bulk messages on a lane of their own (else on the echoes' lane).
+    pub lanes: bool,
+    /// Bulk bytes the server took in the measured phase, all clients.
+    pub bytes: u64,
+    /// The same a second, in MiB.
+    pub mib_per_second: f64,
+}
+
 /// The record's fields that count something gone wrong with the echoes (a clean run has 0 in
 /// each): what a test or a harness checks to call a run clean.
 pub const ERROR_COUNTERS: [&str; 6] = [
@@ -139,6 +152,8 @@ pub struct Record {
     pub link: Option<crate::link::LinkRecord>,
     /// rudp: what the reliable-UDP transport did (`Stack::rudp_stats`).
     pub rudp: Option<serde_json::Value>,
+    /// rudp `--rudp-bulk`: what the bulk streams moved (none without).
+    pub rudp_bulk: Option<RudpBulkRecord>,
     pub interrupted: bool,
     pub ok: bool,
     pub error: Option<String>,

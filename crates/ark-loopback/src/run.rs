@@ -2,16 +2,16 @@
 //! warm up, measure, drain, and fill the record.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use ark_udp::NetCounters;
 
 use crate::args::LinkSettings;
-use crate::args::{Args, IoModelArg, Protocol, Role};
+use crate::args::{Args, IoModelArg, Protocol, Role, Switch};
 use crate::clients::{Core, PHASE_DRAIN, PHASE_MEASURED, Totals};
 use crate::link::Relay;
-use crate::record::{RateLimitRecord, Record, UdpKernel};
+use crate::record::{RateLimitRecord, Record, RudpBulkRecord, UdpKernel};
 use crate::servers::{Echo, ServerCounters};
 use crate::signals;
 use crate::stack::{ArkStack, Stack};
@@ -337,6 +337,8 @@ struct Window {
     syscalls: (Option<u64>, Option<u64>),
     allocations: (Option<u64>, Option<u64>),
     interrupted: bool,
+    /// `--rudp-bulk` bytes the server took in it.
+    bulk_bytes: u64,
 }
 
 fn measure_inner<E: Stack>(
@@ -347,7 +349,12 @@ fn measure_inner<E: Stack>(
     let mut endpoints = E::start(args)?;
     let server_counters = Arc::new(ServerCounters::default());
     let started = start::<E>(args, &mut endpoints, &server_counters)?;
-    let window = measure_window::<E>(args, &endpoints, &started.totals, allocations);
+    let window = measure_window::<E>(
+        args,
+        (&endpoints, &started.totals),
+        &server_counters.bulk_bytes,
+        allocations,
+    );
     let totals = &started.totals;
     let drain_deadline = Instant::now() + Duration::from_secs_f64(args.drain);
     while totals.in_flight() > 0 && Instant::now() < drain_deadline {
@@ -379,6 +386,7 @@ fn measure_inner<E: Stack>(
         ..base_record(args, E::NAME)
     };
     let record = with_udp_clients(record, args, &started.udp_buffers);
+    let record = with_rudp_bulk(record, args, &window);
     Ok(with_results(record, args, totals, &window))
 }
 
@@ -462,8 +470,8 @@ fn start<E: Stack>(
 /// Warms up, then measures for `--seconds`, reading the counters at both ends.
 fn measure_window<E: Stack>(
     args: &Args,
-    endpoints: &E,
-    totals: &Totals,
+    (endpoints, totals): (&E, &Totals),
+    bulk: &AtomicU64,
     allocations: Option<fn() -> u64>,
 ) -> Window {
     let mut interrupted = signals::sleep_unless_stopped(Duration::from_secs_f64(args.warmup));
@@ -473,6 +481,7 @@ fn measure_window<E: Stack>(
         allocations.map(|f| f()),
     );
     totals.phase.store(PHASE_MEASURED, Ordering::SeqCst);
+    let bulk0 = bulk.load(Ordering::SeqCst);
     let started = Instant::now();
     eprintln!("{}: measuring for {} s", E::NAME, args.seconds);
     if !interrupted {
@@ -491,6 +500,7 @@ fn measure_window<E: Stack>(
         syscalls: (sys0, sys1),
         allocations: (allocs0, allocs1),
         interrupted,
+        bulk_bytes: bulk.load(Ordering::SeqCst) - bulk0,
     }
 }
 
@@ -640,6 +650,23 @@ fn with_rtt(record: Record, totals: &Totals) -> Record {
         rtt_max_us: (!rtt.is_empty()).then(|| rtt.max() as f64),
         client_messages_min: per_client.iter().min().copied(),
         client_messages_max: per_client.iter().max().copied(),
+        ..record
+    }
+}
+
+/// `record` with what the `--rudp-bulk` messages moved in the measured phase.
+fn with_rudp_bulk(record: Record, args: &Args, window: &Window) -> Record {
+    if args.rudp_bulk == 0 {
+        return record;
+    }
+    let seconds = window.elapsed.max(f64::MIN_POSITIVE);
+    Record {
+        rudp_bulk: Some(RudpBulkRecord {
+            message_bytes: args.rudp_bulk,
+            lanes: args.rudp_lanes == Switch::On,
+            bytes: window.bulk_bytes,
+            mib_per_second: window.bulk_bytes as f64 / seconds / f64::from(1u32 << 20),
+        }),
         ..record
     }
 }

@@ -10,6 +10,8 @@ use crate::message::work;
 pub struct ServerCounters {
     /// Echoes the transport refused.
     pub send_rejections: AtomicU64,
+    /// rudp `--rudp-bulk`: bulk message bytes taken.
+    pub bulk_bytes: AtomicU64,
 }
 
 /// Echo handler for every transport.
@@ -25,6 +27,8 @@ pub struct Echo {
     pub echoed: u64,
     /// The body of the HTTP server's `GET /static`: `--payload` bytes, made once per run.
     pub static_body: Arc<[u8]>,
+    /// rudp `--rudp-bulk`: the bulk messages' size, taken and not echoed (0: none).
+    pub bulk: usize,
 }
 
 impl Echo {
@@ -36,6 +40,7 @@ impl Echo {
             close_after: args.reconnect_every,
             echoed: 0,
             static_body: static_body(args.payload as usize).into(),
+            bulk: args.rudp_bulk as usize,
         }
     }
 
@@ -84,6 +89,11 @@ impl ark_udp::UdpHandler for Echo {
 
 impl ark_rudp::RudpHandler for Echo {
     fn on_message(&mut self, session: &mut ark_rudp::RudpSession<'_>, message: &[u8]) {
+        if self.bulk > 0 && message.len() == self.bulk {
+            let bytes = &self.counters.bulk_bytes;
+            bytes.fetch_add(message.len() as u64, Ordering::Relaxed);
+            return;
+        }
         self.before_echo(message);
         if session.send(message).is_err() {
             self.rejected();

@@ -304,7 +304,7 @@ impl Stack for ArkStack {
                     .batching(args.udp_batch == Switch::On, 32)
                     .gso(args.udp_offload == Switch::On)
                     .pool(pool)
-                    .connect(server, clients::RudpClient(core))?;
+                    .connect(server, clients::RudpClient(core, rudp_bulk(args)))?;
                 let buffers = client.socket_buffers();
                 (Client::Rudp(client), Some(buffers))
             }
@@ -510,7 +510,33 @@ fn rudp_config(args: &Args) -> ark_rudp::RudpConfig {
         config.fec_max_delay = Duration::from_secs_f64(ms / 1000.0);
     }
     config.gro = args.udp_offload == Switch::On;
+    if args.rudp_lanes == Switch::On {
+        config.lanes = vec![
+            ark_rudp::Lane::ordered(),
+            ark_rudp::Lane::ordered().priority(1),
+        ];
+    }
+    let bulk = args.rudp_bulk as usize;
+    if bulk > 0 {
+        // Two bulk messages queued beside the echoes, each whole within the window.
+        config.max_message = config.max_message.max(bulk);
+        config.send_buffer += 2 * bulk;
+        let fragments = bulk.div_ceil(config.mtu);
+        let want = (usize::from(config.receive_window) + 2 * fragments).min(usize::from(u16::MAX));
+        config.receive_window = want as u16;
+    }
     config
+}
+
+/// A client's `--rudp-bulk` stream: its message and the lane `--rudp-lanes` puts it on.
+fn rudp_bulk(args: &Args) -> Option<clients::RudpBulk> {
+    (args.rudp_bulk > 0).then(|| clients::RudpBulk {
+        message: vec![0xB5; args.rudp_bulk as usize].into(),
+        delivery: match args.rudp_lanes {
+            Switch::On => ark_rudp::Delivery::Lane(1),
+            Switch::Off => ark_rudp::Delivery::Ordered,
+        },
+    })
 }
 
 /// A client's TLS settings: its configuration and the server name it checks.

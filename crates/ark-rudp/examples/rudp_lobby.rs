@@ -1,6 +1,9 @@
-//! A game lobby on ark-rudp: players join, chat reliably (every player sees every line, in
-//! order) and send their positions unreliably (the newest matters, a lost one is not sent
-//! again); the server relays both to the other players through session handles, and a
+//! A game lobby on ark-rudp's lanes: players join and download the lobby's map (256 KiB on a
+//! bulk lane of its own, of a lower priority), chat reliably (every player sees every line,
+//! in order, on the chat lane) and send their positions on a sequenced lane (the newest
+//! matters: a lost one is not sent again, an older one arriving late is dropped). A chat line
+//! does not wait for the map download before it: each lane has its own order. The server
+//! relays chat and positions to the other players through session handles, and a
 //! per-session timer sends each player the lobby's size every 100 ms, on a fixed cadence
 //! (each tick is due 100 ms after the last one was due, counted from the turn's time, so a
 //! busy turn does not push every later tick back).
@@ -9,7 +12,8 @@
 //! cargo run --release -p ark-rudp --example rudp_lobby
 //! ```
 //!
-//! Messages: `C<text>` a chat line, `P<x>,<y>` a position, `N<count>` the lobby's size.
+//! Messages: `C<text>` a chat line, `P<x>,<y>` a position, `N<count>` the lobby's size,
+//! `M<bytes>` the map.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -18,9 +22,30 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use ark_rudp::{
-    CloseReason, Delivery, RudpClient, RudpHandler, RudpServer, RudpSession, RudpSessionHandle,
-    TimerId,
+    CloseReason, Delivery, Lane, RudpClient, RudpConfig, RudpHandler, RudpServer, RudpSession,
+    RudpSessionHandle, TimerId,
 };
+
+/// The lanes, as both ends configure them ([`lobby_config`]).
+const CHAT: u8 = 0;
+const POSITIONS: u8 = 1;
+const MAP: u8 = 2;
+
+/// The map a joining player downloads.
+const MAP_BYTES: usize = 256 * 1024;
+
+/// The lobby's settings, the same at both ends: chat and positions first, the map download
+/// with what is left.
+fn lobby_config() -> RudpConfig {
+    let mut config = RudpConfig::default();
+    config.lanes = vec![
+        Lane::ordered(),             // CHAT
+        Lane::sequenced(),           // POSITIONS
+        Lane::ordered().priority(1), // MAP
+    ];
+    config.max_message = MAP_BYTES + 1;
+    config
+}
 
 /// Every player's session handle, by address.
 type Players = Arc<Mutex<HashMap<SocketAddr, RudpSessionHandle>>>;
@@ -58,13 +83,17 @@ impl RudpHandler for Player {
         let mut players = self.players.lock().unwrap_or_else(PoisonError::into_inner);
         players.insert(session.peer_addr(), session.handle());
         drop(players);
+        let mut map = vec![0u8; MAP_BYTES + 1];
+        map[0] = b'M';
+        // Refused only if the session closed already; nothing to do then.
+        let _ = session.send_on(MAP, &map);
         self.schedule(session, session.now() + TICK);
     }
 
     fn on_message(&mut self, session: &mut RudpSession<'_>, message: &[u8]) {
         let delivery = match message.first() {
-            Some(b'C') => Delivery::Ordered,
-            Some(b'P') => Delivery::Unreliable,
+            Some(b'C') => Delivery::Lane(CHAT),
+            Some(b'P') => Delivery::Lane(POSITIONS),
             _ => return, // not a lobby message: ignored
         };
         for other in self.others(session.peer_addr()) {
@@ -100,11 +129,14 @@ struct Client {
 
 impl RudpHandler for Client {
     fn on_open(&mut self, session: &mut RudpSession<'_>) {
-        let _ = session.send(format!("C{} joined", self.name).as_bytes());
+        let _ = session.send_on(CHAT, format!("C{} joined", self.name).as_bytes());
     }
 
     fn on_message(&mut self, _: &mut RudpSession<'_>, message: &[u8]) {
-        let text = String::from_utf8_lossy(message).into_owned();
+        let text = match message.first() {
+            Some(b'M') => format!("M{}", message.len() - 1),
+            _ => String::from_utf8_lossy(message).into_owned(),
+        };
         let _ = self.heard.send((self.name.to_string(), text));
     }
 }
@@ -114,6 +146,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let registry = players.clone();
     let server = RudpServer::builder()
         .bind("127.0.0.1:0")
+        .config(lobby_config())
         .start(move |peer| Player {
             me: peer,
             players: registry.clone(),
@@ -127,29 +160,39 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (tx, rx) = mpsc::channel();
     let mut clients = Vec::new();
     for name in ["ada", "bob", "cy"] {
-        let client = RudpClient::builder().server_key(server_key).connect(
-            server.local_addr(),
-            Client {
-                name,
-                heard: tx.clone(),
-            },
-        )?;
+        let client = RudpClient::builder()
+            .server_key(server_key)
+            .config(lobby_config())
+            .connect(
+                server.local_addr(),
+                Client {
+                    name,
+                    heard: tx.clone(),
+                },
+            )?;
         clients.push(client);
     }
     // Everyone moves, and ada says something once all three are in.
     std::thread::sleep(Duration::from_millis(300));
     for (i, client) in clients.iter().enumerate() {
-        client.send(format!("P{i},{}", i * 2).as_bytes(), Delivery::Unreliable)?;
+        client.send(
+            format!("P{i},{}", i * 2).as_bytes(),
+            Delivery::Lane(POSITIONS),
+        )?;
     }
-    clients[0].send(b"Cada: hello, lobby", Delivery::Ordered)?;
+    clients[0].send(b"Cada: hello, lobby", Delivery::Lane(CHAT))?;
     // Listen for a second (the lobby's size keeps coming every 100 ms).
-    let (mut chat, mut sizes) = (0, 0);
+    let (mut chat, mut sizes, mut maps) = (0, 0, 0);
     let end = std::time::Instant::now() + Duration::from_secs(1);
     while let Ok((who, text)) =
         rx.recv_timeout(end.saturating_duration_since(std::time::Instant::now()))
     {
         match text.as_bytes().first() {
             Some(b'N') => sizes += 1,
+            Some(b'M') => {
+                maps += 1;
+                println!("{who} downloaded the map ({} bytes)", &text[1..]);
+            }
             Some(b'C') => {
                 chat += 1;
                 println!("{who} heard {text}");
@@ -157,7 +200,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             _ => println!("{who} heard {text}"),
         }
     }
-    println!("{chat} chat lines delivered, {sizes} lobby sizes");
+    println!("{chat} chat lines delivered, {maps} maps, {sizes} lobby sizes");
     for client in clients {
         client.stop().wait()?;
     }

@@ -262,6 +262,13 @@ impl RudpSession<'_> {
         self.conn.send(message, Delivery::Lane(lane))
     }
 
+    /// Payload bytes queued and not yet acknowledged (reliable) or not yet sent (unreliable):
+    /// what `RudpConfig::send_buffer` bounds, and what an application keeping a stream
+    /// going tops up against.
+    pub fn buffered(&self) -> usize {
+        self.conn.buffered()
+    }
+
     /// Closes the session gracefully: sends are refused from now on; what was sent is
     /// repeated until the peer acknowledged it (for at most `RudpConfig::close_timeout`), then
     /// a CLOSE goes, repeated until the peer answers; then `on_close(Local)` (or

@@ -22,6 +22,10 @@
 //!   `flush()` says when everything sent was acknowledged;
 //! * reliable ordered messages, reliable unordered ones and unreliable datagrams on the same
 //!   session; fragmentation to [`RudpConfig::mtu`] (default 1200 B);
+//! * lanes ([`Lane`], [`RudpConfig::lanes`]): independent orders, each reliable-ordered,
+//!   reliable-unordered or unreliable-sequenced (newest wins), with a priority and a weight,
+//!   interleaved fragment by fragment — a 1 MiB message on one lane does not hold back a
+//!   small one on another, at the sender or at the receiver;
 //! * selective acknowledgement (a cumulative point and a 64-bit map on every datagram),
 //!   RTT estimation and the retransmission timeout of RFC 6298, fast retransmit (packet and
 //!   time thresholds), NewReno congestion control with a floor (see [`Congestion`]), the
