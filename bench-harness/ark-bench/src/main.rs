@@ -110,7 +110,8 @@ struct RunArgs {
     /// (`peer-kcp-loopback` with `PEER_KCP_MODE=fast` or `default`), `quinn` and
     /// `quinn-stream` (`peer-quinn-loopback` with `PEER_QUINN_MODE=stream-per-message` or
     /// `one-stream`), the peers built next to ark-bench; `ark-portable`, ark on the portable
-    /// IO path (`--ark-portable`); `ark-no-offload`, ark without GSO/GRO (udp and rudp).
+    /// IO path (`--ark-portable`); `ark-no-offload`, ark without GSO/GRO (udp and rudp);
+    /// `ark-plaintext`, ark's rudp unencrypted (`--rudp-encryption off`).
     /// Each runs the cases it can: tokio and raw all but rudp, KCP the rudp cases without FEC
     /// (`rudp_fec` `off` or not given), quinn every rudp case.
     #[arg(long, value_delimiter = ',', default_value = "ark")]
@@ -170,6 +171,10 @@ enum Implementation {
     /// `ark-bench loopback --udp-offload off <flags>`: what GSO/GRO bring, in the same run.
     #[value(name = "ark-no-offload")]
     ArkNoOffload,
+    /// ark's rudp in plaintext (session tokens, no AEAD), `ark-bench loopback
+    /// --rudp-encryption off <flags>`: what encryption costs, in the same run.
+    #[value(name = "ark-plaintext")]
+    ArkPlaintext,
     /// The tokio peer, `peer-tokio-loopback <flags>`.
     Tokio,
     /// The tokio peer sized for many connections: 4 KiB buffers per connection that grow
@@ -196,6 +201,7 @@ impl Implementation {
             Implementation::Ark => "ark",
             Implementation::ArkPortable => "ark-portable",
             Implementation::ArkNoOffload => "ark-no-offload",
+            Implementation::ArkPlaintext => "ark-plaintext",
             Implementation::Tokio => "tokio",
             Implementation::Tokio4k => "tokio-4k",
             Implementation::Raw => "raw",
@@ -209,9 +215,10 @@ impl Implementation {
     /// The peer program's name (`None`: ark, which is `ark-bench loopback`, on either path).
     fn peer(self) -> Option<&'static str> {
         match self {
-            Implementation::Ark | Implementation::ArkPortable | Implementation::ArkNoOffload => {
-                None
-            }
+            Implementation::Ark
+            | Implementation::ArkPortable
+            | Implementation::ArkNoOffload
+            | Implementation::ArkPlaintext => None,
             Implementation::Tokio | Implementation::Tokio4k => Some("peer-tokio-loopback"),
             Implementation::Raw => Some("peer-raw-loopback"),
             Implementation::KcpFast | Implementation::KcpDefault => Some("peer-kcp-loopback"),
@@ -242,6 +249,7 @@ impl Implementation {
         match self {
             Implementation::Ark | Implementation::ArkPortable => true,
             Implementation::ArkNoOffload => rudp || case.protocol == "udp",
+            Implementation::ArkPlaintext => rudp,
             Implementation::Tokio | Implementation::Tokio4k => !rudp && !case.ark_only(),
             // The floor on raw syscalls has no TLS and no HTTP (hyper is the HTTP peer).
             Implementation::Raw => {
@@ -273,6 +281,10 @@ impl Implementation {
         }
         if self == Implementation::ArkNoOffload {
             let args = ["loopback", "--udp-offload", "off"].map(String::from);
+            return Ok((ark_bench.to_path_buf(), args.to_vec()));
+        }
+        if self == Implementation::ArkPlaintext {
+            let args = ["loopback", "--rudp-encryption", "off"].map(String::from);
             return Ok((ark_bench.to_path_buf(), args.to_vec()));
         }
         match self.peer() {
@@ -538,7 +550,7 @@ fn settings(args: &RunArgs, run: RunDescription<'_>, root: &Path) -> serde_json:
         "implementations": run.implementations.iter().map(|i| i.name()).collect::<Vec<_>>(),
         "sources_sha256": sources_sha256(root),
         "order": "repetition-major; every case in a fresh process (`ark-bench loopback ...`, `peer-tokio-loopback ...`, `peer-raw-loopback ...`, `PEER_KCP_MODE=fast|default peer-kcp-loopback ...`, `PEER_QUINN_MODE=stream-per-message|one-stream peer-quinn-loopback ...`); within a repetition each case runs every implementation that runs it back to back, in the listed order rotated by (repetition - 1)",
-        "implementations_run": "ark every case; tokio and raw every case but rudp; kcp-fast and kcp-default the rudp cases without FEC (rudp_fec off or not given): KCP has none; quinn and quinn-stream every rudp case (they ignore rudp_fec: FEC is ark's own); ark-no-offload (ark with --udp-offload off) the udp and rudp cases",
+        "implementations_run": "ark every case; tokio and raw every case but rudp; kcp-fast and kcp-default the rudp cases without FEC (rudp_fec off or not given): KCP has none; quinn and quinn-stream every rudp case (they ignore rudp_fec: FEC is ark's own); ark-no-offload (ark with --udp-offload off) the udp and rudp cases; ark-plaintext (ark with --rudp-encryption off) the rudp cases",
         "runs_per_repetition": run.per_implementation,
     })
 }
@@ -706,6 +718,9 @@ fn names(record: &serde_json::Value, implementation: &str) -> bool {
     match implementation {
         "ark-portable" => record["implementation"] == "ark" && record["io_path"] == "portable",
         "ark-no-offload" => record["implementation"] == "ark" && record["udp_offload"] == false,
+        "ark-plaintext" => {
+            record["implementation"] == "ark" && record["rudp"]["encrypted"] == false
+        }
         "tokio-4k" => record["implementation"] == "tokio",
         _ => record["implementation"] == implementation,
     }
@@ -1084,6 +1099,24 @@ mod tests {
         let on = serde_json::json!({"implementation": "ark", "udp_offload": true});
         assert!(names(&off, "ark-no-offload") && !names(&on, "ark-no-offload"));
         assert!(names(&on, "ark"));
+    }
+
+    #[test]
+    fn ark_in_plaintext_runs_the_rudp_cases_and_names_its_records() {
+        let rudp = builtin("rudp").unwrap();
+        let plain = rudp
+            .iter()
+            .filter(|c| Implementation::ArkPlaintext.runs(c))
+            .count();
+        assert_eq!(plain, rudp.iter().filter(|c| c.protocol == "rudp").count());
+        let binary = Path::new("/w/target/release/ark-bench");
+        let (_, args) = Implementation::ArkPlaintext
+            .program(binary, binary)
+            .unwrap();
+        assert_eq!(args, ["loopback", "--rudp-encryption", "off"]);
+        let plaintext = serde_json::json!({"implementation": "ark", "rudp": {"encrypted": false}});
+        let sealed = serde_json::json!({"implementation": "ark", "rudp": {"encrypted": true}});
+        assert!(names(&plaintext, "ark-plaintext") && !names(&sealed, "ark-plaintext"));
     }
 
     #[test]
