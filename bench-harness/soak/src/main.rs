@@ -12,16 +12,18 @@
 //! (short-lived ones that come and go, and long-lived ones), and bad actors mixed in all along
 //! (half-close, stalled frame, flooder, oversized length, stalled WebSocket upgrade, WebSocket
 //! ping flood, HTTP heads with mixed or bare line endings or a chunk extension over the cap,
-//! a reliable-UDP forger: a client through a relay socket while the relay sends forged
-//! packets from the peer's address to both ends, and reliable-UDP zero-window peers: raw
+//! a reliable-UDP forger on the path: a client through a relay socket that sees every
+//! datagram and sends both ends, from the peer's address, forged packets, seen datagrams
+//! changed in one byte and seen datagrams again (replays), and reliable-UDP zero-window peers: raw
 //! sockets that handshake, acknowledge everything with a receive window of 0 and ping, which
 //! the server must end at its zero-window deadline). Meanwhile it samples the child's VmRSS and open descriptors every second. At
 //! the end it stops the clients, waits for the server to drain, closes the child's stdin (the
 //! child stops its servers and prints their final stats) and prints one JSON summary line.
 //! It fails (exit code 1, reasons on stderr) on any lost or wrong message, any well-behaved
 //! client error, a stalled connection the server did not close, a descriptor leak, memory
-//! growth, sessions or buffers left in the server, a forgery not counted as unauthenticated
-//! (by the server and by the forger's client, exactly), or a server that died.
+//! growth, sessions or buffers left in the server, a forged or changed datagram not counted as
+//! unauthenticated or a replay not counted as a replay (by the server and by the forger's
+//! client, exactly), or a server that died.
 //!
 //! One more bad actor plays the server, in this process: a hostile HTTP origin called through
 //! an `HttpAgent` (`agent.rs`, every client vector of issue 45 §1 round-robin). The run fails

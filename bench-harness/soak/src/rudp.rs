@@ -1,13 +1,18 @@
 //! Reliable UDP: a well-behaved link (an ark-rudp client, ordered messages), and the forger:
 //! a client reached through a relay socket, so both ends take the relay's address for their
-//! peer's, and from that socket forged packets to both ends (well-formed, with no token or a
-//! guessed one) while the echo runs. Every echo must still come back, in order, and every
-//! forgery must be counted as unauthenticated.
+//! peer's. The relay is on the path: it sees every datagram of the session. While the echo
+//! runs it sends to both ends, from that socket, forged packets (well-formed, with no token or
+//! a guessed one), copies of datagrams it saw with one byte changed, and datagrams it saw
+//! again (replays). Every echo must still come back, in order; every forgery and changed
+//! datagram must be counted as unauthenticated, every replay as a replay, by the end it
+//! reached.
 
+use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -99,9 +104,10 @@ impl RudpLink {
         })
     }
 
-    /// What the client counted as unauthenticated so far.
-    fn unauthenticated(&self) -> Option<u64> {
-        self.client.as_ref()?.stats().map(|s| s.unauthenticated)
+    /// What the client counted so far: (unauthenticated, replays).
+    fn counted(&self) -> Option<(u64, u64)> {
+        let stats = self.client.as_ref()?.stats()?;
+        Some((stats.unauthenticated, stats.replays))
     }
 }
 
@@ -178,29 +184,101 @@ fn forgery(rng: &mut Rng) -> Vec<u8> {
     packet
 }
 
+/// What one direction's end was sent by the forger.
+#[derive(Debug, Default)]
+struct Sent {
+    /// Forged packets and changed copies: each must be counted unauthenticated.
+    unauthenticated: AtomicU64,
+    /// Of those, changed copies of datagrams the relay saw.
+    changed: AtomicU64,
+    /// Datagrams the relay saw, sent again: each must be counted as a replay.
+    replays: AtomicU64,
+}
+
+/// The datagrams the relay saw lately, each way (captured while `on`: after the handshake).
+#[derive(Debug, Default)]
+struct Tap {
+    on: AtomicBool,
+    seen: Mutex<[VecDeque<Vec<u8>>; 2]>,
+}
+
+/// How many datagrams the tap keeps each way.
+const TAP_KEEP: usize = 64;
+
+impl Tap {
+    fn index(towards: Towards) -> usize {
+        usize::from(towards == Towards::Client)
+    }
+
+    /// The relay's keep function: every datagram goes on; one seen while `on` is kept.
+    fn saw(&self, towards: Towards, datagram: &[u8]) {
+        if !self.on.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        let way = &mut seen[Tap::index(towards)];
+        if way.len() == TAP_KEEP {
+            way.pop_front();
+        }
+        way.push_back(datagram.to_vec());
+    }
+
+    /// A datagram seen going `towards`, chosen by `rng`, if any.
+    fn pick(&self, towards: Towards, rng: &mut Rng) -> Option<Vec<u8>> {
+        let seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        let way = &seen[Tap::index(towards)];
+        if way.is_empty() {
+            return None;
+        }
+        way.get(rng.range(0, way.len() as u64 - 1) as usize)
+            .cloned()
+    }
+}
+
 /// What the forging thread and the exchange share.
 #[derive(Debug, Default)]
 struct Forging {
-    on: AtomicBool,
     stop: AtomicBool,
-    to_server: AtomicU64,
-    to_client: AtomicU64,
+    tap: Arc<Tap>,
+    to_server: Sent,
+    to_client: Sent,
 }
 
-/// While `forging.on`, sends a forgery from the relay's socket to each end every
-/// [`FORGE_EVERY`] (once the client is known). Ends at `forging.stop` (or [`RELAY_LIMIT`]).
+/// While the tap is on, sends from the relay's socket to each end every [`FORGE_EVERY`] (once
+/// the client is known) a forgery, then a seen datagram again or changed in one byte past its
+/// clear prefix (kind and packet number: the change is in what the AEAD protects, and stays
+/// a datagram of its kind). Ends at `forging.stop` (or [`RELAY_LIMIT`]).
 fn forge(relay: &UdpForwarder, forging: &Forging, mut rng: Rng) {
     let deadline = Instant::now() + RELAY_LIMIT;
     while !forging.stop.load(Ordering::Relaxed) && Instant::now() < deadline {
         thread::sleep(FORGE_EVERY);
-        if !forging.on.load(Ordering::Relaxed) || relay.client().is_none() {
+        if !forging.tap.on.load(Ordering::Relaxed) || relay.client().is_none() {
             continue;
         }
-        if let Ok(true) = relay.inject(Towards::Server, &forgery(&mut rng)) {
-            forging.to_server.fetch_add(1, Ordering::Relaxed);
-        }
-        if let Ok(true) = relay.inject(Towards::Client, &forgery(&mut rng)) {
-            forging.to_client.fetch_add(1, Ordering::Relaxed);
+        for (towards, sent) in [
+            (Towards::Server, &forging.to_server),
+            (Towards::Client, &forging.to_client),
+        ] {
+            if let Ok(true) = relay.inject(towards, &forgery(&mut rng)) {
+                sent.unauthenticated.fetch_add(1, Ordering::Relaxed);
+            }
+            let Some(mut seen) = forging.tap.pick(towards, &mut rng) else {
+                continue;
+            };
+            let change = rng.range(0, 1) == 1 && seen.len() > 5;
+            if change {
+                let at = rng.range(5, seen.len() as u64 - 1) as usize;
+                seen[at] ^= 1 << rng.range(0, 7);
+            }
+            if let Ok(true) = relay.inject(towards, &seen) {
+                let count = if change {
+                    sent.changed.fetch_add(1, Ordering::Relaxed);
+                    &sent.unauthenticated
+                } else {
+                    &sent.replays
+                };
+                count.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 }
@@ -209,11 +287,16 @@ fn forge(relay: &UdpForwarder, forging: &Forging, mut rng: Rng) {
 /// forges packets to both ends; then the client must have counted every forgery sent to it.
 pub fn forger(ctx: &Ctx, rng: &mut Rng) -> Ending {
     let started = Instant::now();
-    let relay = match UdpForwarder::start(ctx.addrs.rudp, RELAY_LIMIT, |_, _| true) {
+    let forging = Forging::default();
+    let tap = forging.tap.clone();
+    let keep = move |towards, datagram: &[u8]| {
+        tap.saw(towards, datagram);
+        true
+    };
+    let relay = match UdpForwarder::start(ctx.addrs.rudp, RELAY_LIMIT, keep) {
         Ok(relay) => relay,
         Err(e) => return Ending::failed("relay failed", started, format!("start: {e}")),
     };
-    let forging = Forging::default();
     let forger_rng = Rng::new(rng.next_u64(), 0);
     let result = thread::scope(|s| {
         s.spawn(|| forge(&relay, &forging, forger_rng));
@@ -222,24 +305,31 @@ pub fn forger(ctx: &Ctx, rng: &mut Rng) -> Ending {
         result
     });
     relay.stop();
-    let (to_server, to_client) = (
-        forging.to_server.load(Ordering::Relaxed),
-        forging.to_client.load(Ordering::Relaxed),
-    );
-    let t = &ctx.tally;
-    t.forged.to_server.fetch_add(to_server, Ordering::Relaxed);
-    t.forged.to_clients.fetch_add(to_client, Ordering::Relaxed);
-    judge_forged(ctx, result, to_client, started)
+    let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+    let (server, client) = (&forging.to_server, &forging.to_client);
+    let f = &ctx.tally.forged;
+    f.to_server
+        .fetch_add(get(&server.unauthenticated), Ordering::Relaxed);
+    f.changed_to_server
+        .fetch_add(get(&server.changed), Ordering::Relaxed);
+    f.replayed_to_server
+        .fetch_add(get(&server.replays), Ordering::Relaxed);
+    f.to_clients
+        .fetch_add(get(&client.unauthenticated), Ordering::Relaxed);
+    f.replayed_to_clients
+        .fetch_add(get(&client.replays), Ordering::Relaxed);
+    let sent = (get(&client.unauthenticated), get(&client.replays));
+    judge_forged(ctx, result, sent, started)
 }
 
 /// The forger's exchange through the relay at `relay_addr`: returns the echoes checked and
-/// what the client counted as unauthenticated.
+/// what the client counted (unauthenticated, replays).
 fn forged_exchange(
     ctx: &Ctx,
     rng: &mut Rng,
     relay_addr: SocketAddr,
     forging: &Forging,
-) -> Result<(u64, u64), Fault> {
+) -> Result<(u64, (u64, u64)), Fault> {
     let mut link = RudpLink::connect(relay_addr).map_err(|e| Fault::broken(0, "connect", e))?;
     let plan = Plan {
         count: rng.range(20, 300),
@@ -248,23 +338,24 @@ fn forged_exchange(
         text_every: 0,
     };
     let echoes = Proto::default();
-    forging.on.store(true, Ordering::Relaxed);
+    forging.tap.on.store(true, Ordering::Relaxed);
     let result = exchange(&mut link, &plan, rng, ctx, &echoes);
-    forging.on.store(false, Ordering::Relaxed);
+    forging.tap.on.store(false, Ordering::Relaxed);
     result?;
     thread::sleep(SETTLE);
-    let counted = link.unauthenticated().unwrap_or(0);
+    let counted = link.counted().unwrap_or_default();
     link.leave()?;
     // Let the client's CLOSE pass the relay before it goes.
     thread::sleep(SETTLE);
     Ok((echoes.messages.load(Ordering::Relaxed), counted))
 }
 
-/// The forger's ending: every echo, and every forgery sent to the client counted by it.
+/// The forger's ending: every echo, and every forgery, changed datagram and replay sent to
+/// the client counted by it (`sent`: unauthenticated, replays).
 fn judge_forged(
     ctx: &Ctx,
-    result: Result<(u64, u64), Fault>,
-    sent: u64,
+    result: Result<(u64, (u64, u64)), Fault>,
+    sent: (u64, u64),
     started: Instant,
 ) -> Ending {
     let (echoes, counted) = match result {
@@ -282,22 +373,24 @@ fn judge_forged(
             };
         }
     };
-    ctx.tally
-        .forged
-        .counted_by_clients
-        .fetch_add(counted, Ordering::Relaxed);
+    let f = &ctx.tally.forged;
+    f.counted_by_clients.fetch_add(counted.0, Ordering::Relaxed);
+    f.replays_counted_by_clients
+        .fetch_add(counted.1, Ordering::Relaxed);
     let ending = Ending {
         messages: echoes,
-        ..Ending::new("every echo, every forgery counted", started)
+        ..Ending::new("every echo, forgery and replay counted", started)
     };
     if counted == sent {
         return ending;
     }
     Ending {
         problem: Some(format!(
-            "the client counted {counted} unauthenticated packets, {sent} forgeries were sent to it"
+            "the client counted {} unauthenticated datagrams and {} replays; {} forged or \
+             changed and {} replayed were sent to it",
+            counted.0, counted.1, sent.0, sent.1
         )),
-        outcome: "forgeries not counted".into(),
+        outcome: "forgeries or replays not counted".into(),
         ..ending
     }
 }

@@ -67,15 +67,25 @@ impl Proto {
     }
 }
 
-/// Forged reliable-UDP packets sent from a session's peer address, without its token.
+/// What the on-path forgers sent from a session's peer address: forged packets and seen
+/// datagrams changed in one byte (each must be counted unauthenticated), and seen datagrams
+/// sent again (each must be counted a replay).
 #[derive(Debug, Default)]
 pub struct Forged {
-    /// Sent to the server.
+    /// Forged or changed, sent to the server.
     pub to_server: AtomicU64,
-    /// Sent to the forgers' own clients.
+    /// Of those, changed copies of datagrams the relay saw.
+    pub changed_to_server: AtomicU64,
+    /// Replays sent to the server.
+    pub replayed_to_server: AtomicU64,
+    /// Forged or changed, sent to the forgers' own clients.
     pub to_clients: AtomicU64,
     /// Of those, what the clients counted as unauthenticated.
     pub counted_by_clients: AtomicU64,
+    /// Replays sent to the forgers' own clients.
+    pub replayed_to_clients: AtomicU64,
+    /// What the clients counted as replays.
+    pub replays_counted_by_clients: AtomicU64,
 }
 
 impl Forged {
@@ -84,8 +94,12 @@ impl Forged {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         json!({
             "to_server": get(&self.to_server),
+            "changed_to_server": get(&self.changed_to_server),
+            "replayed_to_server": get(&self.replayed_to_server),
             "to_clients": get(&self.to_clients),
             "counted_by_clients": get(&self.counted_by_clients),
+            "replayed_to_clients": get(&self.replayed_to_clients),
+            "replays_counted_by_clients": get(&self.replays_counted_by_clients),
         })
     }
 }

@@ -123,14 +123,22 @@ fn server_stats(v: &Value, why: &mut Vec<String>) {
     }
 }
 
-/// Every forged reliable-UDP packet sent to the server was counted as unauthenticated (the
-/// well-behaved clients send none), and none was taken for a message.
+/// Every forged or changed reliable-UDP datagram sent to the server was counted as
+/// unauthenticated and every replayed one as a replay (the well-behaved clients send none of
+/// either), and none was taken for a message.
 fn forgeries(tally: &Tally, v: &Value, why: &mut Vec<String>) {
     let sent = tally.forged.to_server.load(Ordering::Relaxed);
     let counted = v["rudp"]["stats"]["unauthenticated"].as_u64();
     if counted != Some(sent) {
         why.push(format!(
-            "rudp server: {counted:?} packets counted unauthenticated, {sent} forgeries sent to it"
+            "rudp server: {counted:?} datagrams counted unauthenticated, {sent} forged or changed ones sent to it"
+        ));
+    }
+    let replayed = tally.forged.replayed_to_server.load(Ordering::Relaxed);
+    let counted = v["rudp"]["stats"]["replays"].as_u64();
+    if counted != Some(replayed) {
+        why.push(format!(
+            "rudp server: {counted:?} datagrams counted as replays, {replayed} replayed to it"
         ));
     }
 }
