@@ -90,6 +90,8 @@ pub(crate) struct SessionIo {
     pub(crate) held_bytes: usize,
     /// Datagrams that waited for a write allowance, since the driver last took the count.
     pub(crate) rate_delayed: u64,
+    /// Where `send_with` writes a datagram a write rate limit may hold back (reused).
+    pub(crate) scratch: Vec<u8>,
 }
 
 /// A handler's view of its peer during a callback.
@@ -157,6 +159,57 @@ impl UdpSession<'_> {
             return Err(SendError::Connected);
         }
         self.queue(to, payload)
+    }
+
+    /// Queues the datagram `write` writes, in place in the socket's send queue (no copy), to
+    /// `to` (`None`: the connected peer). `write` gets up to `max` bytes and returns the
+    /// datagram's length (0: none, nothing queued). The protocol-on-top's call: a sealed
+    /// datagram is written once, where it leaves from. Under a write rate limit that holds
+    /// it back the datagram is written to a scratch buffer and waits (copied) as
+    /// [`send`](Self::send)'s would.
+    ///
+    /// # Errors
+    /// [`SendError::TooLarge`] when `max` is over the UDP maximum for the address;
+    /// [`SendError::Full`] when the queue has no room for `max` more bytes;
+    /// [`SendError::Connected`] for an address on a client's connected socket. `write` is
+    /// not called then.
+    pub fn send_with(
+        &mut self,
+        to: Option<SocketAddr>,
+        max: usize,
+        write: impl FnOnce(&mut [u8]) -> usize,
+    ) -> Result<usize, SendError> {
+        if self.connected && to.is_some() {
+            return Err(SendError::Connected);
+        }
+        let addr = to.unwrap_or(self.peer);
+        let limit = max_payload(&addr);
+        if max > limit {
+            return Err(SendError::TooLarge {
+                len: max,
+                max: limit,
+            });
+        }
+        let to = (!self.connected).then_some(addr);
+        if self.rate.write_limited() {
+            let mut scratch = std::mem::take(&mut self.io.scratch);
+            scratch.resize(max, 0);
+            let len = write(&mut scratch).min(max);
+            let queued = if len > 0 {
+                self.queue(addr, &scratch[..len])
+            } else {
+                Ok(())
+            };
+            self.io.scratch = scratch;
+            return queued.map(|()| len);
+        }
+        self.check_room(max)?;
+        let len = self.io.out.push_with(to, max, write);
+        if len > 0 {
+            self.io.datagrams_out += 1;
+            self.rate.send_now(len, self.io.now);
+        }
+        Ok(len)
     }
 
     /// Queues `payload` as a train of datagrams of `segment` bytes each (the last may be

@@ -380,14 +380,12 @@ impl<H: RudpHandler> Driver<H> {
         let Some(e) = self.endpoint.get_mut(&peer) else {
             return;
         };
-        while let Some(n) = e.conn.poll_transmit(now, &mut self.out) {
-            let datagram = &self.out[..n];
-            let _ = if self.connected {
-                udp.send(datagram)
-            } else {
-                udp.send_to(peer, datagram)
-            };
-        }
+        transmit(
+            udp,
+            (peer, self.connected),
+            &mut e.conn,
+            (now, &mut self.out),
+        );
         publish(e);
         if let Some(reason) = closed {
             self.ended(peer, reason);
@@ -551,6 +549,36 @@ impl<H: RudpHandler> Driver<H> {
                 .map(|e| cut_reason(e, &self.config));
             if let Some(reason) = reason {
                 self.end(peer, reason);
+            }
+        }
+    }
+}
+
+/// Every datagram `conn` has due, each written and sealed once, in place in the socket's
+/// send queue (`udp.send_with`). Where the queue refuses one (full), it is made in `scratch`
+/// and dropped, as a datagram the network lost (ARQ repeats what mattered), as before.
+fn transmit(
+    udp: &mut UdpSession<'_>,
+    (peer, connected): (SocketAddr, bool),
+    conn: &mut Connection,
+    (now, scratch): (Instant, &mut [u8]),
+) {
+    let to = (!connected).then_some(peer);
+    let max = scratch.len();
+    loop {
+        let mut made = false;
+        let queued = udp.send_with(to, max, |buf| {
+            let n = conn.poll_transmit(now, buf);
+            made = n.is_some();
+            n.unwrap_or(0)
+        });
+        match queued {
+            Ok(_) if made => {}
+            Ok(_) => return,
+            Err(_) => {
+                if conn.poll_transmit(now, scratch).is_none() {
+                    return;
+                }
             }
         }
     }

@@ -73,6 +73,7 @@ impl<H: UdpHandler> UdpDriver<H> {
             datagrams_out: 0,
             held_bytes: 0,
             rate_delayed: 0,
+            scratch: Vec::new(),
         };
         UdpDriver {
             recv,

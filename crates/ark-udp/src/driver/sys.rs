@@ -309,6 +309,25 @@ impl SendBatch {
         self.push_entry(to, Bytes::Queued(start), payload.len());
     }
 
+    /// Queues the datagram `write` puts at the front of the up to `max` bytes it is given,
+    /// written in place (no copy); `write` returns its length, 0 for none (nothing queued).
+    /// Returns the length.
+    pub(crate) fn push_with(
+        &mut self,
+        to: Option<SocketAddr>,
+        max: usize,
+        write: impl FnOnce(&mut [u8]) -> usize,
+    ) -> usize {
+        let start = self.data.len();
+        self.data.resize(start + max, 0);
+        let len = write(&mut self.data[start..]).min(max);
+        self.data.truncate(start + len);
+        if len > 0 {
+            self.push_entry(to, Bytes::Queued(start), len);
+        }
+        len
+    }
+
     /// Queues the `len` bytes at `offset` of the receive batch's buffer, by their place (the
     /// datagrams of a coalesced receive sit back to back there: echoed, they form a train).
     pub(crate) fn push_received(&mut self, to: Option<SocketAddr>, offset: usize, len: usize) {
@@ -498,6 +517,31 @@ mod tests {
             sent += out.send_batch(socket, max - sent, received).unwrap();
         }
         sent
+    }
+
+    #[test]
+    fn a_datagram_written_in_place_is_queued_as_written_and_none_leaves_nothing() {
+        let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        peer.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        let sender = UdpSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        sender.connect(peer.local_addr().unwrap()).unwrap();
+        let mut out = SendBatch::default();
+        let n = out.push_with(None, 64, |buf| {
+            assert_eq!(buf.len(), 64, "room for the largest");
+            buf[..5].copy_from_slice(b"hello");
+            5
+        });
+        assert_eq!((n, out.bytes(), out.queued()), (5, 5, 1));
+        assert_eq!(out.push_with(None, 64, |_| 0), 0);
+        assert_eq!((out.bytes(), out.queued()), (5, 1), "nothing left of it");
+        out.push(None, b"after");
+        assert_eq!(send_up_to(&mut out, &sender, 2, &[]), 2);
+        let mut buf = [0u8; 64];
+        for want in [&b"hello"[..], b"after"] {
+            let n = peer.recv(&mut buf).unwrap();
+            assert_eq!(&buf[..n], want);
+        }
     }
 
     #[test]

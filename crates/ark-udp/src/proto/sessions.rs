@@ -567,6 +567,7 @@ mod tests {
                 datagrams_out: 0,
                 held_bytes: 0,
                 rate_delayed: 0,
+                scratch: Vec::new(),
             };
             Sim {
                 sessions: UdpSessions::new(mode, addr(9), Arc::new(config), io),
