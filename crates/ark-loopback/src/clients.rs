@@ -449,8 +449,8 @@ const BULK_REFILL: std::time::Duration = std::time::Duration::from_millis(1);
 pub struct RudpBulk {
     /// The message (its size tells the server it is bulk).
     pub message: Arc<[u8]>,
-    /// `Lane(1)` with `--rudp-lanes on`, else `Ordered` (lane 0, the echoes' order).
-    pub delivery: ark_rudp::Delivery,
+    /// Lane 1 with `--rudp-lanes on`, else lane 0 (the echoes' order).
+    pub lane: u8,
 }
 
 impl RudpClient {
@@ -459,16 +459,8 @@ impl RudpClient {
         let Some(bulk) = &self.1 else {
             return;
         };
-        let lane = match bulk.delivery {
-            ark_rudp::Delivery::Lane(lane) => Some(lane),
-            _ => None,
-        };
         while session.buffered() < 2 * bulk.message.len() {
-            let sent = match lane {
-                Some(lane) => session.send_on(lane, &bulk.message),
-                None => session.send(&bulk.message),
-            };
-            if sent.is_err() {
+            if session.send_on(bulk.lane, &bulk.message).is_err() {
                 return;
             }
         }

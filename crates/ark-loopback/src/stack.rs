@@ -532,10 +532,8 @@ fn rudp_config(args: &Args) -> ark_rudp::RudpConfig {
 fn rudp_bulk(args: &Args) -> Option<clients::RudpBulk> {
     (args.rudp_bulk > 0).then(|| clients::RudpBulk {
         message: vec![0xB5; args.rudp_bulk as usize].into(),
-        delivery: match args.rudp_lanes {
-            Switch::On => ark_rudp::Delivery::Lane(1),
-            Switch::Off => ark_rudp::Delivery::Ordered,
-        },
+        // Without lanes the session has one (lane 0, ordered): the echoes' own.
+        lane: u8::from(args.rudp_lanes == Switch::On),
     })
 }
 

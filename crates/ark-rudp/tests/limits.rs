@@ -22,11 +22,7 @@ const WAIT: Duration = Duration::from_secs(10);
 /// buffer (48 of 64 × 64 KiB) or was over `max_message` vanished without an error or a count.
 #[test]
 fn a_handle_send_over_the_send_buffer_or_max_message_is_refused_and_counted() {
-    let (echo, _server_notes) = Reporter::new(false);
-    let server = RudpServer::builder()
-        .bind("127.0.0.1:0")
-        .start(move |_| echo.clone())
-        .unwrap();
+    let (server, _server_notes) = util::reporting_server(RudpConfig::default(), false);
     // After the handshake the forwarder drops everything: nothing sent is acknowledged, so
     // the send buffer only fills.
     let cut = Arc::new(AtomicBool::new(false));
@@ -212,11 +208,7 @@ fn a_second_address_gets_a_session_while_the_first_is_at_its_limit() {
 /// said srtt 0 and loss 0 whatever the session measured.
 #[test]
 fn the_handles_stats_carry_the_rtt_and_loss_estimates() {
-    let (echo, _server_notes) = Reporter::new(true);
-    let server = RudpServer::builder()
-        .bind("127.0.0.1:0")
-        .start(move |_| echo.clone())
-        .unwrap();
+    let (server, _server_notes) = util::reporting_server(RudpConfig::default(), true);
     let link = |seed| LinkConfig {
         loss: 0.1,
         delay: Duration::from_millis(5),

@@ -10,7 +10,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use ark_link::{Towards, UdpForwarder};
-use ark_rudp::{Delivery, RudpClient, RudpServer};
+use ark_rudp::{Delivery, RudpClient, RudpConfig};
 use util::{Note, Reporter, forgeries, next_note};
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -29,11 +29,7 @@ fn forged() -> Vec<Vec<u8>> {
 
 #[test]
 fn forged_packets_from_the_peers_address_are_dropped_over_sockets() {
-    let (echo, server_notes) = Reporter::new(true);
-    let server = RudpServer::builder()
-        .bind("127.0.0.1:0")
-        .start(move |_| echo.clone())
-        .unwrap();
+    let (server, server_notes) = util::reporting_server(RudpConfig::default(), true);
     let relay =
         UdpForwarder::start(server.local_addr(), Duration::from_secs(60), |_, _| true).unwrap();
     let (handler, notes) = Reporter::new(false);

@@ -11,7 +11,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use ark_link::{Towards, UdpForwarder};
-use ark_rudp::{Delivery, RudpClient, RudpServer, RudpStats};
+use ark_rudp::{Delivery, RudpClient, RudpConfig, RudpStats};
 use util::{Note, Reporter, next_note};
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -27,11 +27,7 @@ fn dropped(stats: Option<RudpStats>) -> u64 {
 
 #[test]
 fn the_relay_reads_nothing_and_what_it_replays_changes_or_cuts_is_counted_and_dropped() {
-    let (echo, server_notes) = Reporter::new(true);
-    let server = RudpServer::builder()
-        .bind("127.0.0.1:0")
-        .start(move |_| echo.clone())
-        .unwrap();
+    let (server, server_notes) = util::reporting_server(RudpConfig::default(), true);
     let seen: Seen = Arc::default();
     let tap = seen.clone();
     let relay = UdpForwarder::start(server.local_addr(), Duration::from_secs(60), move |t, d| {

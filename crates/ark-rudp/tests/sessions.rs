@@ -21,11 +21,7 @@ const WAIT: Duration = Duration::from_secs(10);
 
 #[test]
 fn eight_clients_echo_in_order_over_a_lossy_relay() {
-    let (echo, _server_notes) = Reporter::new(true);
-    let server = RudpServer::builder()
-        .bind("127.0.0.1:0")
-        .start(move |_| echo.clone())
-        .unwrap();
+    let (server, _server_notes) = util::reporting_server(RudpConfig::default(), true);
     let link = |seed| LinkConfig {
         loss: 0.1,
         delay: Duration::from_millis(5),
@@ -549,12 +545,7 @@ fn a_server_at_max_sessions_refuses_new_ones_until_one_ends() {
     let mut config = RudpConfig::default();
     config.max_sessions = 2;
     config.handshake_timeout = Duration::from_millis(800);
-    let (echo, _server_notes) = Reporter::new(true);
-    let server = RudpServer::builder()
-        .bind("127.0.0.1:0")
-        .config(config.clone())
-        .start(move |_| echo.clone())
-        .unwrap();
+    let (server, _server_notes) = util::reporting_server(config.clone(), true);
     let connect = || {
         let (handler, notes) = Reporter::new(false);
         let client = RudpClient::builder()

@@ -335,11 +335,7 @@ impl Connection {
     fn new(config: Arc<RudpConfig>, now: Instant, nonce: u64, state: State) -> Connection {
         let window = u64::from(config.receive_window);
         Connection {
-            send: Sender::new(
-                first_seq(nonce),
-                window,
-                &config.lanes[..config.lane_count().min(config.lanes.len())],
-            ),
+            send: Sender::new(first_seq(nonce), window, &config.lanes),
             recv: Receiver::new(
                 first_seq(nonce),
                 usize::from(config.receive_window),
@@ -1174,11 +1170,7 @@ impl Connection {
         let Some((Some(tag), _)) = self.unreliable.front() else {
             return false;
         };
-        let priority = self
-            .config
-            .lanes
-            .get(usize::from(tag.lane))
-            .map_or(0, |l| l.priority);
+        let priority = self.send.lane_priority(tag.lane);
         self.send.next_priority().is_none_or(|p| priority < p)
     }
 

@@ -114,10 +114,14 @@ pub(crate) struct Schedule<T> {
 }
 
 impl<T> Schedule<T> {
-    /// One queue per lane of `lanes` (at least one).
+    /// One queue per lane of `lanes` (at least one, at most [`MAX_LANES`]).
     pub(crate) fn new(lanes: &[Lane]) -> Self {
         let one = [Lane::ordered()];
-        let lanes = if lanes.is_empty() { &one[..] } else { lanes };
+        let lanes = if lanes.is_empty() {
+            &one[..]
+        } else {
+            &lanes[..lanes.len().min(MAX_LANES)]
+        };
         Schedule {
             lanes: lanes
                 .iter()

@@ -196,6 +196,11 @@ impl Sender {
         Some(seq)
     }
 
+    /// The priority of `lane`.
+    pub(crate) fn lane_priority(&self, lane: u8) -> u8 {
+        self.lanes.priority(usize::from(lane))
+    }
+
     /// The priority of the lane whose fragment would go next (a retransmission's lane is
     /// ahead of all: `None` when nothing waits).
     pub(crate) fn next_priority(&self) -> Option<u8> {

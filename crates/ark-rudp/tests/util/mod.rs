@@ -642,6 +642,21 @@ impl ark_rudp::RudpHandler for Reporter {
     }
 }
 
+/// A server on 127.0.0.1 (a free port) whose sessions are [`Reporter`]s (`echo`: each sends
+/// every message back), and the channel of their notes.
+pub fn reporting_server(
+    config: RudpConfig,
+    echo: bool,
+) -> (ark_rudp::RudpServerHandle, std::sync::mpsc::Receiver<Note>) {
+    let (reporter, notes) = Reporter::new(echo);
+    let server = ark_rudp::RudpServer::builder()
+        .bind("127.0.0.1:0")
+        .config(config)
+        .start(move |_| reporter.clone())
+        .expect("the server starts on loopback");
+    (server, notes)
+}
+
 /// The next note within `timeout` (panics without one).
 pub fn next_note(rx: &std::sync::mpsc::Receiver<Note>, timeout: Duration) -> Note {
     rx.recv_timeout(timeout)
