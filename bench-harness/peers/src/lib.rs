@@ -2,7 +2,7 @@
 //!
 //! The programs `ark-bench` compares ark with: the same loopback benchmark, flags and record
 //! as ark-loopback, on other stacks. `peer-tokio-loopback` runs on tokio (hyper for HTTP,
-//! tokio-tungstenite or tokio-websockets for WebSocket, tokio-rustls for TLS),
+//! tokio-tungstenite, tokio-websockets or fastwebsockets for WebSocket, tokio-rustls for TLS),
 //! `peer-raw-loopback` on raw syscalls (the floor), `peer-kcp-loopback` on KCP and
 //! `peer-quinn-loopback` on QUIC (quinn; both reliable UDP).
 //! This crate is the only one in the workspace that depends on those stacks.

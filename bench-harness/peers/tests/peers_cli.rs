@@ -241,6 +241,100 @@ fn raw_clients_against_the_ark_server() {
     cross(ark, raw, "raw");
 }
 
+/// The tokio peer's WebSocket libraries (`PEER_TOKIO_WS`), beside its hand-written default.
+const WS_LIBRARIES: [&str; 3] = ["tungstenite", "tokio-websockets", "fastwebsockets"];
+
+/// The tokio peer on WebSocket library `library`.
+fn tokio_on(library: &str) -> Command {
+    let mut command = tokio();
+    command.env("PEER_TOKIO_WS", library);
+    command
+}
+
+#[test]
+fn tokio_websocket_libraries_run_clean_and_cross_with_ark() {
+    // A name it does not know is refused, not measured as the default.
+    let out = tokio_on("fastwebsocket")
+        .args(SMOKE)
+        .args(["--protocol", "websocket"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let error = record(&out)["error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(error.contains("PEER_TOKIO_WS=fastwebsocket:"), "{error}");
+    for library in WS_LIBRARIES {
+        for (model, threads) in [("shared", "1"), ("sharded", "2")] {
+            let out = tokio_on(library)
+                .args(SMOKE)
+                .args(["--protocol", "websocket", "--io-model", model])
+                .args(["--io-threads", threads])
+                .output()
+                .unwrap();
+            assert_clean(&out, "tokio", &format!("{library} {model}×{threads}"));
+        }
+    }
+    // ark's clients against each library's server, each library's clients against ark's:
+    // every server first (each runs some seconds), then every client, then the servers' ends.
+    let _ = ark();
+    let common = [
+        "--protocol",
+        "websocket",
+        "--seconds",
+        "0.2",
+        "--warmup",
+        "0.05",
+        "--drain",
+        "1",
+    ];
+    let mut servers = Vec::new();
+    for library in WS_LIBRARIES {
+        for library_serves in [true, false] {
+            let addr = format!("127.0.0.1:{}", free_port());
+            let mut server = if library_serves {
+                tokio_on(library)
+            } else {
+                ark()
+            };
+            let serving = server
+                .args(common)
+                .args(["--role", "server", "--bind", &addr])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            servers.push((serving, addr, library, library_serves));
+        }
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    for (_, addr, library, library_serves) in &servers {
+        let (mut client, name) = if *library_serves {
+            (ark(), "ark")
+        } else {
+            (tokio_on(library), "tokio")
+        };
+        let out = client
+            .args(common)
+            .args(["--role", "client", "--connect", addr])
+            .args(["--clients", "2", "--window", "2", "--payload", "65507"])
+            .output()
+            .unwrap();
+        let what = format!("{name} client, {library} serving: {library_serves}");
+        assert_clean(&out, name, &what);
+    }
+    for (serving, addr, library, library_serves) in servers {
+        let out = serving.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "the server at {addr} ({library} serving: {library_serves}) ended with {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
 #[test]
 fn tokio_tls_runs_clean_handshakes_resume_and_crosses_with_ark() {
     for protocol in ["tcps", "wss"] {

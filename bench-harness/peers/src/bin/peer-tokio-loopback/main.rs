@@ -20,7 +20,8 @@
 //!   read drains the socket, every reply to a read in one write; the TCP server writes whole
 //!   frames straight from the receive buffer. WebSocket framing is hand-written
 //!   (`ark_peers::peer_ws`: unmasking in place, a fresh random mask per client frame);
-//!   `PEER_TOKIO_WS=tungstenite` or `tokio-websockets` runs that library instead ([`ws_lib`]).
+//!   `PEER_TOKIO_WS=tungstenite`, `tokio-websockets` or `fastwebsockets` runs that library
+//!   instead ([`ws_lib`], [`ws_fast`]).
 //! * tcps and wss ([`tls`]): tokio-rustls with the same rustls configs as ark (`ring`
 //!   provider, TLS 1.2/1.3, resumption on), one task per connection polling the `TlsStream`
 //!   for reads and writes (no split halves), every reply to a read handed to rustls at once
@@ -42,6 +43,7 @@ mod tcp;
 mod tls;
 mod udp;
 mod ws;
+mod ws_fast;
 mod ws_lib;
 
 use std::process::ExitCode;

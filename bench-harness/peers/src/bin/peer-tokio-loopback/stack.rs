@@ -88,6 +88,9 @@ impl Stack for TokioStack {
                 "--protocol rudp is compared with KCP and QUIC: peer-kcp-loopback, peer-quinn-loopback",
             ));
         }
+        if args.protocol == Protocol::Websocket {
+            ws::Variant::named()?;
+        }
         if args.reconnect_every > 0 && args.protocol != Protocol::Tcps {
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,

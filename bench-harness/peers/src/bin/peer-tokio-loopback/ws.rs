@@ -1,8 +1,9 @@
 //! WebSocket on tokio. By default hand-written (`ark_peers::peer_ws`) on the same
 //! connection loop as TCP ([`crate::stream::drive`]): frames decoded and unmasked in place,
 //! every reply to a read encoded into one write, a fresh random mask per client frame (as
-//! ark-ws). `PEER_TOKIO_WS=tungstenite` or `PEER_TOKIO_WS=tokio-websockets` runs a library
-//! instead ([`crate::ws_lib`]); bench-harness/README.md logs what each measured.
+//! ark-ws). `PEER_TOKIO_WS=tungstenite`, `PEER_TOKIO_WS=tokio-websockets` or
+//! `PEER_TOKIO_WS=fastwebsockets` runs a library instead ([`crate::ws_lib`]);
+//! bench-harness/README.md logs what each measured.
 
 use std::io;
 use std::net::SocketAddr;
@@ -33,14 +34,37 @@ pub enum Variant {
 }
 
 impl Variant {
-    /// The variant `PEER_TOKIO_WS` names.
-    pub fn from_env() -> Variant {
-        match std::env::var("PEER_TOKIO_WS").as_deref() {
-            Ok("tungstenite") => Variant::Library(ws_lib::Library::Tungstenite),
-            Ok("tokio-websockets") => Variant::Library(ws_lib::Library::TokioWebsockets),
-            _ => Variant::Handwritten,
+    /// The variant `PEER_TOKIO_WS` names: unset or `handwritten` is the default.
+    ///
+    /// # Errors
+    /// Any other name: a misspelt library would otherwise measure the default under its name.
+    pub fn named() -> io::Result<Variant> {
+        match std::env::var("PEER_TOKIO_WS") {
+            Err(std::env::VarError::NotPresent) => Ok(Variant::Handwritten),
+            Ok(name) => match name.as_str() {
+                "handwritten" => Ok(Variant::Handwritten),
+                "tungstenite" => Ok(Variant::Library(ws_lib::Library::Tungstenite)),
+                "tokio-websockets" => Ok(Variant::Library(ws_lib::Library::TokioWebsockets)),
+                "fastwebsockets" => Ok(Variant::Library(ws_lib::Library::FastWebsockets)),
+                other => Err(unknown(other)),
+            },
+            Err(std::env::VarError::NotUnicode(name)) => Err(unknown(&name.to_string_lossy())),
         }
     }
+
+    /// The variant `PEER_TOKIO_WS` names ([`Variant::named`], checked when the stack starts).
+    pub fn from_env() -> Variant {
+        Variant::named().unwrap_or(Variant::Handwritten)
+    }
+}
+
+fn unknown(name: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!(
+            "PEER_TOKIO_WS={name}: expected handwritten, tungstenite, tokio-websockets or fastwebsockets"
+        ),
+    )
 }
 
 /// One server connection: every binary message goes back as it came, pings are answered.

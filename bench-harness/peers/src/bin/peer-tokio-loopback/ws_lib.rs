@@ -1,9 +1,12 @@
-//! WebSocket on tokio through a library: tokio-tungstenite (the most used) or
-//! tokio-websockets, for comparison with the hand-written default ([`crate::ws`]).
+//! WebSocket on tokio through a library: tokio-tungstenite (the most used),
+//! tokio-websockets or fastwebsockets, for comparison with the hand-written default
+//! ([`crate::ws`]).
 //!
-//! Both run the same loop shape: a connection is one `Stream + Sink` of messages (not split
-//! into halves); every message already received is served before the sink is flushed, so the
-//! replies to one read leave in one write.
+//! tokio-tungstenite and tokio-websockets run the same loop shape: a connection is one
+//! `Stream + Sink` of messages (not split into halves); every message already received is
+//! served before the sink is flushed, so the replies to one read leave in one write.
+//! fastwebsockets has no `Stream + Sink`; it gets the same policy from the stream it runs on
+//! ([`crate::ws_fast`]).
 
 use std::io;
 use std::net::SocketAddr;
@@ -21,6 +24,8 @@ pub enum Library {
     TokioWebsockets,
     /// tokio-tungstenite.
     Tungstenite,
+    /// fastwebsockets ([`crate::ws_fast`]).
+    FastWebsockets,
 }
 
 /// Serves every message already received through `on_message` (which may feed replies),
@@ -82,6 +87,7 @@ pub async fn session(stream: TcpStream, echo: Echo, library: Library) {
             })
             .await;
         }
+        Library::FastWebsockets => crate::ws_fast::session(stream, echo).await,
     }
 }
 
@@ -96,6 +102,9 @@ pub async fn connect(
     stream.set_nodelay(true)?;
     let uri = format!("ws://{server}/");
     Ok(match library {
+        Library::FastWebsockets => crate::ws_fast::connect(stream, server, core, payload)
+            .await?
+            .right_future(),
         Library::TokioWebsockets => {
             let uri = uri.parse().map_err(io::Error::other)?;
             let (ws, _) = tokio_websockets::ClientBuilder::from_uri(uri)
@@ -105,6 +114,7 @@ pub async fn connect(
             client(ws, core, payload, tokio_websockets::Message::binary, |m| {
                 m.is_binary().then(|| &**m.as_payload())
             })
+            .left_future()
             .left_future()
         }
         Library::Tungstenite => {
@@ -117,6 +127,7 @@ pub async fn connect(
                 _ => None,
             })
             .right_future()
+            .left_future()
         }
     })
 }
