@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use ark_http::{HttpServer, HttpServerBuilder, HttpServerHandle, Router};
-use ark_ws::{CloseCode, Message, WsClose, WsConfig, WsHandler, WsSession};
+use ark_ws::{CloseCode, Message, ReceivedData, WsClose, WsConfig, WsHandler, WsSession};
 
 /// What the WebSocket sessions did, for the HTTP side to report.
 #[derive(Debug, Default)]
@@ -20,15 +20,24 @@ pub struct Stats {
     pub closed: std::sync::Mutex<Vec<u16>>,
 }
 
-/// A WebSocket echo session that counts.
+/// A WebSocket echo session that counts. It echoes text and binary messages only, where they
+/// were received (`on_data`: no copy until the send): a pong is not echoed (pings are
+/// answered by ark-ws), or two such peers would bounce pongs forever.
 struct Echo(Arc<Stats>);
 
 impl WsHandler for Echo {
-    fn on_message(&mut self, session: &mut WsSession<'_>, message: Message) {
-        if session.send(message).is_ok() {
+    fn on_data(&mut self, session: &mut WsSession<'_>, data: ReceivedData<'_>) {
+        let sent = match data.text() {
+            Some(text) => session.send_text(text),
+            None => session.send_binary(data.bytes()),
+        };
+        if sent.is_ok() {
             self.0.echoed.fetch_add(1, Ordering::Relaxed);
         }
     }
+
+    /// Only pongs (replies to pings this side sent) arrive here: `on_data` takes the rest.
+    fn on_message(&mut self, _: &mut WsSession<'_>, _: Message) {}
 
     fn on_close(&mut self, close: &WsClose) {
         let code = close.code().map_or(1006, CloseCode::get);

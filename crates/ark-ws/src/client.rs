@@ -132,6 +132,7 @@ impl WsClientBuilder {
     /// `on_close(WsClose::Failed(..))`.
     pub fn connect<H: WsHandler>(self, url: &str, handler: H) -> io::Result<WsClientHandle> {
         let invalid = |message: String| io::Error::new(io::ErrorKind::InvalidInput, message);
+        self.config.check()?;
         let mut request = url
             .into_client_request()
             .map_err(|e| invalid(format!("WsClient: {e}")))?;

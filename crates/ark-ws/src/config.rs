@@ -63,12 +63,19 @@ pub struct WsConfig {
     /// spent and frames wait in the send queue for the write budget. Default none; see
     /// [`ark_tcp::TcpConfig::rate_limits`].
     pub rate_limits: ark_reactor::RateLimits,
+    /// permessage-deflate (RFC 7692): `Some` offers it (a client) or accepts offers of it (a
+    /// server) with these settings; each message then goes compressed when it is at least
+    /// [`DeflateConfig::min_size`](crate::DeflateConfig::min_size) bytes. Default `None`: compression is declined. See
+    /// docs/ws.md "Compression" for the memory it holds per session.
+    #[cfg(feature = "deflate")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "deflate")))]
+    pub deflate: Option<crate::DeflateConfig>,
 }
 
 impl std::fmt::Debug for WsConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WsConfig")
-            .field("path", &self.path)
+        let mut f = f.debug_struct("WsConfig");
+        f.field("path", &self.path)
             .field("subprotocols", &self.subprotocols)
             .field("max_message", &self.max_message)
             .field("max_frame", &self.max_frame)
@@ -79,8 +86,10 @@ impl std::fmt::Debug for WsConfig {
             .field("write_stall_timeout", &self.write_stall_timeout)
             .field("idle_timeout", &self.idle_timeout)
             .field("upgrade_hook", &self.upgrade_hook.is_some())
-            .field("rate_limits", &self.rate_limits)
-            .finish()
+            .field("rate_limits", &self.rate_limits);
+        #[cfg(feature = "deflate")]
+        f.field("deflate", &self.deflate);
+        f.finish()
     }
 }
 
@@ -99,11 +108,30 @@ impl Default for WsConfig {
             idle_timeout: Some(Duration::from_secs(3600)),
             upgrade_hook: None,
             rate_limits: ark_reactor::RateLimits::default(),
+            #[cfg(feature = "deflate")]
+            deflate: None,
         }
     }
 }
 
 impl WsConfig {
+    /// Refuses settings no session can run with (permessage-deflate's window bits outside 8
+    /// to 15, or a level over 9), as a builder's `start` or `connect` error.
+    pub(crate) fn check(&self) -> std::io::Result<()> {
+        #[cfg(feature = "deflate")]
+        if let Some(deflate) = &self.deflate
+            && !deflate.is_valid()
+        {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "WsConfig::deflate: window bits must be 8 to 15 and the level at most 9: {deflate:?}"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// tungstenite's configuration: frames go straight to the in-memory stream (no write
     /// buffering there; data frames bypass it and their limit is enforced by ark), sizes as
     /// configured. While the send queue is full, tungstenite may hold at most

@@ -14,6 +14,7 @@ use crate::error::{Request, SendError};
 use crate::handle::{WsSessionHandle, WsShared};
 use crate::proto::close::{CloseCode, WsClose};
 use crate::proto::data::ReceivedData;
+use crate::proto::deflate::Deflater;
 use crate::proto::inbound::{Head, OPCODE_BINARY, OPCODE_TEXT, apply_mask};
 use crate::proto::stream::MemStream;
 
@@ -28,6 +29,8 @@ pub struct WsSession<'a> {
     pub(crate) client: bool,
     /// The session's counts since they were last published.
     pub(crate) tally: &'a mut crate::WsStats,
+    /// permessage-deflate's compressor, if the handshake agreed on it.
+    pub(crate) deflate: Option<&'a mut Deflater>,
 }
 
 impl std::fmt::Debug for WsSession<'_> {
@@ -157,12 +160,23 @@ impl WsSession<'_> {
     /// A pong tungstenite still owes is not flushed first: control frames may go between
     /// whole data frames in any order, and every callback ends with the connection's flush,
     /// which moves it to the queue in the same turn.
+    ///
+    /// With permessage-deflate agreed, a message of at least its `min_size` goes compressed
+    /// (RSV1 set on its frame).
     fn write_data(&mut self, opcode: u8, payload: &[u8]) -> Result<(), SendError> {
+        /// RSV1: the message is compressed (RFC 7692 6).
+        const COMPRESSED: u8 = 0x40;
         self.check(payload.len())?;
         let mask = self.client.then(fresh_mask);
-        if !self.queue_frame(opcode, mask, payload) {
-            self.ws.get_mut().write_frame(opcode, mask, payload);
+        let mut deflate = self.deflate.take();
+        let (first, payload) = match deflate.as_mut().and_then(|d| d.compress(payload)) {
+            Some(compressed) => (opcode | COMPRESSED, compressed),
+            None => (opcode, payload),
+        };
+        if !self.queue_frame(first, mask, payload) {
+            self.ws.get_mut().write_frame(first, mask, payload);
         }
+        self.deflate = deflate;
         self.tally.messages_out += 1;
         Ok(())
     }

@@ -13,6 +13,7 @@ use crate::config::WsConfig;
 use crate::driver::conn::WsConn;
 use crate::error::Request;
 use crate::handler::WsHandler;
+use crate::proto::deflate;
 
 /// Why an upgrade request is refused, with the status to answer ([`status`](Self::status)).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -166,8 +167,17 @@ impl<H: WsHandler> WsUpgrade<H> {
         {
             response.push(("sec-websocket-protocol", chosen.clone()));
         }
+        let offers = headers
+            .iter()
+            .filter(|(name, _)| name.eq_ignore_ascii_case("sec-websocket-extensions"))
+            .filter_map(|(_, value)| std::str::from_utf8(value).ok());
+        let agreed = deflate::server_accept(&config, offers).map(|(agreed, answer)| {
+            response.push(("sec-websocket-extensions", answer));
+            agreed
+        });
+        let owner = (Arc::new(config), Arc::default());
         Ok(WsUpgrade {
-            conn: WsConn::upgraded(request, (Arc::new(config), Arc::default()), handler, None),
+            conn: WsConn::upgraded((request, agreed), owner, handler, None),
             headers: response,
         })
     }

@@ -135,6 +135,9 @@ pub use http_upgrade::upgrade;
 pub use http_upgrade::{UpgradeError, WsUpgrade};
 pub use proto::close::{CloseCode, Initiator, InvalidCloseCode, OpenError, WsClose};
 pub use proto::data::ReceivedData;
+#[cfg(feature = "deflate")]
+#[cfg_attr(docsrs, doc(cfg(feature = "deflate")))]
+pub use proto::deflate::DeflateConfig;
 pub use server::{WsServer, WsServerBuilder, WsServerHandle};
 pub use stats::{WsSessionStats, WsStats};
 pub use tungstenite::Message;

@@ -110,6 +110,17 @@ macro_rules! ws_options {
             self
         }
 
+        /// permessage-deflate (RFC 7692) with these settings: offered by a client, accepted
+        /// from clients that offer it by a server (default: declined). See
+        /// [`WsConfig::deflate`](crate::WsConfig::deflate); `start`/`connect` refuse window
+        /// bits outside 8 to 15 or a level over 9.
+        #[cfg(feature = "deflate")]
+        #[cfg_attr(docsrs, doc(cfg(feature = "deflate")))]
+        pub fn deflate(mut self, deflate: crate::DeflateConfig) -> Self {
+            self.config.deflate = Some(deflate);
+            self
+        }
+
         /// Subprotocols, in preference order.
         pub fn subprotocols(mut self, protocols: &[&str]) -> Self {
             self.config.subprotocols = protocols.iter().map(|p| p.to_string()).collect();
@@ -180,6 +191,7 @@ impl WsServerBuilder {
                 "WsServer: no bind address",
             ))
         })?;
+        self.config.check()?;
         let config = Arc::new(self.config);
         let mut tcp = TcpServer::builder()
             .bind(addr)

@@ -4,6 +4,7 @@
 
 mod util;
 
+use std::io::Write;
 use std::net::TcpStream;
 use std::time::Duration;
 
@@ -193,4 +194,39 @@ fn an_upgrade_that_stalls_is_closed_after_the_handshake_timeout() {
     assert!(ark_testkit::wait_until(Duration::from_secs(10), || {
         server.tcp_stats().sessions_open == 0
     }));
+}
+
+/// Autobahn 6.4.3/6.4.4: bad UTF-8 inside one text frame that arrives in pieces fails the
+/// connection with 1007 at its first bad byte, not when the whole frame is in (the rest of
+/// the frame never comes here).
+#[test]
+fn bad_text_in_a_frame_that_arrives_in_pieces_is_refused_at_the_first_bad_byte() {
+    let (server, _) = util::echo_server(1024 * 1024);
+    for (piece, why) in [
+        (&b"valid \xf4\x90\x80\x80"[..], "a code point past U+10FFFF"),
+        (
+            &b"\xce\xba\xe1\xbd\xb9\xcf\x83\xce\xbc\xce\xb5\xed\xa0\x80"[..],
+            "a surrogate",
+        ),
+    ] {
+        let (mut stream, _) = util::raw_upgrade(server.local_addr(), "none");
+        // A 1,000-byte text frame: its head and only its first bytes.
+        let mut payload = piece.to_vec();
+        payload.resize(1000, b'x');
+        let whole = util::frame(0x81, &payload);
+        stream.write_all(&whole[..8 + piece.len()]).unwrap();
+        assert_eq!(util::close_code(&mut stream), 1007, "{why}");
+    }
+    // A valid character cut by the end of a piece waits for the rest.
+    let (mut stream, _) = util::raw_upgrade(server.local_addr(), "none");
+    let whole = util::frame(0x81, "é".repeat(100).as_bytes());
+    for chunk in whole.chunks(7) {
+        stream.write_all(chunk).unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let mut echo = [0u8; 204];
+    std::io::Read::read_exact(&mut stream, &mut echo).unwrap();
+    assert_eq!(&echo[4..], "é".repeat(100).as_bytes());
+    drop(stream);
+    server.stop().wait().unwrap();
 }

@@ -14,8 +14,9 @@ use crate::config::WsConfig;
 use crate::error::Request;
 use crate::handle::{CurrentSession, Request as HandleRequest, WsInbox, WsSessionHandle, WsShared};
 use crate::handler::{WsHandler, WsSession};
-use crate::proto::close::{CloseCode, Initiator, OpenError, WsClose};
+use crate::proto::close::{BAD_UTF8, CloseCode, Initiator, OpenError, WsClose};
 use crate::proto::data::ReceivedData;
+use crate::proto::deflate::{self, Agreed, Deflater};
 use crate::proto::inbound::{self, Frames, Inbound, Rules};
 use crate::proto::stream::MemStream;
 use crate::stats::{WsCounters, WsStats};
@@ -26,10 +27,18 @@ pub(crate) type Registry = Arc<Mutex<HashMap<u64, WsSessionHandle>>>;
 /// A close frame's code and reason, as sent or received.
 type CloseInfo = (Option<CloseCode>, String);
 
-/// The server's upgrade decision: path, hook, subprotocol; keeps a copy of the request.
+/// The server's upgrade decision: path, hook, subprotocol, extensions; keeps a copy of the
+/// request.
 pub(crate) struct Accept {
     config: Arc<WsConfig>,
-    slot: Arc<Mutex<Option<Request>>>,
+    slot: Arc<Mutex<Option<Accepted>>>,
+}
+
+/// What a server's handshake accepted: the request, and permessage-deflate's parameters if
+/// they were agreed.
+pub(crate) struct Accepted {
+    request: Request,
+    deflate: Option<Agreed>,
 }
 
 fn copy_request(request: &Request) -> Request {
@@ -78,7 +87,24 @@ impl Callback for Accept {
                     .insert("sec-websocket-protocol", value);
             }
         }
-        *self.slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(copy_request(request));
+        let offers = request.headers().get_all("sec-websocket-extensions");
+        let offers = offers.iter().filter_map(|v| v.to_str().ok());
+        let deflate = match deflate::server_accept(&self.config, offers) {
+            Some((agreed, answer)) => {
+                if let Ok(value) = answer.parse() {
+                    response
+                        .headers_mut()
+                        .insert("sec-websocket-extensions", value);
+                }
+                Some(agreed)
+            }
+            None => None,
+        };
+        let accepted = Accepted {
+            request: copy_request(request),
+            deflate,
+        };
+        *self.slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(accepted);
         Ok(response)
     }
 }
@@ -117,8 +143,13 @@ pub(crate) struct WsConn<H> {
     /// The server's open sessions (servers only), and this one's key there once open.
     registry: Option<Registry>,
     id: Option<u64>,
-    slot: Arc<Mutex<Option<Request>>>,
+    slot: Arc<Mutex<Option<Accepted>>>,
     request: Option<Request>,
+    /// permessage-deflate's parameters, agreed in the handshake; its engines start at open.
+    agreed: Option<Agreed>,
+    /// The compressor of the messages this side sends, once agreed (the decompressor is in
+    /// `frames`).
+    deflate: Option<Deflater>,
     opened: bool,
     close_sent: Option<CloseInfo>,
     close_received: Option<CloseInfo>,
@@ -167,6 +198,8 @@ impl<H: WsHandler> WsConn<H> {
             id: None,
             slot: Arc::new(Mutex::new(None)),
             request: None,
+            agreed: None,
+            deflate: None,
             opened: false,
             close_sent: None,
             close_received: None,
@@ -207,7 +240,7 @@ impl<H: WsHandler> WsConn<H> {
     /// The server side of a connection whose handshake an HTTP server answered (`request`
     /// is the upgrade request): it opens as soon as it runs.
     pub(crate) fn upgraded(
-        request: Request,
+        (request, agreed): (Request, Option<Agreed>),
         (config, counters): (Arc<WsConfig>, Arc<WsCounters>),
         handler: H,
         registry: Option<Registry>,
@@ -221,6 +254,7 @@ impl<H: WsHandler> WsConn<H> {
         let state = State::Upgraded(Some(Box::new(ws)));
         let mut conn = Self::new(state, handler, (config, counters), shared);
         conn.request = Some(request);
+        conn.agreed = agreed;
         conn.registry = registry;
         conn
     }
@@ -228,8 +262,16 @@ impl<H: WsHandler> WsConn<H> {
     pub(crate) fn client(
         (config, counters): (Arc<WsConfig>, Arc<WsCounters>),
         handler: H,
-        client_of: ClientOf,
+        mut client_of: ClientOf,
     ) -> Self {
+        if let Some(offer) = deflate::client_offer(&config)
+            && let Ok(value) = offer.parse()
+        {
+            client_of
+                .request
+                .headers_mut()
+                .insert("sec-websocket-extensions", value);
+        }
         let request = copy_request(&client_of.request);
         let mut conn = Self::new(
             State::ClientPending(Some(Box::new(request))),
@@ -250,6 +292,8 @@ impl<H: WsHandler> WsConn<H> {
         self.shared = client_of.current.renew(self.config.write_buffer_limit);
         self.state = State::ClientPending(Some(Box::new(copy_request(&client_of.request))));
         self.request = None;
+        self.agreed = None;
+        self.deflate = None;
         self.opened = false;
         self.close_sent = None;
         self.close_received = None;
@@ -290,6 +334,9 @@ impl<H: WsHandler> WsConn<H> {
         }
         stream.shrink_if_idle(keep);
         self.frames.shrink_if_idle(keep);
+        if let Some(deflate) = &mut self.deflate {
+            deflate.shrink_if_idle(keep);
+        }
     }
 
     /// Adds this session's counts to the owner's and its handles'.
@@ -354,7 +401,7 @@ impl<H: WsHandler> WsConn<H> {
             ws,
             tcp,
             (&self.config, &self.shared, &mut self.tally),
-            &mut self.close_sent,
+            (&mut self.close_sent, self.deflate.as_mut()),
             self.client,
         );
         f(handler, &mut session);
@@ -367,7 +414,7 @@ impl<H: WsHandler> WsConn<H> {
         ws: &'a mut WebSocket<MemStream>,
         tcp: &'a mut TcpSession<'_>,
         (config, shared, tally): (&'a WsConfig, &'a Arc<WsShared>, &'a mut WsStats),
-        close_sent: &'a mut Option<CloseInfo>,
+        (close_sent, deflate): (&'a mut Option<CloseInfo>, Option<&'a mut Deflater>),
         client: bool,
     ) -> (&'a mut H, WsSession<'a>) {
         let session = WsSession {
@@ -378,6 +425,7 @@ impl<H: WsHandler> WsConn<H> {
             close_sent,
             client,
             tally,
+            deflate,
         };
         (handler, session)
     }
@@ -409,11 +457,15 @@ impl<H: WsHandler> WsConn<H> {
                 State::Server(Some(mid)) => match (*mid).handshake() {
                     Ok(ws) => {
                         self.state = State::Open(Box::new(ws));
-                        self.request = self
+                        let accepted = self
                             .slot
                             .lock()
                             .unwrap_or_else(PoisonError::into_inner)
                             .take();
+                        if let Some(Accepted { request, deflate }) = accepted {
+                            self.request = Some(request);
+                            self.agreed = deflate;
+                        }
                         self.open(tcp);
                     }
                     Err(HandshakeError::Interrupted(mid)) => {
@@ -423,7 +475,16 @@ impl<H: WsHandler> WsConn<H> {
                     Err(HandshakeError::Failure(e)) => return self.reject(tcp, e),
                 },
                 State::Client(Some(mid)) => match (*mid).handshake() {
-                    Ok((ws, _response)) => {
+                    Ok((ws, response)) => {
+                        let answer = response.headers().get_all("sec-websocket-extensions");
+                        let answer = answer.iter().map(|v| v.to_str().unwrap_or("?"));
+                        match deflate::client_confirm(&self.config, answer) {
+                            Ok(agreed) => self.agreed = agreed,
+                            Err(why) => {
+                                let failure = OpenError::Handshake(why.to_string());
+                                return self.abandon(tcp, failure);
+                            }
+                        }
                         self.state = State::Open(Box::new(ws));
                         self.open(tcp);
                     }
@@ -533,6 +594,11 @@ impl<H: WsHandler> WsConn<H> {
         );
         self.opened = true;
         self.tally.sessions_opened += 1;
+        let agreed = self.agreed.take();
+        if let Some((deflater, inflater)) = deflate::engines(&self.config, agreed, !self.client) {
+            self.deflate = Some(deflater);
+            self.frames.set_inflater(inflater);
+        }
         if let Some(stream) = self.stream() {
             let rest = stream.end_handshake();
             self.frames.push(&rest);
@@ -600,6 +666,7 @@ impl<H: WsHandler> WsConn<H> {
             match self.frames.next(self.rules()) {
                 None => return Read::Blocked,
                 Some(Inbound::Data { len, text }) => self.deliver_data(ws, tcp, len, text),
+                Some(Inbound::Inflated { text }) => self.deliver_inflated(ws, tcp, text),
                 Some(Inbound::Tungstenite(bytes)) => {
                     ws.get_mut().push(&bytes);
                     match self.read_messages(ws, tcp) {
@@ -653,6 +720,22 @@ impl<H: WsHandler> WsConn<H> {
         });
     }
 
+    /// Lends the handler the message just inflated.
+    fn deliver_inflated(
+        &mut self,
+        ws: &mut WebSocket<MemStream>,
+        tcp: &mut TcpSession<'_>,
+        text: bool,
+    ) {
+        self.with_view(ws, tcp, |handler, session, frames| {
+            if let Some(data) = frames.lend_inflated(text) {
+                session.tally.messages_in += 1;
+                handler.on_data(session, data);
+            }
+        });
+        self.frames.inflated_delivered();
+    }
+
     /// Runs `f` with the handler, a view of the session over `ws` (taken out of
     /// `self.state` while messages are read) and the received frames.
     fn with_view(
@@ -666,7 +749,7 @@ impl<H: WsHandler> WsConn<H> {
             ws,
             tcp,
             (&self.config, &self.shared, &mut self.tally),
-            &mut self.close_sent,
+            (&mut self.close_sent, self.deflate.as_mut()),
             self.client,
         );
         f(handler, &mut session, &mut self.frames);
@@ -723,7 +806,7 @@ impl From<Error> for Read {
         match error {
             Error::Io(e) if e.kind() == std::io::ErrorKind::WouldBlock => Read::Blocked,
             Error::ConnectionClosed | Error::AlreadyClosed => Read::Closed,
-            Error::Utf8(_) => Read::Bad(CloseCode::INVALID_DATA, "invalid UTF-8 in a text message"),
+            Error::Utf8(_) => Read::Bad(BAD_UTF8.0, BAD_UTF8.1),
             Error::Capacity(_) => Read::Bad(CloseCode::TOO_BIG, "message too big"),
             Error::Protocol(_) => Read::Bad(CloseCode::PROTOCOL_ERROR, "protocol error"),
             _ => Read::Bad(CloseCode::INTERNAL_ERROR, "internal error"),

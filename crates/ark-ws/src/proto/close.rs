@@ -58,6 +58,10 @@ impl CloseCode {
     }
 }
 
+/// Why a text message fails its connection: bad UTF-8 (1007), with the reason sent.
+pub(crate) const BAD_UTF8: (CloseCode, &str) =
+    (CloseCode::INVALID_DATA, "invalid UTF-8 in a text message");
+
 impl TryFrom<u16> for CloseCode {
     type Error = InvalidCloseCode;
     fn try_from(code: u16) -> Result<Self, Self::Error> {

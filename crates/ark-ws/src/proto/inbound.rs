@@ -10,8 +10,9 @@
 
 use bytes::{Buf, BytesMut};
 
-use crate::proto::close::CloseCode;
+use crate::proto::close::{BAD_UTF8, CloseCode};
 use crate::proto::data::ReceivedData;
+use crate::proto::deflate::Inflater;
 
 /// Opcodes of data frames (RFC 6455 section 5.2).
 const OPCODE_CONTINUE: u8 = 0;
@@ -66,6 +67,7 @@ impl Head {
     }
 
     /// Writes a final frame's header for `len` payload bytes into `out`; the bytes written.
+    /// `opcode` may carry RSV1 (0x40: a compressed message).
     pub(crate) fn write_final(
         opcode: u8,
         len: usize,
@@ -103,6 +105,9 @@ pub(crate) enum Inbound {
     /// A whole text or binary message of `len` bytes at the front of the buffer, unmasked
     /// (text: valid UTF-8); [`Frames::lend`] lends it.
     Data { len: usize, text: bool },
+    /// A whole compressed message, inflated (text: valid UTF-8); [`Frames::lend_inflated`]
+    /// lends it.
+    Inflated { text: bool },
     /// Bytes of a frame only tungstenite may read (it gets every such frame whole, in order).
     Tungstenite(BytesMut),
     /// A frame that fails the connection with this close code.
@@ -131,6 +136,87 @@ pub(crate) struct Frames {
     fragmented: bool,
     /// The most bytes held since the buffer was last empty.
     peak: usize,
+    /// How far the text frame at the front is unmasked and checked as UTF-8 while it arrives.
+    partial: Partial,
+    /// permessage-deflate's decompressor, once negotiated.
+    inflate: Option<Inflater>,
+    /// A compressed message is under way (its first frame was not final): whether it is text.
+    /// Its continuations are inflated here, not given to tungstenite.
+    compressed: Option<bool>,
+    /// A fragmented text message is under way in tungstenite: its UTF-8 so far, checked here
+    /// as its bytes pass (tungstenite checks a frame only once all of it is in).
+    text: Option<Utf8Stream>,
+    /// The frame passing to tungstenite is one of that message's.
+    passing: Option<Passing>,
+}
+
+/// Where the checks of [`Frames::text`] are in the frame passing to tungstenite.
+#[derive(Debug, Clone, Copy)]
+struct Passing {
+    mask: Option<[u8; 4]>,
+    /// Header bytes still to pass.
+    head_left: usize,
+    /// Payload bytes passed.
+    offset: usize,
+    /// The message's last frame.
+    last: bool,
+}
+
+/// UTF-8 checked across pieces: what arrived is valid but for a sequence cut at its end,
+/// held here until the rest comes.
+#[derive(Debug, Default, Clone, Copy)]
+struct Utf8Stream {
+    cut: [u8; 4],
+    held: usize,
+}
+
+impl Utf8Stream {
+    /// Checks the next `bytes`; `false` at the first that cannot be UTF-8.
+    fn feed(&mut self, mut bytes: &[u8]) -> bool {
+        while self.held > 0 {
+            let Some((&first, rest)) = bytes.split_first() else {
+                return true;
+            };
+            self.cut[self.held] = first;
+            self.held += 1;
+            bytes = rest;
+            match std::str::from_utf8(&self.cut[..self.held]) {
+                Ok(_) => self.held = 0,
+                Err(e) if e.error_len().is_none() && self.held < 4 => {}
+                Err(_) => return false,
+            }
+        }
+        match std::str::from_utf8(bytes) {
+            Ok(_) => true,
+            Err(e) if e.error_len().is_none() => {
+                let cut = &bytes[e.valid_up_to()..];
+                self.cut[..cut.len()].copy_from_slice(cut);
+                self.held = cut.len();
+                true
+            }
+            Err(_) => false,
+        }
+    }
+}
+
+/// A text frame's payload bytes unmasked in place, and checked as UTF-8, so far (a sequence
+/// cut by the end of what arrived waits for the rest): bad text is refused at its first bad
+/// byte, not when the whole frame is in.
+#[derive(Debug, Default, Clone, Copy)]
+struct Partial {
+    opened: usize,
+    valid: usize,
+}
+
+/// What a received frame is, for [`Frames::next`].
+enum Kind {
+    /// A whole plain text (`true`) or binary message this crate takes apart.
+    Plain(bool),
+    /// A frame of a compressed message.
+    Compressed,
+    /// Only tungstenite may read it.
+    Tungstenite,
+    Bad(CloseCode, &'static str),
 }
 
 impl Frames {
@@ -146,9 +232,95 @@ impl Frames {
             return self.for_tungstenite();
         }
         let head = Head::parse(&self.buf)?;
-        match plain_data(&head, rules, self.fragmented) {
-            Some(text) => self.message(&head, text),
-            None => self.route(&head),
+        match self.kind(&head, rules) {
+            Kind::Plain(text) => self.message(&head, text),
+            Kind::Compressed => self.compressed_frame(&head, rules),
+            Kind::Tungstenite => self.route(&head),
+            Kind::Bad(code, reason) => Some(Inbound::Bad(code, reason)),
+        }
+    }
+
+    /// Decompresses the messages received from now on (permessage-deflate was negotiated).
+    pub(crate) fn set_inflater(&mut self, inflater: Inflater) {
+        self.inflate = Some(inflater);
+    }
+
+    /// Who reads the frame `head` starts. A compressed message (RSV1 on its first frame, RFC
+    /// 7692 6) is this crate's from its first frame to its last; control frames between its
+    /// frames are tungstenite's, a data frame there is a protocol error.
+    fn kind(&self, head: &Head, rules: Rules) -> Kind {
+        const RSV1: u8 = 0x40;
+        let masked_right = head.mask.is_some() == rules.server;
+        if self.compressed.is_some() {
+            return match head.opcode {
+                0x8.. => Kind::Tungstenite,
+                OPCODE_CONTINUE if head.rsv == 0 && masked_right => Kind::Compressed,
+                _ => Kind::Bad(
+                    CloseCode::PROTOCOL_ERROR,
+                    "a frame that cannot continue a compressed message",
+                ),
+            };
+        }
+        let starts_compressed = self.inflate.is_some()
+            && head.rsv == RSV1
+            && matches!(head.opcode, OPCODE_TEXT | OPCODE_BINARY)
+            && !self.fragmented
+            && masked_right;
+        if starts_compressed {
+            return Kind::Compressed;
+        }
+        match plain_data(head, rules, self.fragmented) {
+            Some(text) => Kind::Plain(text),
+            None => Kind::Tungstenite,
+        }
+    }
+
+    /// A frame of a compressed message, once all of it is here: inflated (bounded by
+    /// `max_message`, text checked as it comes out); the message once its last frame is in.
+    /// After a close was sent or received it is read and dropped.
+    fn compressed_frame(&mut self, head: &Head, rules: Rules) -> Option<Inbound> {
+        let len = usize::try_from(head.len).unwrap_or(usize::MAX);
+        if len > rules.max_frame {
+            return Some(Inbound::Bad(CloseCode::TOO_BIG, "frame too big"));
+        }
+        if self.buf.len() - head.head_len < len {
+            return None;
+        }
+        self.buf.advance(head.head_len);
+        let text = *self.compressed.get_or_insert(head.opcode == OPCODE_TEXT);
+        if head.fin {
+            self.compressed = None;
+        }
+        let payload = &mut self.buf[..len];
+        if let Some(mask) = head.mask {
+            apply_mask(payload, mask);
+        }
+        let inflate = self.inflate.as_mut()?;
+        let outcome = inflate.inflate(payload, head.fin, (rules.max_message, text));
+        self.buf.advance(len);
+        if let Err((code, reason)) = outcome {
+            return Some(Inbound::Bad(code, reason));
+        }
+        if rules.closing {
+            inflate.clear();
+            return self.next(rules);
+        }
+        match head.fin {
+            true => Some(Inbound::Inflated { text }),
+            false => self.next(rules),
+        }
+    }
+
+    /// Lends the message [`next`](Self::next) returned as [`Inbound::Inflated`]; the
+    /// decompressor's buffer is cleared for the next one when the lent value goes.
+    pub(crate) fn lend_inflated(&mut self, text: bool) -> Option<ReceivedData<'_>> {
+        Some(self.inflate.as_mut()?.lend(text))
+    }
+
+    /// The inflated message was delivered.
+    pub(crate) fn inflated_delivered(&mut self) {
+        if let Some(inflate) = &mut self.inflate {
+            inflate.clear();
         }
     }
 
@@ -157,7 +329,10 @@ impl Frames {
     /// fragmented message, every frame goes to it, so that a data frame inside the message is
     /// its protocol error (1002), not a message of its own.
     pub(crate) fn is_clear(&self) -> bool {
-        self.buf.is_empty() && self.to_tungstenite == 0 && !self.fragmented
+        self.buf.is_empty()
+            && self.to_tungstenite == 0
+            && !self.fragmented
+            && self.compressed.is_none()
     }
 
     /// How many of `input`'s bytes to [`push`](Self::push) next: what the frame held lacks
@@ -183,9 +358,22 @@ impl Frames {
         need.max(1)
     }
 
-    /// Sends the frame `head` starts to tungstenite.
+    /// Sends the frame `head` starts to tungstenite (checking a fragmented text message's
+    /// UTF-8 on the way).
     fn route(&mut self, head: &Head) -> Option<Inbound> {
         if matches!(head.opcode, OPCODE_CONTINUE | OPCODE_TEXT | OPCODE_BINARY) {
+            let continues = head.opcode == OPCODE_CONTINUE && self.fragmented;
+            if !continues {
+                // A new message (or a protocol error, tungstenite's to judge).
+                let fragments = head.opcode == OPCODE_TEXT && !head.fin && !self.fragmented;
+                self.text = fragments.then(Utf8Stream::default);
+            }
+            self.passing = self.text.map(|_| Passing {
+                mask: head.mask,
+                head_left: head.head_len,
+                offset: 0,
+                last: head.fin,
+            });
             // Binary or text without FIN starts a fragmented message; a continuation with FIN
             // ends it (tungstenite refuses every other order).
             self.fragmented = !head.fin;
@@ -194,17 +382,71 @@ impl Frames {
         self.for_tungstenite()
     }
 
-    /// The whole data frame at the front, once all of it is here.
+    /// Checks the UTF-8 of `bytes` (a piece of the frame passing to tungstenite, header
+    /// first) if that frame is a fragmented text message's.
+    fn check_passing(&mut self, mut bytes: &[u8]) -> bool {
+        let (Some(passing), Some(text)) = (&mut self.passing, &mut self.text) else {
+            return true;
+        };
+        let head = passing.head_left.min(bytes.len());
+        passing.head_left -= head;
+        bytes = &bytes[head..];
+        let mut plain = [0u8; 256];
+        for piece in bytes.chunks(plain.len()) {
+            let plain = &mut plain[..piece.len()];
+            plain.copy_from_slice(piece);
+            if let Some(mask) = passing.mask {
+                apply_mask(plain, rotated(mask, passing.offset));
+            }
+            passing.offset += piece.len();
+            if !text.feed(plain) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The whole data frame at the front, once all of it is here; a text frame's bytes are
+    /// unmasked and checked as they arrive.
     fn message(&mut self, head: &Head, text: bool) -> Option<Inbound> {
         let len = head.len as usize;
-        if self.buf.len() - head.head_len < len {
+        let arrived = (self.buf.len() - head.head_len).min(len);
+        if arrived < len {
+            if text && let Err((code, reason)) = self.check_arrived(head, arrived) {
+                return Some(Inbound::Bad(code, reason));
+            }
             return None; // the buffer grows as the bytes come, not on the header's word
         }
+        let Partial { opened, valid } = std::mem::take(&mut self.partial);
         self.buf.advance(head.head_len);
-        Some(match open_payload(&mut self.buf[..len], head.mask, text) {
-            Ok(()) => Inbound::Data { len, text },
-            Err((code, reason)) => Inbound::Bad(code, reason),
-        })
+        let payload = &mut self.buf[..len];
+        if let Some(mask) = head.mask {
+            apply_mask(&mut payload[opened..], rotated(mask, opened));
+        }
+        if text && std::str::from_utf8(&payload[valid..]).is_err() {
+            return Some(Inbound::Bad(BAD_UTF8.0, BAD_UTF8.1));
+        }
+        Some(Inbound::Data { len, text })
+    }
+
+    /// Unmasks and checks the `arrived` payload bytes of the text frame `head` not yet seen.
+    fn check_arrived(
+        &mut self,
+        head: &Head,
+        arrived: usize,
+    ) -> Result<(), (CloseCode, &'static str)> {
+        let Partial { opened, valid } = &mut self.partial;
+        let payload = &mut self.buf[head.head_len..head.head_len + arrived];
+        if let Some(mask) = head.mask {
+            apply_mask(&mut payload[*opened..], rotated(mask, *opened));
+        }
+        *opened = arrived;
+        match std::str::from_utf8(&payload[*valid..]) {
+            Ok(_) => *valid = arrived,
+            Err(e) if e.error_len().is_none() => *valid += e.valid_up_to(),
+            Err(_) => return Err(BAD_UTF8),
+        }
+        Ok(())
     }
 
     /// Lends the message [`next`](Self::next) returned as [`Inbound::Data`]; it leaves the
@@ -229,12 +471,22 @@ impl Frames {
             return None;
         }
         self.to_tungstenite -= take as u64;
-        Some(Inbound::Tungstenite(self.buf.split_to(take)))
+        let bytes = self.buf.split_to(take);
+        if !self.check_passing(&bytes) {
+            return Some(Inbound::Bad(BAD_UTF8.0, BAD_UTF8.1));
+        }
+        if self.to_tungstenite == 0 && self.passing.take().is_some_and(|p| p.last) {
+            self.text = None;
+        }
+        Some(Inbound::Tungstenite(bytes))
     }
 
     /// With nothing held, lets go of a buffer grown past `keep` bytes if the traffic since the
     /// last such point fit in `keep` (as `MemStream::shrink_if_idle`).
     pub(crate) fn shrink_if_idle(&mut self, keep: usize) {
+        if let Some(inflate) = &mut self.inflate {
+            inflate.shrink_if_idle(keep);
+        }
         if self.buf.is_empty() {
             if self.buf.capacity() > keep && self.peak <= keep {
                 self.buf = BytesMut::new();
@@ -297,9 +549,16 @@ fn open_payload(
         apply_mask(payload, mask);
     }
     if text && std::str::from_utf8(payload).is_err() {
-        return Err((CloseCode::INVALID_DATA, "invalid UTF-8 in a text message"));
+        return Err(BAD_UTF8);
     }
     Ok(())
+}
+
+/// The mask for payload bytes from `offset` on.
+fn rotated(mask: [u8; 4], offset: usize) -> [u8; 4] {
+    let mut rotated = mask;
+    rotated.rotate_left(offset % 4);
+    rotated
 }
 
 /// XORs `bytes` with the 4-byte `mask`, RFC 6455 section 5.3, eight bytes at a time.
@@ -420,13 +679,7 @@ mod tests {
             assert_eq!(bytes, before, "{why}: left as read");
         }
         let mut bad_text = frame(0x81, &[0xff, 0xfe], MASK);
-        assert_eq!(
-            lendable(&mut bad_text, RULES),
-            Some(Err((
-                CloseCode::INVALID_DATA,
-                "invalid UTF-8 in a text message"
-            )))
-        );
+        assert_eq!(lendable(&mut bad_text, RULES), Some(Err(BAD_UTF8)));
     }
 
     #[test]
@@ -460,6 +713,64 @@ mod tests {
         frames.push(&ping[6..]);
         assert!(matches!(frames.next(RULES), Some(Inbound::Tungstenite(_))));
         assert!(frames.is_clear());
+    }
+
+    #[test]
+    fn utf8_is_checked_across_pieces_cut_anywhere() {
+        let good = "κόσμε €𝄞 text".as_bytes();
+        for cut in 0..=good.len() {
+            for second in cut..=good.len() {
+                let mut stream = Utf8Stream::default();
+                assert!(stream.feed(&good[..cut]) && stream.feed(&good[cut..second]));
+                assert!(
+                    stream.feed(&good[second..]) && stream.held == 0,
+                    "{cut}/{second}"
+                );
+            }
+        }
+        for bad in [
+            &b"ok\xf4\x90\x80\x80"[..],
+            b"\xed\xa0\x80",
+            b"\xc0\xaf",
+            b"\xff",
+        ] {
+            let refused = (0..bad.len()).any(|cut| {
+                let mut stream = Utf8Stream::default();
+                !(stream.feed(&bad[..cut]) && stream.feed(&bad[cut..]))
+            });
+            let whole = !Utf8Stream::default().feed(bad);
+            assert!(refused && whole, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_fragmented_text_message_is_refused_at_its_first_bad_byte() {
+        const MASK: Option<[u8; 4]> = Some([3, 1, 4, 1]);
+        let mut first = frame(
+            0x01,
+            b"\xce\xba\xe1\xbd\xb9\xcf\x83\xce\xbc\xce\xb5\xf4\x90\x80\x80edited",
+            MASK,
+        );
+        let mut frames = Frames::default();
+        frames.push(&first[..8]);
+        assert!(matches!(frames.next(RULES), Some(Inbound::Tungstenite(_))));
+        frames.push(&first[8..]);
+        assert_eq!(
+            frames.next(RULES).map(|i| matches!(i, Inbound::Bad(..))),
+            Some(true)
+        );
+        // A valid one passes whole, across frames, with a control frame between.
+        first = frame(0x01, "κό".as_bytes(), MASK);
+        let mut rest = frame(0x89, b"", MASK);
+        rest.extend(frame(0x80, "σμε".as_bytes(), MASK));
+        let mut frames = Frames::default();
+        for piece in first.iter().chain(&rest) {
+            frames.push(&[*piece]);
+            while let Some(inbound) = frames.next(RULES) {
+                assert!(matches!(inbound, Inbound::Tungstenite(_)));
+            }
+        }
+        assert!(frames.is_clear() && frames.text.is_none());
     }
 
     #[test]

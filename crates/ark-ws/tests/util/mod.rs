@@ -1,6 +1,7 @@
 //! Helpers shared by the ark-ws tests.
 #![allow(dead_code)]
 
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -75,4 +76,76 @@ pub fn blocking_client(addr: SocketAddr) -> WebSocket<TcpStream> {
         .unwrap();
     let (ws, _) = tungstenite::client::client(format!("ws://{addr}/"), stream).unwrap();
     ws
+}
+
+/// A raw client's upgrade with `extensions` offered; the answer's head.
+pub fn raw_upgrade(addr: SocketAddr, extensions: &str) -> (TcpStream, String) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let request = format!(
+        "GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\
+         Sec-WebSocket-Extensions: {extensions}\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8];
+    while !head.ends_with(b"\r\n\r\n") {
+        stream.read_exact(&mut byte).unwrap();
+        head.push(byte[0]);
+    }
+    (stream, String::from_utf8(head).unwrap())
+}
+
+/// Reads frames until a close frame; its code.
+pub fn close_code(stream: &mut TcpStream) -> u16 {
+    let mut all = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = stream.read(&mut chunk).unwrap();
+        assert!(n > 0, "closed without a close frame");
+        all.extend_from_slice(&chunk[..n]);
+        // The server's frames are unmasked; a close frame is 0x88.
+        let mut at = 0;
+        while at + 2 <= all.len() {
+            let len = usize::from(all[at + 1] & 0x7f);
+            let (len, head) = match len {
+                126 if at + 4 <= all.len() => (
+                    usize::from(u16::from_be_bytes([all[at + 2], all[at + 3]])),
+                    4,
+                ),
+                126 | 127 => break,
+                len => (len, 2),
+            };
+            if all.len() < at + head + len {
+                break;
+            }
+            if all[at] == 0x88 {
+                return u16::from_be_bytes([all[at + head], all[at + head + 1]]);
+            }
+            at += head + len;
+        }
+    }
+}
+
+/// A masked client frame.
+pub fn frame(first: u8, payload: &[u8]) -> Vec<u8> {
+    let mask = [0x37u8, 0xfa, 0x21, 0x3d];
+    let mut out = vec![first];
+    match payload.len() {
+        len @ 0..=125 => out.push(0x80 | len as u8),
+        len @ 126..=65_535 => {
+            out.push(0x80 | 126);
+            out.extend_from_slice(&(len as u16).to_be_bytes());
+        }
+        len => {
+            out.push(0x80 | 127);
+            out.extend_from_slice(&(len as u64).to_be_bytes());
+        }
+    }
+    out.extend_from_slice(&mask);
+    out.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+    out
 }
