@@ -11,6 +11,9 @@
 #     `load_generator = "wrk"` (and of their test in bench-harness/ark-bench);
 #   - the Rust standard library of macOS (Apple silicon), Windows (MSVC) and FreeBSD, for
 #     test.sh's `cargo check --target` of the crates there (rustup, from static.rust-lang.org);
+#   - the Autobahn|Testsuite's `wstest` (Python 2.7, under /opt/ark-autobahn) for
+#     scripts/autobahn/run.sh: scripts/autobahn/install-wstest.sh, which takes Python 2.7 from
+#     Debian 11's archive (Debian 12 has none) and the suite's pinned packages from PyPI;
 #   - Windows for real (scripts/wine-test.sh): Debian's `wine` and `wine64` (Wine 8.0 on
 #     Debian 12) to run the tests, `gcc-mingw-w64-x86-64` to link them (and to build ring's C
 #     and the bcryptprimitives stand-in), and Rust's x86_64-pc-windows-gnu standard library.
@@ -32,6 +35,9 @@ if ! python3 -c 'import websockets' 2>/dev/null; then
     python3 -m pip install --quiet --disable-pip-version-check 'websockets>=12,<18'
 fi
 python3 -c 'import ssl, websockets; print("websockets", websockets.__version__, "/", ssl.OPENSSL_VERSION)'
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+$SUDO bash "$(dirname "$0")/autobahn/install-wstest.sh" "${ARK_AUTOBAHN_PREFIX:-/opt/ark-autobahn}"
 cross_targets=(aarch64-apple-darwin x86_64-pc-windows-msvc x86_64-unknown-freebsd x86_64-pc-windows-gnu)
 installed=$(rustup target list --installed)
 for target in "${cross_targets[@]}"; do

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The project's test command (README.md): every crate's tests in release mode, with the
 # criterion microbenchmarks run once each as tests (so they cannot rot) in the same build, and
-# the doc tests; the transport crates' tests again in a debug build (debug assertions on, so a
+# the doc tests; the Autobahn|Testsuite against ark-ws's servers and client with
+# permessage-deflate on (scripts/autobahn/run.sh, on that build); the transport crates' tests
+# again in a debug build (debug assertions on, so a
 # `debug_assert` in a dependency cannot hide; with the `tracing` features on, where the release
 # run has them off) without the `tls` feature of ark-tcp, ark-ws and ark-http (the build a
 # plain-TCP user compiles: checked to pull in no crypto); the same tests on the portable IO
@@ -24,10 +26,12 @@ if [ "$#" -eq 0 ]; then
     # but the examples (which the tests that run them include by path, and which clippy and
     # the debug build compile): the benches too, run once each, with the features and so the
     # build of the rest; then the doc tests.
-    release=(--workspace --release --features ark-http/json,ark-ws/http)
+    release=(--workspace --release --features ark-http/json,ark-ws/http,ark-ws/deflate)
     cargo test "${release[@]}" --lib --bins --tests --benches
     echo "== doc tests [${SECONDS}s]"
     cargo test "${release[@]}" --doc
+    echo "== Autobahn|Testsuite: ark-ws's servers and client, plain and compressed [${SECONDS}s]"
+    bash scripts/autobahn/run.sh
 else
     cargo test --workspace --release "$@"
 fi
@@ -45,6 +49,9 @@ if [ "$#" -eq 0 ]; then
     fi
     cargo test -p ark-reactor -p ark-tcp -p ark-udp -p ark-ws -p ark-http -p ark-link -p ark-rudp \
         --features "$debug_features"
+    # ark-ws without `deflate` (the release run and .ci/run's clippy have it on through
+    # ark-loopback): its tests ran above; its lints here.
+    cargo clippy -p ark-ws --all-targets --features http -- -D warnings
     echo "== features that explain themselves: the compiler's message without them [${SECONDS}s]"
     # Without ark-http's `json` and ark-ws's `http` (the runs above have them on): a call of
     # what they gate fails to compile naming the feature (trybuild, the messages pinned in
@@ -76,7 +83,7 @@ if [ "$#" -eq 0 ]; then
     # in a target dir of their own).
     ARK_PORTABLE=1 cargo test \
         -p ark-reactor -p ark-tcp -p ark-udp -p ark-ws -p ark-tls -p ark-http -p ark-link -p ark-rudp \
-        --features ark-tcp/tls,ark-ws/tls,ark-http/tls
+        --features ark-tcp/tls,ark-ws/tls,ark-http/tls,ark-ws/deflate
     ARK_PORTABLE=1 cargo test -p ark-loopback --test cli
     echo "== Windows under Wine: the transport crates' tests and ark-loopback.exe [${SECONDS}s]"
     bash scripts/wine-test.sh

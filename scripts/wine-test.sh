@@ -33,7 +33,7 @@ wine --version
 
 echo "== Windows test binaries (x86_64-pc-windows-gnu) [${SECONDS}s]"
 packages=(-p ark-frame -p ark-reactor -p ark-tcp -p ark-udp -p ark-ws -p ark-tls -p ark-http -p ark-rudp)
-features=ark-tcp/tls,ark-ws/tls,ark-http/tls,ark-http/json,ark-ws/http
+features=ark-tcp/tls,ark-ws/tls,ark-http/tls,ark-http/json,ark-ws/http,ark-ws/deflate
 cargo test --target "$target" --no-run "${packages[@]}" --features "$features" \
     --message-format=json-render-diagnostics > "$out/artifacts.jsonl"
 cargo build --target "$target" -p ark-loopback
