@@ -181,6 +181,13 @@ enum Implementation {
     /// when a message needs it (`PEER_TOKIO_BUF=4096 peer-tokio-loopback <flags>`).
     #[value(name = "tokio-4k")]
     Tokio4k,
+    /// The tokio peer's WebSocket on tokio-tungstenite (websocket only),
+    /// `PEER_TOKIO_WS=tungstenite peer-tokio-loopback <flags>`.
+    #[value(name = "tokio-tungstenite")]
+    TokioTungstenite,
+    /// The tokio peer's WebSocket on fastwebsockets (websocket only),
+    /// `PEER_TOKIO_WS=fastwebsockets peer-tokio-loopback <flags>`.
+    Fastwebsockets,
     /// The raw-syscall floor, `peer-raw-loopback <flags>`.
     Raw,
     /// KCP's fast mode (rudp), `PEER_KCP_MODE=fast peer-kcp-loopback <flags>`.
@@ -204,6 +211,8 @@ impl Implementation {
             Implementation::ArkPlaintext => "ark-plaintext",
             Implementation::Tokio => "tokio",
             Implementation::Tokio4k => "tokio-4k",
+            Implementation::TokioTungstenite => "tokio-tungstenite",
+            Implementation::Fastwebsockets => "fastwebsockets",
             Implementation::Raw => "raw",
             Implementation::KcpFast => "kcp-fast",
             Implementation::KcpDefault => "kcp-default",
@@ -219,7 +228,10 @@ impl Implementation {
             | Implementation::ArkPortable
             | Implementation::ArkNoOffload
             | Implementation::ArkPlaintext => None,
-            Implementation::Tokio | Implementation::Tokio4k => Some("peer-tokio-loopback"),
+            Implementation::Tokio
+            | Implementation::Tokio4k
+            | Implementation::TokioTungstenite
+            | Implementation::Fastwebsockets => Some("peer-tokio-loopback"),
             Implementation::Raw => Some("peer-raw-loopback"),
             Implementation::KcpFast | Implementation::KcpDefault => Some("peer-kcp-loopback"),
             Implementation::Quinn | Implementation::QuinnStream => Some("peer-quinn-loopback"),
@@ -234,6 +246,8 @@ impl Implementation {
             Implementation::Quinn => ("PEER_QUINN_MODE", "stream-per-message"),
             Implementation::QuinnStream => ("PEER_QUINN_MODE", "one-stream"),
             Implementation::Tokio4k => ("PEER_TOKIO_BUF", "4096"),
+            Implementation::TokioTungstenite => ("PEER_TOKIO_WS", "tungstenite"),
+            Implementation::Fastwebsockets => ("PEER_TOKIO_WS", "fastwebsockets"),
             _ => return Vec::new(),
         };
         vec![(name.to_string(), value.to_string())]
@@ -251,6 +265,10 @@ impl Implementation {
             Implementation::ArkNoOffload => rudp || case.protocol == "udp",
             Implementation::ArkPlaintext => rudp,
             Implementation::Tokio | Implementation::Tokio4k => !rudp && !case.ark_only(),
+            // WebSocket libraries: plain ws only.
+            Implementation::TokioTungstenite | Implementation::Fastwebsockets => {
+                case.protocol == "websocket" && !case.ark_only()
+            }
             // The floor on raw syscalls has no TLS and no HTTP (hyper is the HTTP peer).
             Implementation::Raw => {
                 !rudp

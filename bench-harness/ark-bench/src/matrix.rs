@@ -120,6 +120,9 @@ pub struct LoopbackCase {
     /// router in front of their WebSocket server); empty gives no flag (`ws`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub ws_server: String,
+    /// `--ws-deflate on` (websocket, wss): permessage-deflate (ark only: the peers have none).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ws_deflate: bool,
 }
 
 fn default_seed() -> u64 {
@@ -170,6 +173,7 @@ impl LoopbackCase {
         )
         .chain((!self.rudp_fec.is_empty()).then(|| ("--rudp-fec", self.rudp_fec.clone())))
         .chain((!self.ws_server.is_empty()).then(|| ("--ws-server", self.ws_server.clone())))
+        .chain(self.ws_deflate.then(|| ("--ws-deflate", "on".to_string())))
         .flat_map(|(flag, value)| [flag.to_string(), value])
         .collect()
     }
@@ -202,6 +206,9 @@ impl LoopbackCase {
         }
         if !self.ws_server.is_empty() {
             variant += &format!(" via {}", self.ws_server);
+        }
+        if self.ws_deflate {
+            variant += " deflate";
         }
         variant += &link_variant(
             self.link_loss.0,
@@ -254,11 +261,14 @@ impl LoopbackCase {
             && (self.ws_server.is_empty()
                 || record["ws_server"] == self.ws_server.as_str()
                 || record["ok"] != true)
+            && (record["ws_deflate"].as_bool().unwrap_or(false) == self.ws_deflate
+                || record["ok"] != true)
     }
 
-    /// Whether the case asks for something only ark has (`ws_server` `http-router`).
+    /// Whether the case asks for something only ark has (`ws_server` `http-router`,
+    /// `ws_deflate`).
     pub fn ark_only(&self) -> bool {
-        !self.ws_server.is_empty() && self.ws_server != "ws"
+        (!self.ws_server.is_empty() && self.ws_server != "ws") || self.ws_deflate
     }
 
     /// The record's `link.settings` are this case's (loss, delay, jitter, seed). A record
@@ -362,6 +372,7 @@ fn case(
         link_seed: DEFAULT_SEED,
         rudp_fec: String::new(),
         ws_server: String::new(),
+        ws_deflate: false,
     }
 }
 

@@ -34,6 +34,10 @@ fn key(r: &Value) -> Key {
     if let Some(server) = r["ws_server"].as_str().filter(|s| *s != "ws") {
         protocol += &format!(" via {server}");
     }
+    // permessage-deflate: `websocket deflate`.
+    if r["ws_deflate"] == true {
+        protocol += " deflate";
+    }
     // A conditioned link and reliable UDP's FEC: `rudp loss 5% delay 20±5ms fec adaptive`.
     let link = rudp::link_of(r);
     protocol += &link_variant(

@@ -244,6 +244,12 @@ pub struct Args {
     /// or `http-router` (an ark-http router whose `GET /` route upgrades to the same session).
     #[arg(long = "ws-server", value_enum, default_value_t = WsServerKind::Ws)]
     pub ws_server: WsServerKind,
+    /// websocket and wss: permessage-deflate (RFC 7692, ark-ws's `WsConfig::deflate` with its
+    /// defaults) offered by the clients and accepted by the server, so every message of
+    /// 64 bytes or more goes compressed; ark only (the peers have none). The record's
+    /// `wire_bytes_per_message` says what it saves.
+    #[arg(long = "ws-deflate", value_enum, default_value_t = Switch::Off)]
+    pub ws_deflate: Switch,
     /// Seconds to wait for in-flight messages after the measured phase, [0, 3600].
     #[arg(long, default_value_t = 2.0, value_parser = seconds((0.0, 3600.0), false))]
     pub drain: f64,
@@ -341,6 +347,13 @@ pub struct Args {
     /// order: an echo waits for the bulk message queued before it). Both ends must agree.
     #[arg(long = "rudp-lanes", value_enum, default_value_t = Switch::On)]
     pub rudp_lanes: Switch,
+}
+
+impl Args {
+    /// ark-ws's permessage-deflate settings for `--ws-deflate` (`None`: off).
+    pub fn ws_deflate(&self) -> Option<ark_ws::DeflateConfig> {
+        (self.ws_deflate == Switch::On).then(ark_ws::DeflateConfig::default)
+    }
 }
 
 fn rudp_key(text: &str) -> Result<ark_rudp::RudpPublicKey, String> {
@@ -464,6 +477,14 @@ impl Args {
         if self.reconnect_every > 0 && !matches!(self.protocol, Protocol::Tcp | Protocol::Tcps) {
             return Err(format!(
                 "--reconnect-every is for tcp and tcps, not --protocol {}",
+                self.protocol.name()
+            ));
+        }
+        if self.ws_deflate == Switch::On
+            && !matches!(self.protocol, Protocol::Websocket | Protocol::Wss)
+        {
+            return Err(format!(
+                "--ws-deflate is for websocket and wss, not --protocol {}",
                 self.protocol.name()
             ));
         }

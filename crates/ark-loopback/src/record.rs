@@ -134,6 +134,12 @@ pub struct Record {
     /// websocket and wss: `ws` (ark-ws's server) or `http-router` (the upgrade answered by
     /// an ark-http route); null otherwise.
     pub ws_server: Option<&'static str>,
+    /// websocket and wss: `--ws-deflate` (permessage-deflate asked); null otherwise.
+    pub ws_deflate: Option<bool>,
+    /// Bytes the server's sockets read and wrote in the measured window per message each
+    /// way (frame heads, masks and control frames included; wss: the plaintext's), where the
+    /// implementation counts them; null otherwise.
+    pub wire_bytes_per_message: Option<f64>,
     /// ark's `tracing` in this build: null (the feature off), `"no subscriber"`, or the level
     /// of the `ARK_LOG` subscriber.
     pub tracing: Option<String>,

@@ -306,6 +306,15 @@ pub fn measure<E: Stack>(args: &Args, allocations: Option<fn() -> u64>) -> Recor
 
 /// `--rate-limit` asked of an implementation whose server has no per-session limits.
 fn refuse_rate_limit<E: Stack>(args: &Args) -> std::io::Result<()> {
+    if args.ws_deflate == crate::args::Switch::On && !E::WS_DEFLATE {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            format!(
+                "--ws-deflate is ark-ws's permessage-deflate: {} has none",
+                E::NAME
+            ),
+        ));
+    }
     if args.rate_limit > 0 && !E::RATE_LIMITS {
         return Err(std::io::Error::new(
             std::io::ErrorKind::Unsupported,
@@ -339,6 +348,8 @@ struct Window {
     interrupted: bool,
     /// `--rudp-bulk` bytes the server took in it.
     bulk_bytes: u64,
+    /// Bytes the server's sockets read and wrote in it, where counted.
+    wire_bytes: Option<u64>,
 }
 
 fn measure_inner<E: Stack>(
@@ -366,6 +377,7 @@ fn measure_inner<E: Stack>(
     let udp_batched = endpoints.udp_batched(args);
     let udp_offload = endpoints.udp_offload(args);
     let rudp = endpoints.rudp_stats();
+    let implementation = endpoints.implementation(args);
     endpoints.stop()?;
     // Every echo of the run, warm-up and drain included, as the relay saw the whole run.
     let delivered = totals.warmup_received() + totals.measured_done();
@@ -383,7 +395,7 @@ fn measure_inner<E: Stack>(
         udp_server_receive_buffer_bytes: udp_server_buffers.map(|b| b.1),
         link,
         rudp,
-        ..base_record(args, E::NAME)
+        ..base_record(args, implementation)
     };
     let record = with_udp_clients(record, args, &started.udp_buffers);
     let record = with_rudp_bulk(record, args, &window);
@@ -475,10 +487,11 @@ fn measure_window<E: Stack>(
     allocations: Option<fn() -> u64>,
 ) -> Window {
     let mut interrupted = signals::sleep_unless_stopped(Duration::from_secs_f64(args.warmup));
-    let (cpu0, sys0, allocs0) = (
+    let (cpu0, sys0, allocs0, wire0) = (
         cpu_seconds(),
         endpoints.syscalls(),
         allocations.map(|f| f()),
+        endpoints.wire_bytes(),
     );
     totals.phase.store(PHASE_MEASURED, Ordering::SeqCst);
     let bulk0 = bulk.load(Ordering::SeqCst);
@@ -489,15 +502,17 @@ fn measure_window<E: Stack>(
     }
     totals.phase.store(PHASE_DRAIN, Ordering::SeqCst);
     let elapsed = started.elapsed().as_secs_f64();
-    let (cpu1, sys1, allocs1) = (
+    let (cpu1, sys1, allocs1, wire1) = (
         cpu_seconds(),
         endpoints.syscalls(),
         allocations.map(|f| f()),
+        endpoints.wire_bytes(),
     );
     Window {
         elapsed,
         cpu: cpu1 - cpu0,
         syscalls: (sys0, sys1),
+        wire_bytes: wire0.zip(wire1).map(|(w0, w1)| w1.saturating_sub(w0)),
         allocations: (allocs0, allocs1),
         interrupted,
         bulk_bytes: bulk.load(Ordering::SeqCst) - bulk0,
@@ -595,6 +610,10 @@ fn with_results(record: Record, args: &Args, totals: &Totals, window: &Window) -
         messages_sent: sent,
         messages,
         payload_roundtrip_bytes: messages * u64::from(args.payload),
+        wire_bytes_per_message: window
+            .wire_bytes
+            .filter(|_| messages > 0)
+            .map(|bytes| bytes as f64 / (2 * messages) as f64),
         roundtrips_per_second: messages as f64 / elapsed,
         payload_mib_per_second: (messages * u64::from(args.payload)) as f64
             / elapsed
@@ -746,6 +765,8 @@ fn base_record(args: &Args, implementation: &'static str) -> Record {
         tracing: tracing_mode(),
         ws_server: matches!(args.protocol, Protocol::Websocket | Protocol::Wss)
             .then(|| args.ws_server.name()),
+        ws_deflate: matches!(args.protocol, Protocol::Websocket | Protocol::Wss)
+            .then_some(args.ws_deflate == crate::args::Switch::On),
         peak_rss_bytes: peak_rss(),
         // Every other field: nothing measured yet (zeros, `None`, `ok: false`).
         ..Record::default()

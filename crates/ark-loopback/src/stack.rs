@@ -25,6 +25,23 @@ pub trait Stack: Sized {
     /// limits); a run of one that does not is refused.
     const RATE_LIMITS: bool = false;
 
+    /// Whether the implementation compresses WebSocket messages with `--ws-deflate`
+    /// (permessage-deflate); a run of one that does not is refused.
+    const WS_DEFLATE: bool = false;
+
+    /// The record's `implementation` for this run (a peer that runs another library for
+    /// some protocol names it); [`NAME`](Self::NAME) by default.
+    fn implementation(&self, args: &Args) -> &'static str {
+        let _ = args;
+        Self::NAME
+    }
+
+    /// Bytes the server's sockets read and wrote so far (the wire's, TLS records excluded
+    /// where the implementation counts plaintext), where the implementation counts them.
+    fn wire_bytes(&self) -> Option<u64> {
+        None
+    }
+
     /// Starts the IO threads for `args`.
     ///
     /// # Errors
@@ -154,6 +171,17 @@ impl ArkStack {
 impl Stack for ArkStack {
     const NAME: &'static str = "ark";
     const RATE_LIMITS: bool = true;
+    const WS_DEFLATE: bool = true;
+
+    /// The WebSocket server's TCP bytes read and written (plaintext, for wss).
+    fn wire_bytes(&self) -> Option<u64> {
+        let stats = match self.server.as_ref()? {
+            Server::Ws(server) => server.tcp_stats(),
+            Server::Http(server) => server.tcp_stats(),
+            _ => return None,
+        };
+        Some(stats.bytes_in + stats.bytes_out)
+    }
 
     fn start(args: &Args) -> std::io::Result<Self> {
         let threads = args.io_threads as usize;
@@ -238,6 +266,7 @@ impl Stack for ArkStack {
                 }
                 let config = ark_ws::WsConfig {
                     rate_limits: args.rate_limits(),
+                    deflate: args.ws_deflate(),
                     ..ark_ws::WsConfig::default()
                 };
                 let router = ark_http::Router::new().get("/", move |req, res| {
@@ -252,6 +281,9 @@ impl Stack for ArkStack {
                     .pool(pool);
                 if let Some(tls) = tls {
                     builder = builder.tls(tls);
+                }
+                if let Some(deflate) = args.ws_deflate() {
+                    builder = builder.deflate(deflate);
                 }
                 Server::Ws(builder.start(move |_| echo.clone())?)
             }
@@ -326,7 +358,10 @@ impl Stack for ArkStack {
                 let buffers = client.socket_buffers();
                 (Client::Udp(client), Some(buffers))
             }
-            Protocol::Websocket | Protocol::Wss => (ws_client(pool, tls, server, core)?, None),
+            Protocol::Websocket | Protocol::Wss => {
+                let client = ws_client(pool, (tls, args.ws_deflate()), server, core)?;
+                (client, None)
+            }
             Protocol::Http | Protocol::Https => {
                 let mut builder = ark_http::HttpClient::builder()
                     .pool(pool)
@@ -567,16 +602,19 @@ fn tcp_client(
     ))
 }
 
-/// An ark-ws client (websocket, wss) for `core`.
+/// An ark-ws client (websocket, wss) for `core`, with permessage-deflate if given.
 fn ws_client(
     pool: Arc<ReactorPool>,
-    tls: ClientTlsSettings,
+    (tls, deflate): (ClientTlsSettings, Option<ark_ws::DeflateConfig>),
     server: SocketAddr,
     core: Core,
 ) -> std::io::Result<Client> {
     let mut builder = ark_ws::WsClient::builder()
         .pool(pool)
         .connect_timeout(Duration::from_secs(10));
+    if let Some(deflate) = deflate {
+        builder = builder.deflate(deflate);
+    }
     let scheme = if let Some((tls, name)) = tls {
         builder = builder.tls(tls).tls_server_name(name);
         "wss"

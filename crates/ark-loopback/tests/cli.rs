@@ -194,6 +194,48 @@ fn udp_records_buffers_and_kernel_counters() {
     assert_eq!(record["udp_lost_messages"], 0);
 }
 
+/// `--ws-deflate on`: every message compressed both ways (the pattern payload compresses
+/// well), with the wire's bytes per message in the record beside the run without.
+#[test]
+fn websocket_with_deflate_completes_and_records_its_bytes_on_the_wire() {
+    let mut wire = Vec::new();
+    for (protocol, server, deflate) in [
+        ("websocket", "ws", "off"),
+        ("websocket", "ws", "on"),
+        ("websocket", "http-router", "on"),
+        ("wss", "ws", "on"),
+    ] {
+        let (code, record, stderr) = run(&[
+            "--protocol",
+            protocol,
+            "--ws-server",
+            server,
+            "--ws-deflate",
+            deflate,
+            "--payload",
+            "1024",
+            "--clients",
+            "2",
+            "--window",
+            "2",
+            "--seconds",
+            "0.3",
+            "--warmup",
+            "0.05",
+        ]);
+        let what = format!("{protocol} via {server}, deflate {deflate}");
+        assert_eq!(code, Some(0), "{what}: {stderr}");
+        assert_clean(&record, &what);
+        assert_eq!(record["ws_deflate"], deflate == "on", "{what}");
+        wire.push(record["wire_bytes_per_message"].as_f64().unwrap());
+    }
+    assert!(wire[0] >= 1024.0, "plain: {wire:?}");
+    assert!(wire[1..].iter().all(|w| *w < 512.0), "compressed: {wire:?}");
+    let (code, _, stderr) = run(&["--protocol", "tcp", "--ws-deflate", "on"]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("--ws-deflate"), "{stderr}");
+}
+
 #[test]
 fn bad_flags_exit_2_naming_the_flag() {
     for (args, flag) in [

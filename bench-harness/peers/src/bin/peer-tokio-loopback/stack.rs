@@ -75,6 +75,18 @@ fn udp_client(
 impl Stack for TokioStack {
     const NAME: &'static str = "tokio";
 
+    /// websocket with a library (`PEER_TOKIO_WS`): the library's name (`tokio-tungstenite`,
+    /// `tokio-websockets`, `fastwebsockets`), so its records are told from the hand-written
+    /// peer's; `tokio` otherwise.
+    fn implementation(&self, args: &Args) -> &'static str {
+        match (args.protocol, crate::ws::Variant::from_env()) {
+            (ark_loopback::args::Protocol::Websocket, crate::ws::Variant::Library(library)) => {
+                library.implementation()
+            }
+            _ => Self::NAME,
+        }
+    }
+
     fn start(args: &Args) -> io::Result<Self> {
         if args.ws_server != ark_loopback::args::WsServerKind::Ws {
             return Err(io::Error::new(

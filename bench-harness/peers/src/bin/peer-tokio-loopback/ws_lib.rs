@@ -28,6 +28,17 @@ pub enum Library {
     FastWebsockets,
 }
 
+impl Library {
+    /// The record's `implementation` for a websocket run on this library.
+    pub fn implementation(self) -> &'static str {
+        match self {
+            Library::TokioWebsockets => "tokio-websockets",
+            Library::Tungstenite => "tokio-tungstenite",
+            Library::FastWebsockets => "fastwebsockets",
+        }
+    }
+}
+
 /// Serves every message already received through `on_message` (which may feed replies),
 /// then flushes and waits for the next: replies to one read leave in one write.
 async fn serve<C, M, E>(
