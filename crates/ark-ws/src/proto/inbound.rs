@@ -484,7 +484,9 @@ impl Frames {
     /// With nothing held, lets go of a buffer grown past `keep` bytes if the traffic since the
     /// last such point fit in `keep` (as `MemStream::shrink_if_idle`).
     pub(crate) fn shrink_if_idle(&mut self, keep: usize) {
-        if let Some(inflate) = &mut self.inflate {
+        // Not inside a compressed message: its frames so far may have given no output yet,
+        // and its decompressor must see the rest.
+        if let Some(inflate) = self.inflate.as_mut().filter(|_| self.compressed.is_none()) {
             inflate.shrink_if_idle(keep);
         }
         if self.buf.is_empty() {
@@ -771,6 +773,43 @@ mod tests {
             }
         }
         assert!(frames.is_clear() && frames.text.is_none());
+    }
+
+    /// A compressed message in two frames, with the end of a turn (and without context
+    /// takeover, the decompressor's release) between them: the first frame gives no output
+    /// yet, and the message still comes out whole.
+    #[cfg(feature = "deflate")]
+    #[test]
+    fn a_compressed_message_survives_a_turn_between_its_frames() {
+        use crate::proto::deflate::{Agreed, Deflater, Inflater};
+        let agreed = Agreed {
+            server_no_context_takeover: true,
+            client_no_context_takeover: true,
+            server_max_window_bits: 15,
+            client_max_window_bits: 15,
+        };
+        let config = crate::DeflateConfig::default();
+        let message = b"compress me, compress me, compress me".repeat(40);
+        let compressed = Deflater::new(agreed.outbound(false), &config)
+            .compress(&message)
+            .unwrap()
+            .to_vec();
+        let mut frames = Frames::default();
+        frames.set_inflater(Inflater::new(agreed.inbound(true)));
+        const MASK: Option<[u8; 4]> = Some([5, 6, 7, 8]);
+        frames.push(&frame(0x42, &compressed[..1], MASK)); // RSV1, binary, not final
+        assert!(frames.next(RULES).is_none());
+        frames.shrink_if_idle(4096);
+        frames.push(&frame(0x80, &compressed[1..], MASK)); // final continuation
+        let rules = Rules {
+            max_message: 1 << 20,
+            ..RULES
+        };
+        assert!(matches!(
+            frames.next(rules),
+            Some(Inbound::Inflated { text: false })
+        ));
+        assert_eq!(frames.lend_inflated(false).unwrap().bytes(), &message[..]);
     }
 
     #[test]
