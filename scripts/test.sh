@@ -57,6 +57,9 @@ if [ "$#" -eq 0 ]; then
     # what they gate fails to compile naming the feature (trybuild, the messages pinned in
     # tests/ui/*.stderr).
     cargo test -p ark-http -p ark-ws --test features
+    echo "== the architecture as written: docs/architecture.md against Cargo.toml, sans-IO cores [${SECONDS}s]"
+    python3 scripts/check-architecture.py
+    python3 scripts/check-proto-imports.py
     echo "== publishing: MSRV, cargo package of every library crate, cargo doc -D warnings [${SECONDS}s]"
     # The MSRV (workspace rust-version) is the pinned toolchain, so every build here checks it;
     # they must not drift apart.
