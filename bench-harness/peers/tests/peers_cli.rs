@@ -244,6 +244,15 @@ fn raw_clients_against_the_ark_server() {
 /// The tokio peer's WebSocket libraries (`PEER_TOKIO_WS`), beside its hand-written default.
 const WS_LIBRARIES: [&str; 3] = ["tungstenite", "tokio-websockets", "fastwebsockets"];
 
+/// The record's `implementation` for a websocket run of the tokio peer on `library`.
+fn named(library: &str) -> &'static str {
+    match library {
+        "tungstenite" => "tokio-tungstenite",
+        "tokio-websockets" => "tokio-websockets",
+        _ => "fastwebsockets",
+    }
+}
+
 /// The tokio peer on WebSocket library `library`.
 fn tokio_on(library: &str) -> Command {
     let mut command = tokio();
@@ -273,7 +282,12 @@ fn tokio_websocket_libraries_run_clean_and_cross_with_ark() {
                 .args(["--io-threads", threads])
                 .output()
                 .unwrap();
-            assert_clean(&out, "tokio", &format!("{library} {model}×{threads}"));
+            // The record names the library the run used.
+            assert_clean(
+                &out,
+                named(library),
+                &format!("{library} {model}×{threads}"),
+            );
         }
     }
     // ark's clients against each library's server, each library's clients against ark's:
@@ -313,7 +327,7 @@ fn tokio_websocket_libraries_run_clean_and_cross_with_ark() {
         let (mut client, name) = if *library_serves {
             (ark(), "ark")
         } else {
-            (tokio_on(library), "tokio")
+            (tokio_on(library), named(library))
         };
         let out = client
             .args(common)

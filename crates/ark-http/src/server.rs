@@ -31,6 +31,14 @@ pub struct HttpConfig {
     pub request_timeout: Duration,
     /// A kept-alive connection with no request for this long is closed (default 60 s).
     pub keep_alive_timeout: Duration,
+    /// `TCP_NODELAY` on every connection's socket (default on, as ark-tcp's).
+    pub nodelay: bool,
+    /// TCP keepalive on every connection's socket (default off).
+    pub keepalive: Option<ark_tcp::Keepalive>,
+    /// `SO_SNDBUF` request for every connection's socket (default: the system's).
+    pub send_buffer: Option<usize>,
+    /// `SO_RCVBUF` request for every connection's socket (default: the system's).
+    pub recv_buffer: Option<usize>,
 }
 
 impl Default for HttpConfig {
@@ -39,6 +47,10 @@ impl Default for HttpConfig {
             limits: Limits::default(),
             request_timeout: Duration::from_secs(30),
             keep_alive_timeout: Duration::from_secs(60),
+            nodelay: true,
+            keepalive: None,
+            send_buffer: None,
+            recv_buffer: None,
         }
     }
 }
@@ -646,6 +658,8 @@ impl HttpServerBuilder {
 
     ark_reactor::runtime_options!(via tcp);
 
+    ark_tcp::socket_options!();
+
     /// Starts serving `router`.
     ///
     /// # Errors
@@ -655,6 +669,10 @@ impl HttpServerBuilder {
         // Answers of pipelined requests pause reading at 1 MiB queued (a client that does not
         // read its answers is held back by TCP), and the queue stops at 4 MiB.
         let session = ark_tcp::TcpConfig {
+            nodelay: config.nodelay,
+            keepalive: config.keepalive,
+            send_buffer: config.send_buffer,
+            recv_buffer: config.recv_buffer,
             idle_timeout: Some(config.keep_alive_timeout.max(config.request_timeout)),
             stall_timeout: None,
             send_limit: 4 * 1024 * 1024,

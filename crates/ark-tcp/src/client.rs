@@ -13,7 +13,7 @@ use ark_reactor::{
 };
 use mio::net::TcpStream;
 
-use crate::config::{Keepalive, TcpConfig, apply_socket_options};
+use crate::config::{TcpConfig, apply_socket_options};
 use crate::driver;
 #[cfg(feature = "tls")]
 use crate::driver::tls::TlsLayer;

@@ -14,7 +14,7 @@ use ark_reactor::{
 };
 use mio::net::TcpListener;
 
-use crate::config::{Keepalive, TcpConfig, apply_socket_options};
+use crate::config::{TcpConfig, apply_socket_options};
 use crate::driver;
 #[cfg(feature = "tls")]
 use crate::driver::tls::TlsLayer;
@@ -61,6 +61,42 @@ pub struct TcpServerBuilder<C> {
     tls: Option<ark_tls::ServerTls>,
 }
 
+/// The socket options of every ark builder over TCP — ark-tcp's, ark-ws's and ark-http's:
+/// `nodelay`, `keepalive` and `socket_buffers`, one vocabulary at every layer. For a builder
+/// whose `config` has the fields `nodelay`, `keepalive`, `send_buffer` and `recv_buffer`
+/// ([`TcpConfig`], `ark_ws::WsConfig`, `ark_http::HttpConfig`); each reaches every session's
+/// socket.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! socket_options {
+    () => {
+        /// `TCP_NODELAY` on every session's socket (default on: a message goes out at once,
+        /// not after the peer's delayed ACK). Each setting is applied to every accepted or
+        /// connected socket; a socket that refuses one is closed, not served without it.
+        pub fn nodelay(mut self, on: bool) -> Self {
+            self.config.nodelay = on;
+            self
+        }
+
+        /// TCP keepalive on every session's socket (default off): probes after `idle` without
+        /// traffic, every `interval`; `probes` unanswered drop the connection (a peer that
+        /// vanished without a FIN).
+        pub fn keepalive(mut self, keepalive: Option<$crate::Keepalive>) -> Self {
+            self.config.keepalive = keepalive;
+            self
+        }
+
+        /// `SO_SNDBUF` / `SO_RCVBUF` requests for every session's socket (default: the
+        /// system's; Linux doubles what is asked and caps it at `net.core.wmem_max` /
+        /// `rmem_max`).
+        pub fn socket_buffers(mut self, send: Option<usize>, recv: Option<usize>) -> Self {
+            self.config.send_buffer = send;
+            self.config.recv_buffer = recv;
+            self
+        }
+    };
+}
+
 macro_rules! tcp_options {
     () => {
         /// Initial receive-buffer capacity (allocated only for frames spanning reads).
@@ -69,24 +105,7 @@ macro_rules! tcp_options {
             self
         }
 
-        /// `TCP_NODELAY` (default on).
-        pub fn nodelay(mut self, on: bool) -> Self {
-            self.config.nodelay = on;
-            self
-        }
-
-        /// TCP keepalive (default off).
-        pub fn keepalive(mut self, keepalive: Option<Keepalive>) -> Self {
-            self.config.keepalive = keepalive;
-            self
-        }
-
-        /// `SO_SNDBUF` / `SO_RCVBUF` requests.
-        pub fn socket_buffers(mut self, send: Option<usize>, recv: Option<usize>) -> Self {
-            self.config.send_buffer = send;
-            self.config.recv_buffer = recv;
-            self
-        }
+        $crate::socket_options!();
 
         /// Idle (silence) timeout; `None` disables it. Default 1 hour.
         pub fn idle_timeout(mut self, timeout: Option<Duration>) -> Self {

@@ -58,6 +58,17 @@ pub struct WsConfig {
     pub idle_timeout: Option<Duration>,
     /// Server: inspects the upgrade request and accepts or rejects it.
     pub upgrade_hook: Option<UpgradeHook>,
+    /// `TCP_NODELAY` on every session's socket. Default on (as ark-tcp's): a frame goes out
+    /// at once.
+    pub nodelay: bool,
+    /// TCP keepalive on every session's socket. Default off (a WebSocket's own pings are the
+    /// usual liveness check; keepalive also finds a peer that vanished while nothing is
+    /// sent).
+    pub keepalive: Option<ark_tcp::Keepalive>,
+    /// `SO_SNDBUF` request for every session's socket. Default: the system's.
+    pub send_buffer: Option<usize>,
+    /// `SO_RCVBUF` request for every session's socket. Default: the system's.
+    pub recv_buffer: Option<usize>,
     /// Each session's own rate limits, each way, in bytes on the wire (frame heads, masks and
     /// control frames included; TLS: the plaintext's): reading pauses when the read budget is
     /// spent and frames wait in the send queue for the write budget. Default none; see
@@ -86,6 +97,10 @@ impl std::fmt::Debug for WsConfig {
             .field("write_stall_timeout", &self.write_stall_timeout)
             .field("idle_timeout", &self.idle_timeout)
             .field("upgrade_hook", &self.upgrade_hook.is_some())
+            .field("nodelay", &self.nodelay)
+            .field("keepalive", &self.keepalive)
+            .field("send_buffer", &self.send_buffer)
+            .field("recv_buffer", &self.recv_buffer)
             .field("rate_limits", &self.rate_limits);
         #[cfg(feature = "deflate")]
         f.field("deflate", &self.deflate);
@@ -107,6 +122,10 @@ impl Default for WsConfig {
             write_stall_timeout: Some(Duration::from_secs(30)),
             idle_timeout: Some(Duration::from_secs(3600)),
             upgrade_hook: None,
+            nodelay: true,
+            keepalive: None,
+            send_buffer: None,
+            recv_buffer: None,
             rate_limits: ark_reactor::RateLimits::default(),
             #[cfg(feature = "deflate")]
             deflate: None,
@@ -146,13 +165,17 @@ impl WsConfig {
             .max_frame_size(Some(self.max_frame))
     }
 
-    /// The TCP sessions' settings for this configuration. The send queue has room for the
+    /// The TCP sessions' settings for this configuration: the socket options as set, the
+    /// timeouts WebSocket's. The send queue has room for the
     /// write-buffer limit plus one maximum frame and control frames; reading pauses when
     /// answers pile up past half the write-buffer limit and resumes at a quarter (a peer that
     /// sends and never reads then costs no CPU, and the pongs its pings owe stay bounded).
     pub(crate) fn session_config(&self) -> ark_tcp::TcpConfig {
         ark_tcp::TcpConfig {
-            nodelay: true,
+            nodelay: self.nodelay,
+            keepalive: self.keepalive,
+            send_buffer: self.send_buffer,
+            recv_buffer: self.recv_buffer,
             idle_timeout: self.idle_timeout,
             close_timeout: self.close_timeout,
             send_limit: self

@@ -121,6 +121,8 @@ macro_rules! ws_options {
             self
         }
 
+        ark_tcp::socket_options!();
+
         /// Subprotocols, in preference order.
         pub fn subprotocols(mut self, protocols: &[&str]) -> Self {
             self.config.subprotocols = protocols.iter().map(|p| p.to_string()).collect();
