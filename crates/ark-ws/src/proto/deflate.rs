@@ -21,6 +21,7 @@ use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, 
 use crate::config::WsConfig;
 use crate::proto::close::{BAD_UTF8, CloseCode};
 use crate::proto::data::ReceivedData;
+use crate::proto::inbound::check_utf8_from;
 
 /// The bytes a sync flush ends with: taken off each compressed message sent, put back after
 /// each one received (RFC 7692 7.2.1, 7.2.2).
@@ -484,7 +485,7 @@ impl Inflater {
                 return Err((CloseCode::TOO_BIG, "message too big"));
             }
             if text {
-                check_utf8(&self.out, &mut self.checked)?;
+                check_utf8_from(&self.out, &mut self.checked)?;
             }
             let all_in = (engine.total_in() - start) as usize == input.len();
             let filled = self.out.capacity() - self.out.len() == 0 && spare > 0;
@@ -530,17 +531,6 @@ impl Inflater {
             }
         }
     }
-}
-
-/// Checks the text of `out` past `checked`, moving `checked` on; a sequence cut at the end
-/// waits for more.
-fn check_utf8(out: &[u8], checked: &mut usize) -> Result<(), Refusal> {
-    match std::str::from_utf8(&out[*checked..]) {
-        Ok(_) => *checked = out.len(),
-        Err(e) if e.error_len().is_none() => *checked += e.valid_up_to(),
-        Err(_) => return Err(BAD_UTF8),
-    }
-    Ok(())
 }
 
 /// A server's answer to a client's offers (`offers`: every `sec-websocket-extensions`

@@ -441,12 +441,7 @@ impl Frames {
             apply_mask(&mut payload[*opened..], rotated(mask, *opened));
         }
         *opened = arrived;
-        match std::str::from_utf8(&payload[*valid..]) {
-            Ok(_) => *valid = arrived,
-            Err(e) if e.error_len().is_none() => *valid += e.valid_up_to(),
-            Err(_) => return Err(BAD_UTF8),
-        }
-        Ok(())
+        check_utf8_from(payload, valid)
     }
 
     /// Lends the message [`next`](Self::next) returned as [`Inbound::Data`]; it leaves the
@@ -552,6 +547,22 @@ fn open_payload(
     }
     if text && std::str::from_utf8(payload).is_err() {
         return Err(BAD_UTF8);
+    }
+    Ok(())
+}
+
+/// Checks the text of `bytes` past `checked` (what earlier calls found valid), moving
+/// `checked` on; a sequence cut at the end waits for more bytes. For text that stays in one
+/// buffer as it grows (a frame arriving, a message inflating); [`Utf8Stream`] checks text
+/// whose earlier pieces are gone.
+pub(crate) fn check_utf8_from(
+    bytes: &[u8],
+    checked: &mut usize,
+) -> Result<(), (CloseCode, &'static str)> {
+    match std::str::from_utf8(&bytes[*checked..]) {
+        Ok(_) => *checked = bytes.len(),
+        Err(e) if e.error_len().is_none() => *checked += e.valid_up_to(),
+        Err(_) => return Err(BAD_UTF8),
     }
     Ok(())
 }
