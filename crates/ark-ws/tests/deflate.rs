@@ -178,39 +178,28 @@ fn python(args: &[&str]) -> Command {
     command
 }
 
+/// An echo server (`util::Echo`) that accepts permessage-deflate with its defaults.
+fn compressing_echo_server() -> (ark_ws::WsServerHandle, util::Echo) {
+    let echo = util::Echo::default();
+    let e = echo.clone();
+    let server = WsServer::builder()
+        .bind("127.0.0.1:0")
+        .deflate(DeflateConfig::default())
+        .start(move |_| e.clone())
+        .unwrap();
+    (server, echo)
+}
+
 #[test]
 fn python_websockets_client_compresses_with_the_server() {
-    let (server, echo) = {
-        let echo = util::Echo::default();
-        let e = echo.clone();
-        let server = WsServer::builder()
-            .bind("127.0.0.1:0")
-            .deflate(DeflateConfig::default())
-            .start(move |_| e.clone())
-            .unwrap();
-        (server, echo)
-    };
+    let (server, echo) = compressing_echo_server();
     let url = format!("ws://{}/", server.local_addr());
     let output = python(&["client", &url])
         .output()
         .expect("python3 runs (scripts/setup-test-deps.sh installs websockets)");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "python client failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let stdout = util::python_ok(&output);
     assert!(stdout.contains("answered permessage-deflate"), "{stdout}");
-    assert!(stdout.contains("interop ok"), "{stdout}");
-    assert!(ark_testkit::wait_until(Duration::from_secs(10), || !echo
-        .closes
-        .lock()
-        .unwrap()
-        .is_empty()));
-    assert_eq!(
-        echo.closes.lock().unwrap()[0],
-        (1000, "python done".to_string())
-    );
+    util::closed_by_python(&echo, Duration::from_secs(10));
     server.stop().wait().unwrap();
 }
 
@@ -276,14 +265,8 @@ fn bomb() -> Vec<u8> {
 
 #[test]
 fn a_decompression_bomb_is_refused_with_1009_while_it_inflates_and_others_go_on() {
-    let echo = util::Echo::default();
-    let e = echo.clone();
-    let server = WsServer::builder()
-        .bind("127.0.0.1:0")
-        .deflate(DeflateConfig::default())
-        .start(move |_| e.clone())
-        .unwrap();
-    let bystander = sender_to(server.local_addr());
+    let (server, echo) = compressing_echo_server();
+    let (bystander, bystander_handle) = sender_to(server.local_addr());
     let (mut stream, head) = util::raw_upgrade(server.local_addr(), "permessage-deflate");
     assert!(
         head.contains("sec-websocket-extensions: permessage-deflate"),
@@ -317,29 +300,23 @@ fn a_decompression_bomb_is_refused_with_1009_while_it_inflates_and_others_go_on(
         }),
         "the other session went on"
     );
+    bystander_handle.stop().wait().unwrap();
     server.stop().wait().unwrap();
 }
 
-/// A compressing client of the server at `addr` that sends `messages()`.
-fn sender_to(addr: SocketAddr) -> Sender {
+/// A compressing client of the server at `addr` that sends `messages()`, and its handle.
+fn sender_to(addr: SocketAddr) -> (Sender, ark_ws::WsClientHandle) {
     let sender = Sender::default();
     let handle = WsClient::builder()
         .deflate(DeflateConfig::default())
         .connect(&format!("ws://{addr}/"), sender.clone())
         .unwrap();
-    std::mem::forget(handle); // ends with the test process
-    sender
+    (sender, handle)
 }
 
 #[test]
 fn frames_that_break_the_compression_rules_fail_with_their_codes() {
-    let echo = util::Echo::default();
-    let e = echo.clone();
-    let server = WsServer::builder()
-        .bind("127.0.0.1:0")
-        .deflate(DeflateConfig::default())
-        .start(move |_| e.clone())
-        .unwrap();
+    let (server, _) = compressing_echo_server();
     let addr = server.local_addr();
     let cases: [(&str, Vec<u8>, u16); 4] = [
         (

@@ -15,22 +15,8 @@ fn python_websockets_client_talks_to_the_server() {
         .arg(format!("ws://{}/", server.local_addr()))
         .output()
         .expect("python3 runs (scripts/setup-test-deps.sh installs websockets)");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "python client failed:\n{stdout}\n{stderr}"
-    );
-    assert!(stdout.contains("interop ok"), "{stdout}");
-    assert!(ark_testkit::wait_until(Duration::from_secs(10), || !echo
-        .closes
-        .lock()
-        .unwrap()
-        .is_empty()));
-    assert_eq!(
-        echo.closes.lock().unwrap()[0],
-        (1000, "python done".to_string())
-    );
+    util::python_ok(&output);
+    util::closed_by_python(&echo, Duration::from_secs(10));
     server.stop().wait().unwrap();
 }
 

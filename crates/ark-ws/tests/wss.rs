@@ -109,22 +109,8 @@ fn python_websockets_over_tls_talks_to_the_wss_server() {
         .output()
         .expect("python3 runs (scripts/setup-test-deps.sh installs websockets)");
     let _ = std::fs::remove_dir_all(&dir);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "python client failed:\n{stdout}\n{stderr}"
-    );
-    assert!(stdout.contains("interop ok"), "{stdout}");
-    assert!(ark_testkit::wait_until(TIMEOUT, || !echo
-        .closes
-        .lock()
-        .unwrap()
-        .is_empty()));
-    assert_eq!(
-        echo.closes.lock().unwrap()[0],
-        (1000, "python done".to_string())
-    );
+    util::python_ok(&output);
+    util::closed_by_python(&echo, TIMEOUT);
     server.stop().wait().unwrap();
 }
 

@@ -68,6 +68,30 @@ pub fn echo_server(max_message: usize) -> (WsServerHandle, Echo) {
     (server, echo)
 }
 
+/// Checks a run of a Python interop client: it exited 0 and printed `interop ok` (otherwise
+/// the assertion shows both its outputs); its stdout.
+pub fn python_ok(output: &std::process::Output) -> String {
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success() && stdout.contains("interop ok"),
+        "python client failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+/// Waits up to `timeout` for the first session `echo` served to close, and checks it was the
+/// Python client's close: 1000 "python done".
+pub fn closed_by_python(echo: &Echo, timeout: Duration) {
+    assert!(ark_testkit::wait_until(timeout, || {
+        !echo.closes.lock().unwrap().is_empty()
+    }));
+    assert_eq!(
+        echo.closes.lock().unwrap()[0],
+        (1000, "python done".to_string())
+    );
+}
+
 /// A blocking tungstenite client (an independent implementation of the client side).
 pub fn blocking_client(addr: SocketAddr) -> WebSocket<TcpStream> {
     let stream = TcpStream::connect(addr).unwrap();
