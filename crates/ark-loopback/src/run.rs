@@ -248,7 +248,7 @@ pub fn run_server(args: &Args) -> std::io::Result<serde_json::Value> {
 /// # Errors
 /// The IO threads or the server could not start.
 pub fn serve<E: Stack>(args: &Args) -> std::io::Result<serde_json::Value> {
-    refuse_rate_limit::<E>(args)?;
+    refuse_unsupported::<E>(args)?;
     let mut endpoints = E::start(args)?;
     let counters = Arc::new(ServerCounters::default());
     let echo = Echo::new(args, counters.clone());
@@ -304,8 +304,9 @@ pub fn measure<E: Stack>(args: &Args, allocations: Option<fn() -> u64>) -> Recor
     }
 }
 
-/// `--rate-limit` asked of an implementation whose server has no per-session limits.
-fn refuse_rate_limit<E: Stack>(args: &Args) -> std::io::Result<()> {
+/// What the implementation has not: `--ws-deflate` (permessage-deflate) or `--rate-limit`
+/// (per-session limits) asked of one without them.
+fn refuse_unsupported<E: Stack>(args: &Args) -> std::io::Result<()> {
     if args.ws_deflate == crate::args::Switch::On && !E::WS_DEFLATE {
         return Err(std::io::Error::new(
             std::io::ErrorKind::Unsupported,
@@ -356,7 +357,7 @@ fn measure_inner<E: Stack>(
     args: &Args,
     allocations: Option<fn() -> u64>,
 ) -> std::io::Result<Record> {
-    refuse_rate_limit::<E>(args)?;
+    refuse_unsupported::<E>(args)?;
     let mut endpoints = E::start(args)?;
     let server_counters = Arc::new(ServerCounters::default());
     let started = start::<E>(args, &mut endpoints, &server_counters)?;
