@@ -510,6 +510,16 @@ mod tests {
         }
     }
 
+    /// A sender (mio, connected) and a plain receiver (5 s read timeout) on loopback.
+    fn connected_pair() -> (UdpSocket, std::net::UdpSocket) {
+        let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        peer.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        let sender = UdpSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        sender.connect(peer.local_addr().unwrap()).unwrap();
+        (sender, peer)
+    }
+
     /// Sends up to `max` queued datagrams, in as many calls as the path needs; how many went.
     fn send_up_to(out: &mut SendBatch, socket: &UdpSocket, max: usize, received: &[u8]) -> usize {
         let mut sent = 0;
@@ -521,11 +531,7 @@ mod tests {
 
     #[test]
     fn a_datagram_written_in_place_is_queued_as_written_and_none_leaves_nothing() {
-        let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        peer.set_read_timeout(Some(std::time::Duration::from_secs(5)))
-            .unwrap();
-        let sender = UdpSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
-        sender.connect(peer.local_addr().unwrap()).unwrap();
+        let (sender, peer) = connected_pair();
         let mut out = SendBatch::default();
         let n = out.push_with(None, 64, |buf| {
             assert_eq!(buf.len(), 64, "room for the largest");
@@ -546,11 +552,7 @@ mod tests {
 
     #[test]
     fn datagrams_queued_by_their_place_are_sent_from_it_or_copied_in_order() {
-        let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        peer.set_read_timeout(Some(std::time::Duration::from_secs(5)))
-            .unwrap();
-        let sender = UdpSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
-        sender.connect(peer.local_addr().unwrap()).unwrap();
+        let (sender, peer) = connected_pair();
         let mut received = b"..echo..".to_vec();
         let mut out = SendBatch::default();
         out.push(None, b"first");
@@ -575,11 +577,7 @@ mod tests {
     /// A queue with GSO on, and a connected sender and a plain receiver on loopback.
     #[cfg(all(target_os = "linux", not(ark_portable)))]
     fn gso_pair() -> (SendBatch, UdpSocket, std::net::UdpSocket) {
-        let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        peer.set_read_timeout(Some(std::time::Duration::from_secs(5)))
-            .unwrap();
-        let sender = UdpSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
-        sender.connect(peer.local_addr().unwrap()).unwrap();
+        let (sender, peer) = connected_pair();
         let offload = enable_offload(&sender, &crate::UdpConfig::default());
         assert!(offload.gso, "the kernel here (Linux ≥ 4.18) has UDP GSO");
         let mut out = SendBatch::default();
