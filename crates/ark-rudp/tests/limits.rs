@@ -81,20 +81,24 @@ fn a_handle_send_over_the_send_buffer_or_max_message_is_refused_and_counted() {
 
 /// Counts what a server's sessions end with.
 #[derive(Clone)]
-struct Ends(Arc<Mutex<Vec<(CloseReason, Instant)>>>, mpsc::Sender<()>);
+struct Ends(
+    Arc<Mutex<Vec<(CloseReason, Duration)>>>,
+    mpsc::Sender<()>,
+    Option<Instant>,
+);
 
 impl RudpHandler for Ends {
     fn on_open(&mut self, _: &mut RudpSession<'_>) {
+        self.2 = Some(Instant::now());
         let _ = self.1.send(());
     }
     fn on_message(&mut self, session: &mut RudpSession<'_>, message: &[u8]) {
         let _ = session.send(message); // an echo: what the zero-window peers never take
     }
+    /// Records why the session ended and how long after it opened.
     fn on_close(&mut self, reason: &CloseReason) {
-        self.0
-            .lock()
-            .unwrap()
-            .push((reason.clone(), Instant::now()));
+        let lived = self.2.map_or(Duration::ZERO, |opened| opened.elapsed());
+        self.0.lock().unwrap().push((reason.clone(), lived));
     }
 }
 
@@ -109,7 +113,7 @@ fn fifty_zero_window_peers_are_ended_at_the_zero_window_deadline() {
     config.zero_window_timeout = Duration::from_secs(2);
     let ends = Arc::new(Mutex::new(Vec::new()));
     let (opened_tx, opened) = mpsc::channel();
-    let handler = Ends(ends.clone(), opened_tx);
+    let handler = Ends(ends.clone(), opened_tx, None);
     let server = RudpServer::builder()
         .bind("127.0.0.1:0")
         .config(config)
@@ -147,10 +151,15 @@ fn fifty_zero_window_peers_are_ended_at_the_zero_window_deadline() {
     assert_eq!(opened.try_iter().count(), PEERS);
     let ends = ends.lock().unwrap();
     assert_eq!(ends.len(), PEERS, "every zero-window session ended");
-    for (reason, at) in ends.iter() {
+    // Each session within its 2 s deadline and some scheduling: counted from its own open,
+    // not from the test's start (50 Noise handshakes in a debug build, beside the binary's
+    // other tests, took one session past 6 s to open in a CI run).
+    for (reason, lived) in ends.iter() {
         assert_eq!(*reason, CloseReason::ZeroWindow(Duration::from_secs(2)));
-        let after = at.duration_since(started);
-        assert!(after < Duration::from_secs(8), "ended after {after:?}");
+        assert!(
+            *lived < Duration::from_secs(6),
+            "ended {lived:?} after it opened"
+        );
     }
     let stats = server.stats().unwrap();
     assert_eq!(stats.zero_window_closes, PEERS as u64, "{stats:?}");
@@ -170,7 +179,7 @@ fn a_second_address_gets_a_session_while_the_first_is_at_its_limit() {
     let mut config = RudpConfig::default();
     config.max_sessions_per_ip = 2;
     let (opened_tx, opened) = mpsc::channel();
-    let handler = Ends(Arc::new(Mutex::new(Vec::new())), opened_tx);
+    let handler = Ends(Arc::new(Mutex::new(Vec::new())), opened_tx, None);
     let server = RudpServer::builder()
         .bind("127.0.0.1:0")
         .config(config)
