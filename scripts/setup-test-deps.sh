@@ -7,6 +7,8 @@
 #     config trusts): `openssl s_client` / `s_server` are the independent TLS peers of the
 #     tcps interop tests. Python's `ssl` and `http.client` come with python3;
 #   - Debian's `curl`: the independent HTTP client of ark-http's interop tests;
+#   - Debian's `iproute2`: `ss`, which reads a listener's backlog back from the kernel for the
+#     builders' accept-limit tests (ark_testkit::listen_backlog_of);
 #   - Debian's `wrk`: the independent HTTP load generator of `ark-bench run` cases with
 #     `load_generator = "wrk"` (and of their test in bench-harness/ark-bench);
 #   - the Rust standard library of macOS (Apple silicon), Windows (MSVC) and FreeBSD, for
@@ -19,17 +21,19 @@
 #     and the bcryptprimitives stand-in), and Rust's x86_64-pc-windows-gnu standard library.
 set -euo pipefail
 if ! command -v openssl >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1 \
-    || ! command -v wrk >/dev/null 2>&1 || [ ! -s /etc/ssl/certs/ca-certificates.crt ] \
+    || ! command -v wrk >/dev/null 2>&1 || ! command -v ss >/dev/null 2>&1 \
+    || [ ! -s /etc/ssl/certs/ca-certificates.crt ] \
     || ! command -v wine >/dev/null 2>&1 || ! command -v x86_64-w64-mingw32-gcc >/dev/null 2>&1; then
     SUDO=""
     if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
-        openssl ca-certificates curl wrk wine wine64 gcc-mingw-w64-x86-64 >/dev/null
+        openssl ca-certificates curl wrk iproute2 wine wine64 gcc-mingw-w64-x86-64 >/dev/null
 fi
 wine --version
 openssl version
 curl --version | head -n 1
+ss -V
 wrk -v 2>&1 | head -n 1 || true
 if ! python3 -c 'import websockets' 2>/dev/null; then
     python3 -m pip install --quiet --disable-pip-version-check 'websockets>=12,<18'

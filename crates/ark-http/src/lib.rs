@@ -72,7 +72,7 @@ pub use agent::{
 };
 /// The stop protocol of every ark server: what `HttpServerHandle::stop` and `drain` return, and
 /// what a drain reports.
-pub use ark_tcp::{Keepalive, StopReport, Stopping};
+pub use ark_tcp::{AcceptLimits, Keepalive, StopReport, Stopping};
 pub use client::{
     ClientSession, HttpClient, HttpClientBuilder, HttpClientHandle, HttpClientHandler,
 };

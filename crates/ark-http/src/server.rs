@@ -10,8 +10,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ark_frame::Raw;
 use ark_tcp::{
-    CloseReason, SendError, Stopping, TcpHandler, TcpServer, TcpServerBuilder, TcpServerHandle,
-    TcpSession, TcpStats, TimerId,
+    AcceptLimits, CloseReason, SendError, Stopping, TcpHandler, TcpServer, TcpServerBuilder,
+    TcpServerHandle, TcpSession, TcpStats, TimerId,
 };
 
 use crate::error::HttpError;
@@ -617,6 +617,7 @@ impl HttpServer {
         HttpServerBuilder {
             tcp: TcpServer::builder().framing(Raw::new().with_max_frame_len(64 * 1024)),
             config: HttpConfig::default(),
+            accept: AcceptLimits::default(),
         }
     }
 }
@@ -627,6 +628,7 @@ impl HttpServer {
 pub struct HttpServerBuilder {
     tcp: TcpServerBuilder<Raw>,
     config: HttpConfig,
+    accept: AcceptLimits,
 }
 
 impl HttpServerBuilder {
@@ -660,6 +662,8 @@ impl HttpServerBuilder {
 
     ark_tcp::socket_options!();
 
+    ark_tcp::accept_options!();
+
     /// Starts serving `router`.
     ///
     /// # Errors
@@ -680,7 +684,7 @@ impl HttpServerBuilder {
             low_watermark: 256 * 1024,
             ..ark_tcp::TcpConfig::default()
         };
-        let tcp = self.tcp.session_config(session);
+        let tcp = self.tcp.session_config(session).accept_limits(self.accept);
         let router = Arc::new(router);
         let counters = Arc::new(HttpCounters::default());
         let c = counters.clone();

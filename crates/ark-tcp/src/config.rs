@@ -13,6 +13,30 @@ pub struct Keepalive {
     pub probes: u32,
 }
 
+/// What a server accepts: its listen backlog and how many sessions it keeps at once. The same
+/// settings at every layer over TCP (`backlog` and `max_sessions` on the builders of
+/// [`TcpServer`](crate::TcpServer), `ark_ws::WsServer` and `ark_http::HttpServer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AcceptLimits {
+    /// The listen backlog: connections the kernel completes and queues for `accept`
+    /// (default 1024; Linux caps it at `net.core.somaxconn`).
+    pub backlog: i32,
+    /// Most sessions open at once, TLS handshakes under way included (default none). A
+    /// connection accepted while that many are open is reset at once, before any handler
+    /// runs (counted in `refused_sessions`): a flood of connections costs the server at most
+    /// this many sessions' memory.
+    pub max_sessions: Option<usize>,
+}
+
+impl Default for AcceptLimits {
+    fn default() -> Self {
+        AcceptLimits {
+            backlog: 1024,
+            max_sessions: None,
+        }
+    }
+}
+
 /// Options of every session of a server or client.
 #[derive(Debug, Clone)]
 pub struct TcpConfig {

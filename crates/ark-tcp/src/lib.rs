@@ -91,7 +91,7 @@ pub use ark_reactor::{
     ReactorPool, Replies, Runtime, StopReport, Stopping, TimerId,
 };
 pub use client::{Reconnect, TcpClient, TcpClientBuilder, TcpClientHandle};
-pub use config::{Keepalive, TcpConfig};
+pub use config::{AcceptLimits, Keepalive, TcpConfig};
 pub use error::{CloseReason, SendError};
 pub use handle::TcpSessionHandle;
 pub use handler::{TcpHandler, TcpSession};

@@ -14,7 +14,7 @@ use ark_reactor::{
 };
 use mio::net::TcpListener;
 
-use crate::config::{TcpConfig, apply_socket_options};
+use crate::config::{AcceptLimits, TcpConfig, apply_socket_options};
 use crate::driver;
 #[cfg(feature = "tls")]
 use crate::driver::tls::TlsLayer;
@@ -39,7 +39,7 @@ impl TcpServer {
             config: TcpConfig::default(),
             runtime: Runtime::default(),
             reactor_config: ReactorConfig::default(),
-            backlog: 1024,
+            accept: AcceptLimits::default(),
             group_rate_limits: RateLimits::default(),
             #[cfg(feature = "tls")]
             tls: None,
@@ -55,7 +55,7 @@ pub struct TcpServerBuilder<C> {
     config: TcpConfig,
     runtime: Runtime,
     reactor_config: ReactorConfig,
-    backlog: i32,
+    accept: AcceptLimits,
     group_rate_limits: RateLimits,
     #[cfg(feature = "tls")]
     tls: Option<ark_tls::ServerTls>,
@@ -92,6 +92,30 @@ macro_rules! socket_options {
         pub fn socket_buffers(mut self, send: Option<usize>, recv: Option<usize>) -> Self {
             self.config.send_buffer = send;
             self.config.recv_buffer = recv;
+            self
+        }
+    };
+}
+
+/// The accept limits of every ark server over TCP — ark-tcp's, ark-ws's and ark-http's:
+/// `backlog` and `max_sessions`, for a builder with an `accept` field of type
+/// [`AcceptLimits`](crate::AcceptLimits).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! accept_options {
+    () => {
+        /// The listen backlog (default 1024; Linux caps it at `net.core.somaxconn`).
+        pub fn backlog(mut self, backlog: i32) -> Self {
+            self.accept.backlog = backlog;
+            self
+        }
+
+        /// Most sessions open at once, TLS handshakes under way included (default none). A
+        /// connection accepted while that many are open is reset at once, before any handler
+        /// runs, and counted in `refused_sessions`: a flood of connections costs the server
+        /// at most this many sessions.
+        pub fn max_sessions(mut self, max: Option<usize>) -> Self {
+            self.accept.max_sessions = max;
             self
         }
     };
@@ -228,7 +252,7 @@ impl<C: Framing> TcpServerBuilder<C> {
             config: self.config,
             runtime: self.runtime,
             reactor_config: self.reactor_config,
-            backlog: self.backlog,
+            accept: self.accept,
             group_rate_limits: self.group_rate_limits,
             #[cfg(feature = "tls")]
             tls: self.tls,
@@ -254,9 +278,11 @@ impl<C: Framing> TcpServerBuilder<C> {
         self
     }
 
-    /// The listen backlog. Default 1024.
-    pub fn backlog(mut self, backlog: i32) -> Self {
-        self.backlog = backlog;
+    accept_options!();
+
+    /// Both accept limits at once (see [`AcceptLimits`]).
+    pub fn accept_limits(mut self, limits: AcceptLimits) -> Self {
+        self.accept = limits;
         self
     }
 
@@ -285,7 +311,7 @@ impl<C: Framing> TcpServerBuilder<C> {
         )?;
         socket.set_reuse_address(true)?;
         socket.bind(&addr.into())?;
-        socket.listen(self.backlog)?;
+        socket.listen(self.accept.backlog)?;
         socket.set_nonblocking(true)?;
         let listener = TcpListener::from_std(socket.into());
         let local_addr = listener.local_addr()?;
@@ -303,6 +329,7 @@ impl<C: Framing> TcpServerBuilder<C> {
             group: group.clone(),
             #[cfg(feature = "tls")]
             tls: self.tls,
+            max_sessions: self.accept.max_sessions,
             handles: pool.handles().to_vec(),
             next: 0,
             retry: None,
@@ -335,6 +362,8 @@ struct Listener<C, H, F> {
     group: GroupLimits,
     #[cfg(feature = "tls")]
     tls: Option<ark_tls::ServerTls>,
+    /// [`AcceptLimits::max_sessions`].
+    max_sessions: Option<usize>,
     handles: Vec<ReactorHandle>,
     next: usize,
     retry: Option<TimerId>,
@@ -403,6 +432,23 @@ where
     }
 }
 
+impl<C, H, F> Listener<C, H, F> {
+    /// Whether `stream` is refused because `max_sessions` are open: then it is set to reset
+    /// when dropped (no FIN and no TIME_WAIT here for a flood's connections) and counted.
+    fn refuse(&self, stream: &mio::net::TcpStream) -> bool {
+        let Some(max) = self.max_sessions else {
+            return false;
+        };
+        if self.shared.sessions().len() < max {
+            return false;
+        }
+        let _ = socket2::SockRef::from(stream).set_linger(Some(Duration::ZERO));
+        let counters = self.shared.counters.local();
+        counters.refused_sessions.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+}
+
 impl<C, H, F> Handler for Listener<C, H, F>
 where
     C: Framing,
@@ -430,6 +476,9 @@ where
                     return Turn::Done;
                 }
             };
+            if self.refuse(&stream) {
+                continue;
+            }
             if apply_socket_options(&socket2::SockRef::from(&stream), &self.config).is_err() {
                 let counters = self.shared.counters.local();
                 counters.accept_errors.fetch_add(1, Ordering::Relaxed);

@@ -27,6 +27,9 @@ ark_reactor::counters! {
         aborted_send_bytes,
         /// Failed `accept` calls (server).
         accept_errors,
+        /// Connections reset as soon as accepted because `max_sessions` sessions were open
+        /// (server; see [`AcceptLimits`](crate::AcceptLimits)).
+        refused_sessions,
         /// Sessions that ended by a close or abort of this side (`CloseReason::Local`,
         /// `Aborted`).
         closed_local,

@@ -11,6 +11,9 @@
 //! * [`workspace_binary`]: another workspace package's program, for a test that runs it.
 //! * [`CapturedLog`]: the process's `tracing` log in memory, and [`LogLines`], the lines of
 //!   one event with the count of those a rate limit left out.
+//! * [`check_max_sessions`] and, on Linux, [`socket_options_of`] and [`listen_backlog_of`]:
+//!   what a server builder's settings did to the sockets it serves, read back from the kernel
+//!   or seen by connections.
 //! * [`Window`] and [`payload`]: the closed loop of an echo client (so many messages, so
 //!   many unanswered at most) and the numbered payloads it sends, which every transport's
 //!   test clients (`Pinger`s, allocation counters) share; each crate's tests keep only their
@@ -32,6 +35,11 @@
 //! ```
 
 #![warn(missing_docs, missing_debug_implementations)]
+
+mod socket;
+pub use socket::check_max_sessions;
+#[cfg(target_os = "linux")]
+pub use socket::{SocketOptionsSeen, listen_backlog_of, socket_options_of};
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -453,81 +461,4 @@ impl LogLines {
     pub fn events(&self) -> u64 {
         self.lines + self.suppressed
     }
-}
-
-/// The socket options the kernel reports for one of this process's TCP sockets, as
-/// [`socket_options_of`] reads them.
-#[cfg(target_os = "linux")]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SocketOptionsSeen {
-    /// `TCP_NODELAY`.
-    pub nodelay: bool,
-    /// `SO_KEEPALIVE`, and if on `TCP_KEEPIDLE` and `TCP_KEEPINTVL` (seconds) and
-    /// `TCP_KEEPCNT`.
-    pub keepalive: Option<(u32, u32, u32)>,
-    /// `SO_SNDBUF` (Linux reports twice what was asked).
-    pub send_buffer: usize,
-    /// `SO_RCVBUF` (likewise).
-    pub recv_buffer: usize,
-}
-
-/// The options of this process's TCP socket whose local address is `local` and whose peer is
-/// `peer` — the server's side of a connection a test made, say — found among the process's
-/// open descriptors; `None` if there is none. Linux only: a test of what a builder setting
-/// did to the sockets a server accepted.
-#[cfg(target_os = "linux")]
-pub fn socket_options_of(
-    local: std::net::SocketAddr,
-    peer: std::net::SocketAddr,
-) -> Option<SocketOptionsSeen> {
-    let fds = std::fs::read_dir("/proc/self/fd").ok()?;
-    fds.filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|fd| {
-            std::fs::read_link(format!("/proc/self/fd/{fd}"))
-                .is_ok_and(|link| link.to_string_lossy().starts_with("socket:"))
-        })
-        .find(|&fd| {
-            address_of(fd, libc::getsockname) == Some(local)
-                && address_of(fd, libc::getpeername) == Some(peer)
-        })
-        .map(|fd| SocketOptionsSeen {
-            nodelay: option(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY) != 0,
-            keepalive: (option(fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE) != 0).then(|| {
-                (
-                    option(fd, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE) as u32,
-                    option(fd, libc::IPPROTO_TCP, libc::TCP_KEEPINTVL) as u32,
-                    option(fd, libc::IPPROTO_TCP, libc::TCP_KEEPCNT) as u32,
-                )
-            }),
-            send_buffer: option(fd, libc::SOL_SOCKET, libc::SO_SNDBUF) as usize,
-            recv_buffer: option(fd, libc::SOL_SOCKET, libc::SO_RCVBUF) as usize,
-        })
-}
-
-/// `fd`'s local (`getsockname`) or peer (`getpeername`) address, if it is an IPv4 socket.
-#[cfg(target_os = "linux")]
-fn address_of(
-    fd: i32,
-    get: unsafe extern "C" fn(i32, *mut libc::sockaddr, *mut libc::socklen_t) -> i32,
-) -> Option<std::net::SocketAddr> {
-    // SAFETY: a zeroed sockaddr_in is a valid value; `get` writes at most `len` bytes into it
-    // and `fd` is only read (a descriptor closed meanwhile gives EBADF, not UB).
-    let mut addr: libc::sockaddr_in = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-    // SAFETY: as above; the pointers are to live locals of the right sizes.
-    let rc = unsafe { get(fd, (&raw mut addr).cast(), &raw mut len) };
-    (rc == 0 && i32::from(addr.sin_family) == libc::AF_INET).then(|| {
-        let ip = std::net::Ipv4Addr::from(u32::from_be(addr.sin_addr.s_addr));
-        std::net::SocketAddr::from((ip, u16::from_be(addr.sin_port)))
-    })
-}
-
-/// An integer socket option of `fd` (0 if it cannot be read).
-#[cfg(target_os = "linux")]
-fn option(fd: i32, level: i32, name: i32) -> i32 {
-    let mut value: i32 = 0;
-    let mut len = std::mem::size_of::<i32>() as libc::socklen_t;
-    // SAFETY: `value` and `len` are live locals; getsockopt writes at most `len` bytes.
-    let rc = unsafe { libc::getsockopt(fd, level, name, (&raw mut value).cast(), &raw mut len) };
-    if rc == 0 { value } else { 0 }
 }

@@ -124,7 +124,7 @@ pub use ark_reactor::{
     IoModel, RateLimit, RateLimitError, RateLimits, ReactorConfig, ReactorPool, Runtime,
     StopReport, Stopping, TimerId,
 };
-pub use ark_tcp::{Keepalive, Reconnect};
+pub use ark_tcp::{AcceptLimits, Keepalive, Reconnect};
 pub use client::{WsClient, WsClientBuilder, WsClientHandle, refusal_is_final};
 pub use config::{UpgradeHook, WsConfig};
 pub use error::{Request, SendError};

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use ark_frame::Raw;
 use ark_reactor::{RateLimitError, RateLimits, ReactorConfig, Runtime};
-use ark_tcp::{TcpServer, TcpServerHandle, TcpStats};
+use ark_tcp::{AcceptLimits, TcpServer, TcpServerHandle, TcpStats};
 
 use crate::config::{UpgradeHook, WsConfig};
 use crate::driver::conn::{Registry, WsConn};
@@ -29,6 +29,7 @@ impl WsServer {
             runtime: Runtime::default(),
             reactor_config: ReactorConfig::default(),
             group_rate_limits: RateLimits::default(),
+            accept: AcceptLimits::default(),
             #[cfg(feature = "tls")]
             tls: None,
         }
@@ -43,6 +44,7 @@ pub struct WsServerBuilder {
     runtime: Runtime,
     reactor_config: ReactorConfig,
     group_rate_limits: RateLimits,
+    accept: AcceptLimits,
     #[cfg(feature = "tls")]
     tls: Option<ark_tls::ServerTls>,
 }
@@ -169,6 +171,8 @@ impl WsServerBuilder {
         self
     }
 
+    ark_tcp::accept_options!();
+
     /// Serves `wss`: a TLS handshake with `tls` before the WebSocket upgrade on every
     /// connection. A bad TLS handshake ends only that connection
     /// (`WsClose::Failed(OpenError::Connection(CloseReason::Tls(..)))` says which check failed).
@@ -199,7 +203,8 @@ impl WsServerBuilder {
             .bind(addr)
             .framing(Raw::new().with_max_frame_len(64 * 1024))
             .session_config(config.session_config())
-            .group_rate_limits(self.group_rate_limits);
+            .group_rate_limits(self.group_rate_limits)
+            .accept_limits(self.accept);
         tcp = tcp
             .runtime(self.runtime)
             .reactor_config(self.reactor_config);

@@ -362,12 +362,14 @@ impl<C: Framing, H: TcpHandler, T: Transport<C, H>> Conn<C, H, T> {
         let published = (self.published.0 as i64, self.published.1 as i64);
         counters.recv_buffer_bytes.fetch_sub(published.0, Relaxed);
         counters.send_queue_bytes.fetch_sub(published.1, Relaxed);
-        if core.was_opened() {
-            counters.sessions_open.fetch_sub(1, Relaxed);
-        }
-        let id = core.info().id;
+        let (id, opened) = (core.info().id, core.was_opened());
         self.owner
             .clone()
             .closed(id, &reason, core.into_handler(), &self.reactor);
+        // After the owner let the session go (a server's `max_sessions` counts its registry):
+        // one that sees the gauge fall finds the room.
+        if opened {
+            counters.sessions_open.fetch_sub(1, Relaxed);
+        }
     }
 }
