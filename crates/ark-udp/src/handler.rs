@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 
 use ark_reactor::{Deadlines, RateLimits, TimerId, TimerSlot};
 
-use crate::driver::sys::SendBatch;
 use crate::error::{CloseReason, DatagramError, SendError};
 use crate::handle::{UdpSessionHandle, UdpShared};
 use crate::limits::max_payload;
+use crate::proto::batch::SendBatch;
 use crate::proto::rate::{Released, SessionRate};
 use crate::stats::UdpSessionStats;
 

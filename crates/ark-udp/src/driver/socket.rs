@@ -10,9 +10,10 @@ use ark_reactor::{Context, Handler, Lifecycle, Member, Phase, Ready, TimerId, Tu
 use mio::net::UdpSocket;
 
 use crate::config::{UdpConfig, UdpOffload};
-use crate::driver::sys::{MAX_TRAIN_SEGMENTS, RecvBatch, SendBatch};
+use crate::driver::sys::{self, RecvScratch, SendScratch};
 use crate::handle::UdpShared;
 use crate::handler::{SessionIo, SessionTimers, UdpHandler};
+use crate::proto::batch::{MAX_TRAIN_SEGMENTS, RecvBatch, SendBatch};
 use crate::proto::rate::ReadGate;
 use crate::proto::sessions::{Mode, UdpSessions};
 use crate::stats::{UdpCounters, UdpStats};
@@ -20,6 +21,10 @@ use crate::stats::{UdpCounters, UdpStats};
 pub(crate) struct UdpDriver<H> {
     socket: UdpSocket,
     recv: RecvBatch,
+    /// The receive syscalls' scratch space (message headers on Linux).
+    recv_io: RecvScratch,
+    /// The send syscalls' scratch space, for the sessions' send queue (`sessions.io.out`).
+    send_io: SendScratch,
     /// The sessions, their handlers and what they queued.
     sessions: UdpSessions<H>,
     config: Arc<UdpConfig>,
@@ -57,7 +62,11 @@ impl<H: UdpHandler> UdpDriver<H> {
         let local = socket
             .local_addr()
             .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
-        let slots = if config.batching { config.batch } else { 1 };
+        let slots = if config.batching && sys::BATCHED {
+            config.batch
+        } else {
+            1
+        };
         let mut out = SendBatch::default();
         if offload.gso {
             out.set_max_segments(MAX_TRAIN_SEGMENTS);
@@ -76,6 +85,8 @@ impl<H: UdpHandler> UdpDriver<H> {
             scratch: Vec::new(),
         };
         UdpDriver {
+            recv_io: RecvScratch::new(recv.slots()),
+            send_io: SendScratch::new(),
             recv,
             sessions: UdpSessions::new(mode, local, config.clone(), io),
             socket,
@@ -128,9 +139,9 @@ impl<H: UdpHandler> UdpDriver<H> {
             let batched = self.config.batching
                 && (self.recv.gro() || (max > 1 && (!self.receive_singly || got >= 2)));
             let result = if batched {
-                self.recv.recv_batch(&self.socket, max)
+                self.recv_io.recv_batch(&mut self.recv, &self.socket, max)
             } else {
-                self.recv.recv_one(&self.socket)
+                self.recv_io.recv_one(&mut self.recv, &self.socket)
             };
             tally.receives += 1;
             cx.counters().add_receives(1);
@@ -229,9 +240,10 @@ impl<H: UdpHandler> UdpDriver<H> {
             // kernel (the message header copied in and its iovec imported). A train needs
             // `sendmmsg` (its segment size rides in a control message).
             let result = if self.config.batching && (out.queued() > 1 || out.next_is_train()) {
-                out.send_batch(&self.socket, self.config.batch, received)
+                self.send_io
+                    .send_batch(out, &self.socket, self.config.batch, received)
             } else {
-                out.send_one(&self.socket, received)
+                self.send_io.send_one(out, &self.socket, received)
             };
             tally.sends += 1;
             cx.counters().add_sends(1);

@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use ark_reactor::{GroupBucket, Pace, RateLimits, RateWindow, queue_delay};
 
-use crate::driver::sys::SendBatch;
+use crate::proto::batch::SendBatch;
 use crate::stats::UdpSessionStats;
 
 /// A server's group buckets, shared by every session of every shard.

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::config::UdpConfig;
-use crate::driver::sys::{Received, RecvBatch};
 use crate::error::{CloseReason, DatagramError};
 use crate::handle::Requests;
 use crate::handler::{SessionIo, UdpHandler, UdpSession};
+use crate::proto::batch::{Received, RecvBatch};
 use crate::proto::peers::{Peer, Peers};
 use crate::proto::rate::{Group, ReadGate, SessionRate};
 use crate::stats::UdpStats;
@@ -504,9 +504,9 @@ mod tests {
     use ark_reactor::{RateLimit, RateLimits};
 
     use super::*;
-    use crate::driver::sys::SendBatch;
     use crate::handle::{UdpSessionHandle, UdpShared};
     use crate::handler::SessionTimers;
+    use crate::proto::batch::SendBatch;
 
     const MS: Duration = Duration::from_millis(1);
 

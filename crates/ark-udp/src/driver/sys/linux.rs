@@ -9,10 +9,10 @@ use std::os::fd::AsRawFd;
 
 use mio::net::UdpSocket;
 
-use super::{RecvBatch, SendBatch};
+use crate::proto::batch::{RecvBatch, SendBatch};
 
 /// `recvmmsg` and `sendmmsg` take several datagrams per call.
-pub(super) const BATCHED: bool = true;
+pub(crate) const BATCHED: bool = true;
 
 /// Room for one control message of up to 8 bytes (`UDP_SEGMENT`'s `u16`, `UDP_GRO`'s `int`),
 /// aligned as `cmsghdr`.
@@ -20,8 +20,9 @@ pub(super) const BATCHED: bool = true;
 #[repr(C, align(8))]
 struct Control([u8; 32]);
 
-/// The message headers, iovecs, addresses and control buffers of a receive batch.
-pub(super) struct RecvScratch {
+/// The message headers, iovecs, addresses and control buffers of a receive batch's
+/// `recvmmsg`.
+pub(crate) struct RecvScratch {
     addrs: Vec<libc::sockaddr_storage>,
     iovecs: Vec<libc::iovec>,
     headers: Vec<libc::mmsghdr>,
@@ -35,7 +36,8 @@ pub(super) struct RecvScratch {
 unsafe impl Send for RecvScratch {}
 
 impl RecvScratch {
-    pub(super) fn new(slots: usize) -> Self {
+    /// Room for a batch of `slots` datagrams.
+    pub(crate) fn new(slots: usize) -> Self {
         RecvScratch {
             // SAFETY: `sockaddr_storage`, `iovec` and `mmsghdr` are plain C structs of integers
             // and raw pointers, for which all-zero bytes (0 and null) are valid values.
@@ -47,13 +49,17 @@ impl RecvScratch {
     }
 }
 
-/// The message headers, iovecs and control buffers of a `sendmmsg`, grown to the largest
-/// batch sent.
+/// The message headers, iovecs, destinations and control buffers of a `sendmmsg`, grown to
+/// the largest batch sent.
 #[derive(Default)]
-pub(super) struct SendScratch {
+pub(crate) struct SendScratch {
     iovecs: Vec<libc::iovec>,
     headers: Vec<libc::mmsghdr>,
+    addrs: Vec<socket2::SockAddr>,
     controls: Vec<Control>,
+    /// Tests: the next train's send fails with this OS error, as a kernel refusing GSO would.
+    #[cfg(test)]
+    pub(crate) fail_next_train: Option<i32>,
 }
 
 /// Turns on what the kernel offers of the datagram offloads `config` asks for, on `socket`
@@ -155,28 +161,32 @@ fn write_segment(control: &mut Control, segment: u16) -> usize {
 // the send queue's own buffers or the receive batch's, never dereferenced by Rust code.
 unsafe impl Send for SendScratch {}
 
-impl RecvBatch {
-    /// Receives up to `max` datagrams (at most `slots`, at least 1) with one `recvmmsg`.
-    /// Returns how many arrived.
-    pub(crate) fn recv_batch(&mut self, socket: &UdpSocket, max: usize) -> io::Result<usize> {
+impl RecvScratch {
+    /// Receives up to `max` datagrams (at most `slots`, at least 1) into `batch` with one
+    /// `recvmmsg`. Returns how many arrived.
+    pub(crate) fn recv_batch(
+        &mut self,
+        batch: &mut RecvBatch,
+        socket: &UdpSocket,
+        max: usize,
+    ) -> io::Result<usize> {
         let fd = socket.as_raw_fd();
-        self.received.clear();
+        batch.received.clear();
         let RecvScratch {
             addrs,
             iovecs,
             headers,
             controls,
-        } = &mut self.scratch;
-        let gro = self.gro;
-        let base = self.data.as_mut_ptr();
-        let count = max.clamp(1, headers.len());
+        } = self;
+        let gro = batch.gro();
+        let count = max.clamp(1, headers.len().min(batch.slots()));
         for i in 0..count {
+            let start = batch.slot_start(i);
             iovecs[i] = libc::iovec {
-                // SAFETY: `data` holds `4096 + (slots - 1) * stride + slot` bytes and
-                // `offset` < 4096, so slot `i`, `slot` bytes from `offset + i * stride`, lies
-                // within it.
-                iov_base: unsafe { base.add(self.offset + i * self.stride) }.cast(),
-                iov_len: self.slot,
+                // SAFETY: `RecvBatch` keeps `slot` bytes from every slot start below `slots`
+                // within `data`.
+                iov_base: unsafe { batch.data.as_mut_ptr().add(start) }.cast(),
+                iov_len: batch.slot,
             };
             let header = &mut headers[i].msg_hdr;
             header.msg_name = (&mut addrs[i] as *mut libc::sockaddr_storage).cast();
@@ -208,32 +218,38 @@ impl RecvBatch {
             return Err(io::Error::last_os_error());
         }
         for i in 0..n as usize {
-            let header = &self.scratch.headers[i];
-            let from = sockaddr_to_std(&self.scratch.addrs[i])
+            let header = &self.headers[i];
+            let from = sockaddr_to_std(&self.addrs[i])
                 .ok_or_else(|| io::Error::other("datagram from a non-IP address"))?;
             let segment = if gro { gro_segment(&header.msg_hdr) } else { 0 };
             let truncated = header.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
             let len = header.msg_len as usize;
-            self.push_received(i, len, from, (segment, truncated));
+            batch.push_received(i, len, from, (segment, truncated));
         }
         Ok(n as usize)
     }
 
-    /// Receives one datagram into slot 0 with `recvfrom`. Returns 1, or `WouldBlock`.
-    pub(crate) fn recv_one(&mut self, socket: &UdpSocket) -> io::Result<usize> {
+    /// Receives one datagram into slot 0 of `batch` with `recvfrom`. Returns 1, or
+    /// `WouldBlock`.
+    pub(crate) fn recv_one(
+        &mut self,
+        batch: &mut RecvBatch,
+        socket: &UdpSocket,
+    ) -> io::Result<usize> {
         let fd = socket.as_raw_fd();
-        self.received.clear();
+        batch.received.clear();
         // SAFETY: as in `new`: all-zero is a valid `sockaddr_storage`.
         let mut addr: libc::sockaddr_storage = unsafe { zeroed() };
         let mut addr_len = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        let (start, slot) = (batch.slot_start(0), batch.slot);
         // MSG_TRUNC makes Linux return the datagram's real length even when it was cut.
-        // SAFETY: the buffer is slot 0, `slot` bytes of `data` from `offset`; the address
+        // SAFETY: the buffer is slot 0, `slot` bytes of `data` from its start; the address
         // buffer is a `sockaddr_storage` whose size is passed.
         let n = unsafe {
             libc::recvfrom(
                 fd,
-                self.data.as_mut_ptr().add(self.offset).cast(),
-                self.slot,
+                batch.data.as_mut_ptr().add(start).cast(),
+                slot,
                 libc::MSG_TRUNC,
                 (&mut addr as *mut libc::sockaddr_storage).cast(),
                 &mut addr_len,
@@ -245,41 +261,48 @@ impl RecvBatch {
         let real = n as usize;
         let from = sockaddr_to_std(&addr)
             .ok_or_else(|| io::Error::other("datagram from a non-IP address"))?;
-        self.push_received(0, real.min(self.slot), from, (0, real > self.slot));
+        batch.push_received(0, real.min(slot), from, (0, real > slot));
         Ok(1)
     }
 }
 
-impl SendBatch {
-    /// Sends up to `max` queued messages (datagrams or trains) with one `sendmmsg`; returns
-    /// how many datagrams went out. `received` is the receive batch's buffer (for the entries
-    /// queued by their place in it). A train the kernel refuses is split into its datagrams
-    /// (see `split_refused_train`) and `Ok(0)` returned: the caller's next call sends them.
+impl SendScratch {
+    /// Empty: grown to the largest batch sent.
+    pub(crate) fn new() -> Self {
+        SendScratch::default()
+    }
+
+    /// Sends up to `max` of `out`'s queued messages (datagrams or trains) with one
+    /// `sendmmsg`; returns how many datagrams went out. `received` is the receive batch's
+    /// buffer (for the entries queued by their place in it). A train the kernel refuses is
+    /// split into its datagrams (`SendBatch::split_refused_train`) and `Ok(0)` returned: the
+    /// caller's next call sends them.
     pub(crate) fn send_batch(
         &mut self,
+        out: &mut SendBatch,
         socket: &UdpSocket,
         max: usize,
         received: &[u8],
     ) -> io::Result<usize> {
-        let count = (self.entries.len() - self.sent).min(max.max(1));
+        let count = out.queued().min(max.max(1));
         if count == 0 {
             return Ok(0);
         }
         #[cfg(test)]
-        if self.next_is_train()
+        if out.next_is_train()
             && let Some(errno) = self.fail_next_train.take()
         {
-            self.split_refused_train(refused_for_good(errno));
+            out.split_refused_train(refused_for_good(errno));
             return Ok(0);
         }
-        self.prepare_headers(count, received);
-        // SAFETY: `count` headers, each pointing at a live iovec over `data` or `received`
-        // (both borrowed for this call), at a live socket address (or none) and at a live
-        // control buffer (or none); the kernel only reads them and writes `msg_len`.
+        self.prepare_headers(out, count, received);
+        // SAFETY: `count` headers, each pointing at a live iovec over `out`'s bytes or
+        // `received` (both borrowed for this call), at a live socket address (or none) and at
+        // a live control buffer (or none); the kernel only reads them and writes `msg_len`.
         let n = unsafe {
             libc::sendmmsg(
                 socket.as_raw_fd(),
-                self.scratch.headers.as_mut_ptr(),
+                self.headers.as_mut_ptr(),
                 count as libc::c_uint,
                 0,
             )
@@ -288,61 +311,56 @@ impl SendBatch {
             let error = io::Error::last_os_error();
             return match error.raw_os_error() {
                 Some(errno @ (libc::EIO | libc::EINVAL | libc::EMSGSIZE | libc::ENOPROTOOPT))
-                    if self.next_is_train() =>
+                    if out.next_is_train() =>
                 {
-                    self.split_refused_train(refused_for_good(errno));
+                    out.split_refused_train(refused_for_good(errno));
                     Ok(0)
                 }
                 _ => Err(error),
             };
         }
-        let mut datagrams = 0;
-        for entry in &self.entries[self.sent..self.sent + n as usize] {
-            datagrams += entry.datagrams();
-            self.trains_sent += u64::from(entry.is_train());
-        }
-        self.sent += n as usize;
-        self.reset_if_done();
-        Ok(datagrams)
+        Ok(out.sent(n as usize))
     }
 
-    /// Fills the first `count` message headers of the scratch space for the unsent entries:
-    /// an iovec over each message's bytes, its destination, and for a train a `UDP_SEGMENT`
-    /// control message with its segment size.
-    fn prepare_headers(&mut self, count: usize, received: &[u8]) {
-        let scratch = &mut self.scratch;
-        while scratch.headers.len() < count {
+    /// Fills the first `count` message headers for `out`'s unsent messages: an iovec over
+    /// each message's bytes, its destination, and for a train a `UDP_SEGMENT` control message
+    /// with its segment size.
+    fn prepare_headers(&mut self, out: &SendBatch, count: usize, received: &[u8]) {
+        while self.headers.len() < count {
             // SAFETY: plain C structs; all-zero is valid (see `RecvScratch::new`).
-            scratch.headers.push(unsafe { zeroed() });
-            scratch.iovecs.push(unsafe { zeroed() });
-            scratch.controls.push(Control([0; 32]));
+            self.headers.push(unsafe { zeroed() });
+            self.iovecs.push(unsafe { zeroed() });
+            self.addrs.push(SocketAddr::from(([0, 0, 0, 0], 0)).into());
+            self.controls.push(Control([0; 32]));
         }
         for i in 0..count {
-            let entry = &self.entries[self.sent + i];
-            let bytes = Self::bytes_of(&self.data, received, entry).as_ptr();
-            // `sendmmsg` only reads the bytes (the pointer is `*mut` for C's sake).
-            scratch.iovecs[i] = libc::iovec {
-                iov_base: bytes as *mut libc::c_void,
-                iov_len: entry.len,
+            let Some(message) = out.outgoing(i, received) else {
+                break;
             };
-            let header = &mut scratch.headers[i].msg_hdr;
-            match &entry.to {
-                Some(addr) => {
-                    header.msg_name = addr.as_ptr() as *mut libc::c_void;
-                    header.msg_namelen = addr.len();
+            // `sendmmsg` only reads the bytes (the pointer is `*mut` for C's sake).
+            self.iovecs[i] = libc::iovec {
+                iov_base: message.bytes.as_ptr() as *mut libc::c_void,
+                iov_len: message.bytes.len(),
+            };
+            let header = &mut self.headers[i].msg_hdr;
+            match message.to {
+                Some(to) => {
+                    self.addrs[i] = to.into();
+                    header.msg_name = self.addrs[i].as_ptr() as *mut libc::c_void;
+                    header.msg_namelen = self.addrs[i].len();
                 }
                 None => {
                     header.msg_name = std::ptr::null_mut();
                     header.msg_namelen = 0;
                 }
             }
-            header.msg_iov = &mut scratch.iovecs[i];
+            header.msg_iov = &mut self.iovecs[i];
             header.msg_iovlen = 1;
-            if entry.is_train() {
+            if let Some(segment) = message.segment {
                 // A train's segment is at most MAX_TRAIN_BYTES / 2 (it holds two or more).
-                let segment = u16::try_from(entry.segment).unwrap_or(u16::MAX);
-                let len = write_segment(&mut scratch.controls[i], segment);
-                header.msg_control = scratch.controls[i].0.as_mut_ptr().cast();
+                let segment = u16::try_from(segment).unwrap_or(u16::MAX);
+                let len = write_segment(&mut self.controls[i], segment);
+                header.msg_control = self.controls[i].0.as_mut_ptr().cast();
                 header.msg_controllen = len;
             } else {
                 header.msg_control = std::ptr::null_mut();
@@ -352,27 +370,31 @@ impl SendBatch {
         }
     }
 
-    /// Sends the next queued datagram with one `sendto`/`send` (a train with `sendmmsg`,
+    /// Sends `out`'s next queued datagram with one `sendto`/`send` (a train with `sendmmsg`,
     /// which carries its segment size). Returns the datagrams sent.
-    pub(crate) fn send_one(&mut self, socket: &UdpSocket, received: &[u8]) -> io::Result<usize> {
-        if self.next_is_train() {
-            return self.send_batch(socket, 1, received);
+    pub(crate) fn send_one(
+        &mut self,
+        out: &mut SendBatch,
+        socket: &UdpSocket,
+        received: &[u8],
+    ) -> io::Result<usize> {
+        if out.next_is_train() {
+            return self.send_batch(out, socket, 1, received);
         }
-        let fd = socket.as_raw_fd();
-        let Some(entry) = self.entries.get(self.sent) else {
+        let Some(message) = out.outgoing(0, received) else {
             return Ok(0);
         };
-        let bytes = Self::bytes_of(&self.data, received, entry);
-        let (name, name_len) = match &entry.to {
+        let to = message.to.map(socket2::SockAddr::from);
+        let (name, name_len) = match &to {
             Some(addr) => (addr.as_ptr(), addr.len()),
             None => (std::ptr::null(), 0),
         };
-        // SAFETY: `bytes` and the address are live for the call and their lengths are given.
+        // SAFETY: the bytes and the address are live for the call and their lengths are given.
         let n = unsafe {
             libc::sendto(
-                fd,
-                bytes.as_ptr().cast(),
-                bytes.len(),
+                socket.as_raw_fd(),
+                message.bytes.as_ptr().cast(),
+                message.bytes.len(),
                 0,
                 name.cast(),
                 name_len,
@@ -381,9 +403,7 @@ impl SendBatch {
         if n < 0 {
             return Err(io::Error::last_os_error());
         }
-        self.sent += 1;
-        self.reset_if_done();
-        Ok(1)
+        Ok(out.sent(1))
     }
 }
 

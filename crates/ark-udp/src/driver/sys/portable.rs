@@ -6,28 +6,28 @@ use std::io;
 
 use mio::net::UdpSocket;
 
-use super::{RecvBatch, SendBatch};
+use crate::proto::batch::{RecvBatch, SendBatch};
 
 /// One datagram per syscall: a receive batch has one slot, a send batch one datagram.
-pub(super) const BATCHED: bool = false;
+pub(crate) const BATCHED: bool = false;
 
 /// Nothing to keep between syscalls on this path.
-pub(super) struct RecvScratch;
+pub(crate) struct RecvScratch;
 
 impl RecvScratch {
-    pub(super) fn new(_slots: usize) -> Self {
+    /// Nothing to make: a receive takes one datagram.
+    pub(crate) fn new(_slots: usize) -> Self {
         RecvScratch
     }
-}
 
-/// Nothing to keep between syscalls on this path.
-#[derive(Default)]
-pub(super) struct SendScratch;
-
-impl RecvBatch {
-    /// Receives one datagram (the batch has one slot on this path).
-    pub(crate) fn recv_batch(&mut self, socket: &UdpSocket, _max: usize) -> io::Result<usize> {
-        self.recv_one(socket)
+    /// Receives one datagram (one per syscall on this path).
+    pub(crate) fn recv_batch(
+        &mut self,
+        batch: &mut RecvBatch,
+        socket: &UdpSocket,
+        _max: usize,
+    ) -> io::Result<usize> {
+        self.recv_one(batch, socket)
     }
 
     /// Receives one datagram into slot 0 with `recv_from`. Returns 1, or `WouldBlock`.
@@ -36,14 +36,21 @@ impl RecvBatch {
     /// silently, so one that fills it was longer than the limit and is reported truncated.
     /// Windows refuses such a datagram with `WSAEMSGSIZE` (and std's `recv_from` then loses
     /// its sender): see [`recv_from`].
-    pub(crate) fn recv_one(&mut self, socket: &UdpSocket) -> io::Result<usize> {
-        self.received.clear();
-        let buffer = &mut self.data[self.offset..self.offset + self.slot + 1];
-        let (len, cut, from) = recv_from(socket, buffer)?;
-        self.push_received(0, len.min(self.slot), from, (0, cut || len > self.slot));
+    pub(crate) fn recv_one(
+        &mut self,
+        batch: &mut RecvBatch,
+        socket: &UdpSocket,
+    ) -> io::Result<usize> {
+        batch.received.clear();
+        let (start, slot) = (batch.slot_start(0), batch.slot);
+        let (len, cut, from) = recv_from(socket, &mut batch.data[start..start + slot + 1])?;
+        batch.push_received(0, len.min(slot), from, (0, cut || len > slot));
         Ok(1)
     }
 }
+
+/// Nothing to keep between syscalls on this path.
+pub(crate) struct SendScratch;
 
 /// One datagram into `buffer`: its length, whether it was cut, its sender.
 #[cfg(not(windows))]
@@ -79,37 +86,39 @@ fn recv_from(
     Ok((len, flags.is_truncated(), from))
 }
 
-impl SendBatch {
-    /// Sends the next queued datagram (one per syscall on this path); `max` is not used.
+impl SendScratch {
+    /// Nothing to make: a send takes one datagram.
+    pub(crate) fn new() -> Self {
+        SendScratch
+    }
+
+    /// Sends `out`'s next queued datagram (one per syscall on this path); `max` is not used.
     pub(crate) fn send_batch(
         &mut self,
+        out: &mut SendBatch,
         socket: &UdpSocket,
         _max: usize,
         received: &[u8],
     ) -> io::Result<usize> {
-        self.send_one(socket, received)
+        self.send_one(out, socket, received)
     }
 
-    /// Sends the next queued datagram with one `send_to` (or `send` to the connected peer).
-    pub(crate) fn send_one(&mut self, socket: &UdpSocket, received: &[u8]) -> io::Result<usize> {
-        let Some(entry) = self.entries.get(self.sent) else {
+    /// Sends `out`'s next queued datagram with one `send_to` (or `send` to the connected
+    /// peer).
+    pub(crate) fn send_one(
+        &mut self,
+        out: &mut SendBatch,
+        socket: &UdpSocket,
+        received: &[u8],
+    ) -> io::Result<usize> {
+        let Some(message) = out.outgoing(0, received) else {
             return Ok(0);
         };
-        let bytes = Self::bytes_of(&self.data, received, entry);
-        match &entry.to {
-            Some(addr) => {
-                let addr = addr
-                    .as_socket()
-                    .ok_or_else(|| io::Error::other("destination is not an IP address"))?;
-                socket.send_to(bytes, addr)?;
-            }
-            None => {
-                socket.send(bytes)?;
-            }
-        }
-        self.sent += 1;
-        self.reset_if_done();
-        Ok(1)
+        match message.to {
+            Some(to) => socket.send_to(message.bytes, to)?,
+            None => socket.send(message.bytes)?,
+        };
+        Ok(out.sent(1))
     }
 }
 
