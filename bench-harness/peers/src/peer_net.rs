@@ -86,13 +86,16 @@ pub fn udp_client_socket(args: &Args, server: SocketAddr, index: usize) -> io::R
     Ok(socket)
 }
 
-/// The (send, receive) buffer sizes the kernel gave `socket`.
+/// The send and receive buffer sizes the kernel gave `socket`.
 ///
 /// # Errors
 /// The socket options could not be read.
-pub fn buffers(socket: &UdpSocket) -> io::Result<(usize, usize)> {
+pub fn buffers(socket: &UdpSocket) -> io::Result<ark_udp::SocketBuffers> {
     let socket = socket2::SockRef::from(socket);
-    Ok((socket.send_buffer_size()?, socket.recv_buffer_size()?))
+    Ok(ark_udp::SocketBuffers {
+        send: socket.send_buffer_size()?,
+        recv: socket.recv_buffer_size()?,
+    })
 }
 
 /// The unspecified address of `server`'s family, any port: where a client binds (the kernel

@@ -14,7 +14,7 @@ use ark_http::{HttpServer, HttpServerHandle, Router};
 use ark_rudp::{RudpConfig, RudpHandler, RudpServer, RudpServerHandle, RudpSession, RudpStats};
 use ark_tcp::{CloseReason, TcpHandler, TcpServer, TcpServerHandle, TcpSession, TcpStats};
 use ark_udp::{UdpHandler, UdpServer, UdpServerHandle, UdpSession, UdpStats};
-use ark_ws::{Message, Request, WsClose, WsHandler, WsServer, WsServerHandle, WsSession};
+use ark_ws::{Message, UpgradeRequest, WsClose, WsHandler, WsServer, WsServerHandle, WsSession};
 use serde_json::{Value, json};
 
 /// Deadline of each server's graceful stop.
@@ -93,7 +93,7 @@ impl UdpHandler for Echo {
 }
 
 impl WsHandler for Echo {
-    fn on_open(&mut self, _: &mut WsSession<'_>, _: &Request) {
+    fn on_open(&mut self, _: &mut WsSession<'_>, _: &UpgradeRequest) {
         self.opened();
     }
     fn on_message(&mut self, session: &mut WsSession<'_>, message: Message) {

@@ -496,7 +496,7 @@ impl ark_rudp::RudpHandler for RudpClient {
 pub struct WsClient(pub Core);
 
 impl ark_ws::WsHandler for WsClient {
-    fn on_open(&mut self, session: &mut ark_ws::WsSession<'_>, _: &ark_ws::Request) {
+    fn on_open(&mut self, session: &mut ark_ws::WsSession<'_>, _: &ark_ws::UpgradeRequest) {
         if let Some(tls) = session.tls() {
             self.0.note_tls(&tls.version, &tls.cipher_suite);
         }

@@ -333,8 +333,8 @@ fn refuse_unsupported<E: Stack>(args: &Args) -> std::io::Result<()> {
 struct Started {
     totals: Arc<Totals>,
     relay: Option<(Relay, LinkSettings)>,
-    /// Each client's granted UDP socket buffers (send, receive).
-    udp_buffers: Vec<(usize, usize)>,
+    /// Each client's granted UDP socket buffers.
+    udp_buffers: Vec<ark_udp::SocketBuffers>,
     ipv6: bool,
     kernel_before: Option<NetCounters>,
 }
@@ -392,8 +392,8 @@ fn measure_inner<E: Stack>(
         udp_kernel: kernel,
         udp_batch: (args.protocol == Protocol::Udp).then_some(udp_batched),
         udp_offload,
-        udp_server_send_buffer_bytes: udp_server_buffers.map(|b| b.0),
-        udp_server_receive_buffer_bytes: udp_server_buffers.map(|b| b.1),
+        udp_server_send_buffer_bytes: udp_server_buffers.map(|b| b.send),
+        udp_server_receive_buffer_bytes: udp_server_buffers.map(|b| b.recv),
         link,
         rudp,
         ..base_record(args, implementation)
@@ -538,9 +538,9 @@ fn udp_kernel(args: &Args, before: Option<NetCounters>, ipv6: bool) -> Option<Ud
 }
 
 /// The clients' UDP socket buffers in `record` (UDP runs only).
-fn with_udp_clients(record: Record, args: &Args, buffers: &[(usize, usize)]) -> Record {
-    let (send_min, send_max) = min_max(buffers.iter().map(|b| b.0));
-    let (recv_min, recv_max) = min_max(buffers.iter().map(|b| b.1));
+fn with_udp_clients(record: Record, args: &Args, buffers: &[ark_udp::SocketBuffers]) -> Record {
+    let (send_min, send_max) = min_max(buffers.iter().map(|b| b.send));
+    let (recv_min, recv_max) = min_max(buffers.iter().map(|b| b.recv));
     Record {
         udp_steering: udp_steering(args),
         udp_send_buffer_requested_bytes: (args.protocol == Protocol::Udp)

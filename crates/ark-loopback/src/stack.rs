@@ -64,14 +64,14 @@ pub trait Stack: Sized {
         args: &Args,
         server: SocketAddr,
         core: Core,
-    ) -> std::io::Result<Option<(usize, usize)>>;
+    ) -> std::io::Result<Option<ark_udp::SocketBuffers>>;
 
     /// Socket syscalls (reads, writes, receives, sends) so far, if the implementation counts
     /// them.
     fn syscalls(&self) -> Option<u64>;
 
     /// The UDP server socket's (send, receive) buffer sizes, if one runs.
-    fn udp_server_buffers(&self) -> Option<(usize, usize)>;
+    fn udp_server_buffers(&self) -> Option<ark_udp::SocketBuffers>;
 
     /// Whether UDP traffic uses batched syscalls (`recvmmsg`/`sendmmsg`).
     fn udp_batched(&self, args: &Args) -> bool;
@@ -311,7 +311,7 @@ impl Stack for ArkStack {
         args: &Args,
         server: SocketAddr,
         core: Core,
-    ) -> std::io::Result<Option<(usize, usize)>> {
+    ) -> std::io::Result<Option<ark_udp::SocketBuffers>> {
         let pool = self.endpoint_pool()?;
         let tls = match &self.tls {
             Some(material) => Some((material.client_tls()?, material.server_name.clone())),
@@ -386,7 +386,7 @@ impl Stack for ArkStack {
         )
     }
 
-    fn udp_server_buffers(&self) -> Option<(usize, usize)> {
+    fn udp_server_buffers(&self) -> Option<ark_udp::SocketBuffers> {
         match &self.server {
             Some(Server::Udp(s)) => Some(s.socket_buffers()),
             Some(Server::Rudp(s)) => Some(s.socket_buffers()),

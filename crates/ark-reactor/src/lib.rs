@@ -51,6 +51,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod answer;
+mod buffers;
 mod config;
 mod counters;
 mod deadlines;
@@ -78,6 +79,7 @@ mod turn;
 pub use mio;
 
 pub use answer::{Answer, AnswerDropped, Answerer, Replies, answer};
+pub use buffers::SocketBuffers;
 pub use config::ReactorConfig;
 pub use deadlines::{Deadlines, TimerSlot};
 pub use handler::{Budget, Context, Handler, ReactorHandle};

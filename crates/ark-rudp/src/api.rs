@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ark_reactor::{Answer, RateLimitError, RateLimits, Stopping};
+use ark_reactor::{Answer, RateLimitError, RateLimits, SocketBuffers, Stopping};
 use ark_udp::{
     UdpCast, UdpCastBuilder, UdpClient as UdpClientSocket, UdpClientBuilder, UdpSocketHandle,
 };
@@ -231,8 +231,8 @@ impl RudpServerHandle {
         self.socket.local_addr()
     }
 
-    /// The granted `(SO_SNDBUF, SO_RCVBUF)`.
-    pub fn socket_buffers(&self) -> (usize, usize) {
+    /// The granted `SO_SNDBUF` and `SO_RCVBUF` sizes.
+    pub fn socket_buffers(&self) -> SocketBuffers {
         self.socket.socket_buffers()
     }
 
@@ -443,8 +443,8 @@ impl RudpClientHandle {
         self.socket.local_addr()
     }
 
-    /// The granted `(SO_SNDBUF, SO_RCVBUF)`.
-    pub fn socket_buffers(&self) -> (usize, usize) {
+    /// The granted `SO_SNDBUF` and `SO_RCVBUF` sizes.
+    pub fn socket_buffers(&self) -> SocketBuffers {
         self.socket.socket_buffers()
     }
 

@@ -93,7 +93,7 @@ pub use api::{
 };
 pub use ark_reactor::{
     IoModel, RateLimit, RateLimitError, RateLimits, ReactorConfig, ReactorPool, Runtime,
-    StopReport, Stopping, TimerId,
+    SocketBuffers, StopReport, Stopping, TimerId,
 };
 pub use config::RudpConfig;
 pub use handler::{RudpHandler, RudpSession, RudpSessionHandle};

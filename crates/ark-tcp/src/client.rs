@@ -355,7 +355,7 @@ fn connect_on<C: Framing, H: TcpHandler>(
         id: shared.next_id.fetch_add(1, Ordering::Relaxed),
         peer: addr,
         local: stream.local_addr().unwrap_or(addr),
-        socket_buffers: (0, 0),
+        socket_buffers: ark_reactor::SocketBuffers::default(),
         #[cfg(feature = "tls")]
         tls: None,
     };

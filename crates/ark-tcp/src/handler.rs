@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use ark_reactor::TimerId;
+use ark_reactor::{SocketBuffers, TimerId};
 
 use crate::encode::{EncodeInto, queue_parts};
 use crate::error::{CloseReason, SendError};
@@ -17,7 +17,7 @@ pub(crate) struct SessionInfo {
     pub(crate) id: u64,
     pub(crate) peer: SocketAddr,
     pub(crate) local: SocketAddr,
-    pub(crate) socket_buffers: (usize, usize),
+    pub(crate) socket_buffers: SocketBuffers,
     /// What TLS negotiated (`tcps` sessions).
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<std::sync::Arc<ark_tls::TlsInfo>>,
@@ -31,7 +31,7 @@ impl SessionInfo {
             id: 0,
             peer: addr,
             local: addr,
-            socket_buffers: (0, 0),
+            socket_buffers: SocketBuffers::default(),
             #[cfg(feature = "tls")]
             tls: None,
         }
@@ -101,9 +101,9 @@ impl TcpSession<'_> {
         self.info.local
     }
 
-    /// The socket's actual `(SO_SNDBUF, SO_RCVBUF)` sizes, read when the session opened (the
-    /// kernel may have doubled or capped the requested sizes).
-    pub fn socket_buffers(&self) -> (usize, usize) {
+    /// The socket's actual `SO_SNDBUF` and `SO_RCVBUF` sizes, read when the session opened
+    /// (the kernel may have doubled or capped the requested sizes).
+    pub fn socket_buffers(&self) -> SocketBuffers {
         self.info.socket_buffers
     }
 

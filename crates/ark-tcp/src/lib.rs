@@ -88,7 +88,7 @@ pub use ark_frame;
 pub use ark_frame::{ArkDgram, Delimiter, Endian, ExactSize, LengthPrefix, PrefixWidth, Raw};
 pub use ark_reactor::{
     Answer, AnswerDropped, IoModel, RateLimit, RateLimitError, RateLimits, ReactorConfig,
-    ReactorPool, Replies, Runtime, StopReport, Stopping, TimerId,
+    ReactorPool, Replies, Runtime, SocketBuffers, StopReport, Stopping, TimerId,
 };
 pub use client::{Reconnect, TcpClient, TcpClientBuilder, TcpClientHandle};
 pub use config::{AcceptLimits, Keepalive, TcpConfig};

@@ -382,7 +382,7 @@ where
             id: self.shared.next_id.fetch_add(1, Ordering::Relaxed),
             peer,
             local: stream.local_addr().unwrap_or(peer),
-            socket_buffers: (0, 0),
+            socket_buffers: ark_reactor::SocketBuffers::default(),
             #[cfg(feature = "tls")]
             tls: None,
         };

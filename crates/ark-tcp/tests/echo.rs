@@ -179,7 +179,7 @@ fn window_sixteen_coalesces_writes() {
 struct RawStream {
     total: usize,
     got: Vec<u8>,
-    buffers: Arc<std::sync::Mutex<(usize, usize)>>,
+    buffers: Arc<std::sync::Mutex<ark_tcp::SocketBuffers>>,
     done: mpsc::Sender<Vec<u8>>,
 }
 
@@ -220,7 +220,7 @@ fn raw_framing_echoes_the_byte_stream_and_buffer_sizes_are_readable() {
         .start(|_| Echo::default())
         .unwrap();
     let (tx, rx) = mpsc::channel();
-    let buffers = Arc::new(std::sync::Mutex::new((0, 0)));
+    let buffers = Arc::new(std::sync::Mutex::new(ark_tcp::SocketBuffers::default()));
     let client = TcpClient::builder()
         .framing(ark_frame::Raw::new())
         .socket_buffers(Some(64 * 1024), Some(64 * 1024))
@@ -235,7 +235,7 @@ fn raw_framing_echoes_the_byte_stream_and_buffer_sizes_are_readable() {
         )
         .unwrap();
     assert_eq!(rx.recv_timeout(TIMEOUT).unwrap(), util::payload(1, 200_000));
-    let (send, recv) = *buffers.lock().unwrap();
+    let ark_tcp::SocketBuffers { send, recv } = *buffers.lock().unwrap();
     // Linux doubles the requested size; other kernels may round it.
     assert!(
         send >= 64 * 1024 && recv >= 64 * 1024,

@@ -4,7 +4,7 @@ use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 
-use ark_reactor::{Lifecycle, ReactorConfig, ReactorPool, Runtime, Stopping};
+use ark_reactor::{Lifecycle, ReactorConfig, ReactorPool, Runtime, SocketBuffers, Stopping};
 
 use crate::config::{UdpConfig, UdpOffload};
 use crate::error::SendError;
@@ -102,7 +102,7 @@ pub type UdpClientHandle = UdpSocketHandle;
 #[derive(Debug)]
 pub struct UdpSocketHandle {
     pub(crate) local_addr: SocketAddr,
-    pub(crate) socket_buffers: (usize, usize),
+    pub(crate) socket_buffers: SocketBuffers,
     pub(crate) offload: UdpOffload,
     pub(crate) counters: Arc<UdpCounters>,
     /// A client's session (its connected peer).
@@ -153,8 +153,8 @@ impl UdpSocketHandle {
         self.local_addr
     }
 
-    /// The granted `(SO_SNDBUF, SO_RCVBUF)` sizes.
-    pub fn socket_buffers(&self) -> (usize, usize) {
+    /// The granted `SO_SNDBUF` and `SO_RCVBUF` sizes.
+    pub fn socket_buffers(&self) -> SocketBuffers {
         self.socket_buffers
     }
 

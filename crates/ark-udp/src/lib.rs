@@ -71,7 +71,7 @@ mod stats;
 
 pub use ark_reactor::{
     Answer, AnswerDropped, IoModel, RateLimit, RateLimitError, RateLimits, ReactorConfig,
-    ReactorPool, Runtime, Stopping, TimerId,
+    ReactorPool, Runtime, SocketBuffers, Stopping, TimerId,
 };
 pub use cast::{UdpCast, UdpCastBuilder, UdpCastHandle};
 pub use client::{UdpClient, UdpClientBuilder, UdpClientHandle, UdpSocketHandle, UdpWaker};

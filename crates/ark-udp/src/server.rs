@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use ark_reactor::{
     IoModel, Lifecycle, RateLimitError, RateLimits, ReactorConfig, ReactorHandle, ReactorPool,
-    Runtime, SourceRef, Stopping,
+    Runtime, SocketBuffers, SourceRef, Stopping,
 };
 use mio::net::UdpSocket;
 
@@ -163,13 +163,13 @@ pub(crate) fn apply_options(socket: &socket2::Socket, config: &UdpConfig) -> io:
     socket.set_nonblocking(true)
 }
 
-/// The granted `(SO_SNDBUF, SO_RCVBUF)` of a socket.
-pub(crate) fn granted_buffers(socket: &UdpSocket) -> (usize, usize) {
+/// The granted `SO_SNDBUF` and `SO_RCVBUF` of a socket.
+pub(crate) fn granted_buffers(socket: &UdpSocket) -> SocketBuffers {
     let s = socket2::SockRef::from(socket);
-    (
-        s.send_buffer_size().unwrap_or(0),
-        s.recv_buffer_size().unwrap_or(0),
-    )
+    SocketBuffers {
+        send: s.send_buffer_size().unwrap_or(0),
+        recv: s.recv_buffer_size().unwrap_or(0),
+    }
 }
 
 /// What a socket needs besides its socket and mode to become a reactor source.
@@ -321,7 +321,7 @@ pub struct UdpServerHandle {
     local_addr: SocketAddr,
     /// The group's buckets (read, write), shared by every session.
     group: Group,
-    socket_buffers: (usize, usize),
+    socket_buffers: SocketBuffers,
     offload: UdpOffload,
     shards: Vec<Arc<UdpCounters>>,
     life: Arc<Lifecycle>,
@@ -335,8 +335,8 @@ impl UdpServerHandle {
         self.local_addr
     }
 
-    /// The granted `(SO_SNDBUF, SO_RCVBUF)` sizes.
-    pub fn socket_buffers(&self) -> (usize, usize) {
+    /// The granted `SO_SNDBUF` and `SO_RCVBUF` sizes.
+    pub fn socket_buffers(&self) -> SocketBuffers {
         self.socket_buffers
     }
 

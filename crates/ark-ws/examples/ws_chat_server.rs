@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ark_ws::{
-    Message, Request, TimerId, WsClose, WsHandler, WsServer, WsServerHandle, WsSession,
+    Message, TimerId, UpgradeRequest, WsClose, WsHandler, WsServer, WsServerHandle, WsSession,
     WsSessionHandle,
 };
 
@@ -37,7 +37,7 @@ fn broadcast(members: &Members, from: u64, text: &str) {
 }
 
 impl WsHandler for Member {
-    fn on_open(&mut self, session: &mut WsSession<'_>, _: &Request) {
+    fn on_open(&mut self, session: &mut WsSession<'_>, _: &UpgradeRequest) {
         self.id = session.id();
         broadcast(&self.members, self.id, &format!("* {} joined", self.addr));
         let handle = session.handle();

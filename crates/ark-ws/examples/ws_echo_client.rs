@@ -7,7 +7,7 @@
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use ark_ws::{CloseCode, Message, Request, WsClient, WsClose, WsHandler, WsSession};
+use ark_ws::{CloseCode, Message, UpgradeRequest, WsClient, WsClose, WsHandler, WsSession};
 
 struct Pump {
     total: u64,
@@ -17,7 +17,7 @@ struct Pump {
 }
 
 impl WsHandler for Pump {
-    fn on_open(&mut self, session: &mut WsSession<'_>, _: &Request) {
+    fn on_open(&mut self, session: &mut WsSession<'_>, _: &UpgradeRequest) {
         let _ = session.send_binary(&self.payload);
     }
 

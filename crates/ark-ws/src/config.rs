@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tungstenite::protocol::WebSocketConfig;
 
-use crate::error::Request;
+use crate::error::UpgradeRequest;
 
 /// Bytes of control frames (pongs, close) tungstenite may hold while the send queue is full.
 pub(crate) const CONTROL_BACKLOG: usize = 1024;
@@ -21,7 +21,7 @@ pub(crate) const TUNGSTENITE_READ: usize = 256;
 
 /// Decides whether to accept an upgrade request: `Err((status, reason))` rejects it with that
 /// HTTP status.
-pub type UpgradeHook = Arc<dyn Fn(&Request) -> Result<(), (u16, String)> + Send + Sync>;
+pub type UpgradeHook = Arc<dyn Fn(&UpgradeRequest) -> Result<(), (u16, String)> + Send + Sync>;
 
 /// Options of a WebSocket server or client.
 #[derive(Clone)]

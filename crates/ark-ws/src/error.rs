@@ -5,7 +5,7 @@ use crate::proto::close::InvalidCloseCode;
 
 /// The HTTP upgrade request of a session (the server's received request, or the client's sent
 /// one).
-pub type Request = tungstenite::http::Request<()>;
+pub type UpgradeRequest = tungstenite::http::Request<()>;
 
 /// Why a send was refused. Nothing was queued.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -19,7 +19,7 @@ const OPEN: u8 = 1;
 const ENDED: u8 = 2;
 
 /// What a handle asks of its session, applied on the session's thread.
-pub(crate) enum Request {
+pub(crate) enum Command {
     Send(Message),
     Close(CloseCode, String),
 }
@@ -27,7 +27,7 @@ pub(crate) enum Request {
 /// What handles asked since the session last looked.
 #[derive(Default)]
 pub(crate) struct WsInbox {
-    pub(crate) requests: VecDeque<Request>,
+    pub(crate) requests: VecDeque<Command>,
     /// `WsHandler::on_wake` is owed.
     pub(crate) wake: bool,
 }
@@ -220,7 +220,7 @@ impl WsSessionHandle {
         shared.waiting.fetch_add(message.len(), Ordering::SeqCst);
         shared
             .mailbox
-            .post(|inbox| inbox.requests.push_back(Request::Send(message)));
+            .post(|inbox| inbox.requests.push_back(Command::Send(message)));
         Ok(())
     }
 
@@ -242,7 +242,7 @@ impl WsSessionHandle {
 
     /// Starts the close handshake with `code` and `reason`, after what was queued before.
     pub fn close(&self, code: CloseCode, reason: &str) {
-        let close = Request::Close(code, reason.to_string());
+        let close = Command::Close(code, reason.to_string());
         self.shared
             .mailbox
             .post(|inbox| inbox.requests.push_back(close));

@@ -10,7 +10,7 @@ use tungstenite::protocol::CloseFrame;
 use tungstenite::{Bytes, Message, WebSocket};
 
 use crate::config::WsConfig;
-use crate::error::{Request, SendError};
+use crate::error::{SendError, UpgradeRequest};
 use crate::handle::{WsSessionHandle, WsShared};
 use crate::proto::close::{CloseCode, WsClose};
 use crate::proto::data::ReceivedData;
@@ -260,7 +260,7 @@ pub(crate) fn fresh_mask() -> [u8; 4] {
 pub trait WsHandler: Send + 'static {
     /// The handshake completed. `request` is the upgrade request (the server's received one,
     /// or the client's sent one).
-    fn on_open(&mut self, session: &mut WsSession<'_>, request: &Request) {
+    fn on_open(&mut self, session: &mut WsSession<'_>, request: &UpgradeRequest) {
         let _ = (session, request);
     }
 

@@ -11,7 +11,7 @@ use tungstenite::http::{self, HeaderName, HeaderValue};
 
 use crate::config::WsConfig;
 use crate::driver::conn::WsConn;
-use crate::error::Request;
+use crate::error::UpgradeRequest;
 use crate::handler::WsHandler;
 use crate::proto::deflate;
 
@@ -105,9 +105,9 @@ fn valid_key(key: &[u8]) -> bool {
 }
 
 /// The upgrade request as a WebSocket session sees it (`WsHandler::on_open`'s request).
-fn request_of(target: &str, headers: &[(&str, &[u8])]) -> Result<Request, UpgradeError> {
+fn request_of(target: &str, headers: &[(&str, &[u8])]) -> Result<UpgradeRequest, UpgradeError> {
     let bad = |e: &dyn std::fmt::Display| UpgradeError::BadHeader(e.to_string());
-    let mut request = Request::new(());
+    let mut request = UpgradeRequest::new(());
     *request.uri_mut() = target.parse().map_err(|e| bad(&e))?;
     *request.version_mut() = http::Version::HTTP_11;
     for (name, value) in headers {

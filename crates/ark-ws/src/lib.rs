@@ -23,7 +23,7 @@
 //! ```
 //! use std::sync::mpsc;
 //! use std::time::Duration;
-//! use ark_ws::{Message, Request, WsClient, WsHandler, WsServer, WsSession};
+//! use ark_ws::{Message, UpgradeRequest, WsClient, WsHandler, WsServer, WsSession};
 //!
 //! struct Echo;
 //! impl WsHandler for Echo {
@@ -39,7 +39,7 @@
 //!
 //! struct Hello(mpsc::Sender<String>);
 //! impl WsHandler for Hello {
-//!     fn on_open(&mut self, session: &mut WsSession<'_>, _: &Request) {
+//!     fn on_open(&mut self, session: &mut WsSession<'_>, _: &UpgradeRequest) {
 //!         session.send_text("hello").unwrap();
 //!     }
 //!     fn on_message(&mut self, session: &mut WsSession<'_>, message: Message) {
@@ -127,7 +127,7 @@ pub use ark_reactor::{
 pub use ark_tcp::{AcceptLimits, Keepalive, Reconnect};
 pub use client::{WsClient, WsClientBuilder, WsClientHandle, refusal_is_final};
 pub use config::{UpgradeHook, WsConfig};
-pub use error::{Request, SendError};
+pub use error::{SendError, UpgradeRequest};
 pub use handle::WsSessionHandle;
 pub use handler::{WsHandler, WsSession};
 #[cfg(feature = "http")]

@@ -11,7 +11,7 @@ use ark_tcp::{AcceptLimits, TcpServer, TcpServerHandle, TcpStats};
 
 use crate::config::{UpgradeHook, WsConfig};
 use crate::driver::conn::{Registry, WsConn};
-use crate::error::Request;
+use crate::error::UpgradeRequest;
 use crate::handle::WsSessionHandle;
 use crate::handler::WsHandler;
 use crate::stats::{WsCounters, WsStats};
@@ -153,7 +153,7 @@ impl WsServerBuilder {
     /// Inspects each upgrade request; `Err((status, reason))` rejects it with that status.
     pub fn on_upgrade<F>(mut self, hook: F) -> Self
     where
-        F: Fn(&Request) -> Result<(), (u16, String)> + Send + Sync + 'static,
+        F: Fn(&UpgradeRequest) -> Result<(), (u16, String)> + Send + Sync + 'static,
     {
         let hook: UpgradeHook = Arc::new(hook);
         self.config.upgrade_hook = Some(hook);

@@ -40,7 +40,7 @@ struct Sender {
 }
 
 impl WsHandler for Sender {
-    fn on_open(&mut self, session: &mut WsSession<'_>, _: &ark_ws::Request) {
+    fn on_open(&mut self, session: &mut WsSession<'_>, _: &ark_ws::UpgradeRequest) {
         for message in messages() {
             session.send(message).unwrap();
         }

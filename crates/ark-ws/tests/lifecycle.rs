@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ark_ws::{
-    CloseCode, InvalidCloseCode, Message, OpenError, Request, SendError, TimerId, WsClient,
+    CloseCode, InvalidCloseCode, Message, OpenError, SendError, TimerId, UpgradeRequest, WsClient,
     WsClose, WsHandler, WsServer, WsSession,
 };
 
@@ -22,7 +22,7 @@ struct Recorder {
 }
 
 impl WsHandler for Recorder {
-    fn on_open(&mut self, session: &mut WsSession<'_>, _: &Request) {
+    fn on_open(&mut self, session: &mut WsSession<'_>, _: &UpgradeRequest) {
         session.set_timer(Duration::from_millis(20));
     }
     fn on_message(&mut self, session: &mut WsSession<'_>, message: Message) {

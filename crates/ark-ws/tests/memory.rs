@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use ark_ws::{Message, Request, WsClient, WsHandler, WsSession};
+use ark_ws::{Message, UpgradeRequest, WsClient, WsHandler, WsSession};
 
 #[global_allocator]
 static GLOBAL: ark_testkit::CountingAllocator = ark_testkit::CountingAllocator;
@@ -89,7 +89,7 @@ struct Measure {
 }
 
 impl WsHandler for Measure {
-    fn on_open(&mut self, session: &mut WsSession<'_>, _: &Request) {
+    fn on_open(&mut self, session: &mut WsSession<'_>, _: &UpgradeRequest) {
         // An owned payload: `Bytes` clones share it, so sending allocates nothing.
         session.send(Message::Binary(self.payload.clone())).unwrap();
         self.sent += 1;

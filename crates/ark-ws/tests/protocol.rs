@@ -7,7 +7,7 @@ use std::net::TcpStream;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use ark_ws::{Message, Request, WsClient, WsHandler, WsSession};
+use ark_ws::{Message, UpgradeRequest, WsClient, WsHandler, WsSession};
 use tungstenite::protocol::frame::Frame;
 use tungstenite::protocol::frame::coding::{Data, OpCode};
 use util::{blocking_client, echo_server};
@@ -27,7 +27,7 @@ fn binary_and_text_echo_with_ark_client_and_server() {
         got: mpsc::Sender<Message>,
     }
     impl WsHandler for Check {
-        fn on_open(&mut self, session: &mut WsSession<'_>, request: &Request) {
+        fn on_open(&mut self, session: &mut WsSession<'_>, request: &UpgradeRequest) {
             assert_eq!(request.uri().path(), "/");
             session.send_text("héllo").unwrap();
             session.send_binary(&[0, 1, 2, 255]).unwrap();

@@ -7,7 +7,9 @@ mod util;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ark_ws::{CloseCode, Message, Reconnect, Request, WsClient, WsClose, WsHandler, WsSession};
+use ark_ws::{
+    CloseCode, Message, Reconnect, UpgradeRequest, WsClient, WsClose, WsHandler, WsSession,
+};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -16,7 +18,7 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 struct Seen(Arc<Mutex<Vec<String>>>);
 
 impl WsHandler for Seen {
-    fn on_open(&mut self, _: &mut WsSession<'_>, _: &Request) {
+    fn on_open(&mut self, _: &mut WsSession<'_>, _: &UpgradeRequest) {
         self.0.lock().unwrap().push("open".into());
     }
     fn on_message(&mut self, _: &mut WsSession<'_>, message: Message) {
@@ -92,7 +94,7 @@ fn without_reconnect_a_closed_client_stays_closed() {
 struct Ends(Arc<Mutex<Vec<Option<WsClose>>>>);
 
 impl WsHandler for Ends {
-    fn on_open(&mut self, _: &mut WsSession<'_>, _: &Request) {
+    fn on_open(&mut self, _: &mut WsSession<'_>, _: &UpgradeRequest) {
         self.0.lock().unwrap().push(None);
     }
     fn on_message(&mut self, _: &mut WsSession<'_>, _: Message) {}

@@ -22,7 +22,7 @@ const KEEPALIVE: Keepalive = Keepalive {
 struct Peer(Arc<Mutex<Option<SocketAddr>>>);
 
 impl WsHandler for Peer {
-    fn on_open(&mut self, session: &mut WsSession<'_>, _: &ark_ws::Request) {
+    fn on_open(&mut self, session: &mut WsSession<'_>, _: &ark_ws::UpgradeRequest) {
         *self.0.lock().unwrap() = Some(session.peer_addr());
     }
     fn on_message(&mut self, _: &mut WsSession<'_>, _: Message) {}

@@ -31,7 +31,7 @@ fn wss_server(pki: &Pki) -> (WsServerHandle, util::Echo) {
 struct Once(mpsc::Sender<Result<String, WsClose>>);
 
 impl WsHandler for Once {
-    fn on_open(&mut self, session: &mut WsSession<'_>, _: &ark_ws::Request) {
+    fn on_open(&mut self, session: &mut WsSession<'_>, _: &ark_ws::UpgradeRequest) {
         session.send_text("over tls").unwrap();
     }
     fn on_message(&mut self, session: &mut WsSession<'_>, message: Message) {

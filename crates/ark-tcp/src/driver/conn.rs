@@ -122,10 +122,10 @@ impl<C: Framing, H: TcpHandler, T: Transport<C, H>> Conn<C, H, T> {
                 let socket = socket2::SockRef::from(&self.stream);
                 let info = SessionInfo {
                     local: self.stream.local_addr().unwrap_or(core.info().local),
-                    socket_buffers: (
-                        socket.send_buffer_size().unwrap_or(0),
-                        socket.recv_buffer_size().unwrap_or(0),
-                    ),
+                    socket_buffers: ark_reactor::SocketBuffers {
+                        send: socket.send_buffer_size().unwrap_or(0),
+                        recv: socket.recv_buffer_size().unwrap_or(0),
+                    },
                     ..core.info().clone()
                 };
                 if self.transport.connected(core, now, info) {

@@ -11,8 +11,8 @@ use tungstenite::handshake::{HandshakeError, MidHandshake};
 use tungstenite::{Error, Message, WebSocket};
 
 use crate::config::WsConfig;
-use crate::error::Request;
-use crate::handle::{CurrentSession, Request as HandleRequest, WsInbox, WsSessionHandle, WsShared};
+use crate::error::UpgradeRequest;
+use crate::handle::{Command, CurrentSession, WsInbox, WsSessionHandle, WsShared};
 use crate::handler::{WsHandler, WsSession};
 use crate::proto::close::{BAD_UTF8, CloseCode, Initiator, OpenError, WsClose};
 use crate::proto::data::ReceivedData;
@@ -37,12 +37,12 @@ pub(crate) struct Accept {
 /// What a server's handshake accepted: the request, and permessage-deflate's parameters if
 /// they were agreed.
 pub(crate) struct Accepted {
-    request: Request,
+    request: UpgradeRequest,
     deflate: Option<Agreed>,
 }
 
-fn copy_request(request: &Request) -> Request {
-    let mut copy = Request::new(());
+fn copy_request(request: &UpgradeRequest) -> UpgradeRequest {
+    let mut copy = UpgradeRequest::new(());
     *copy.method_mut() = request.method().clone();
     *copy.uri_mut() = request.uri().clone();
     *copy.version_mut() = request.version();
@@ -60,7 +60,7 @@ fn error_response(status: u16, reason: &str) -> ErrorResponse {
 impl Callback for Accept {
     fn on_request(
         self,
-        request: &Request,
+        request: &UpgradeRequest,
         mut response: Response,
     ) -> Result<Response, ErrorResponse> {
         if request.uri().path() != self.config.path {
@@ -116,7 +116,7 @@ enum State {
     Server(Option<Box<MidHandshake<ServerHandshake<MemStream, Accept>>>>),
     Client(Option<Box<MidHandshake<ClientHandshake<MemStream>>>>),
     /// Client: the request is built, not yet sent (sent on TCP open).
-    ClientPending(Option<Box<Request>>),
+    ClientPending(Option<Box<UpgradeRequest>>),
     /// Server: the handshake was answered by an HTTP server (an upgrade); opens on TCP open.
     Upgraded(Option<Box<WebSocket<MemStream>>>),
     Open(Box<WebSocket<MemStream>>),
@@ -129,7 +129,7 @@ pub(crate) struct ClientOf {
     /// The handle's view of the current connection.
     pub(crate) current: CurrentSession,
     /// The upgrade request every connection's handshake sends.
-    pub(crate) request: Request,
+    pub(crate) request: UpgradeRequest,
     /// Whether an upgrade refused with this status is final (not retried by a reconnecting
     /// client).
     pub(crate) final_status: fn(u16) -> bool,
@@ -144,7 +144,7 @@ pub(crate) struct WsConn<H> {
     registry: Option<Registry>,
     id: Option<u64>,
     slot: Arc<Mutex<Option<Accepted>>>,
-    request: Option<Request>,
+    request: Option<UpgradeRequest>,
     /// permessage-deflate's parameters, agreed in the handshake; its engines start at open.
     agreed: Option<Agreed>,
     /// The compressor of the messages this side sends, once agreed (the decompressor is in
@@ -240,7 +240,7 @@ impl<H: WsHandler> WsConn<H> {
     /// The server side of a connection whose handshake an HTTP server answered (`request`
     /// is the upgrade request): it opens as soon as it runs.
     pub(crate) fn upgraded(
-        (request, agreed): (Request, Option<Agreed>),
+        (request, agreed): (UpgradeRequest, Option<Agreed>),
         (config, counters): (Arc<WsConfig>, Arc<WsCounters>),
         handler: H,
         registry: Option<Registry>,
@@ -615,7 +615,10 @@ impl<H: WsHandler> WsConn<H> {
                 .unwrap_or_else(PoisonError::into_inner)
                 .insert(tcp.id(), handle);
         }
-        let request = self.request.take().unwrap_or_else(|| Request::new(()));
+        let request = self
+            .request
+            .take()
+            .unwrap_or_else(|| UpgradeRequest::new(()));
         self.with_session(tcp, |h, s| h.on_open(s, &request));
         self.request = Some(request);
         // Messages handles queued while the session was opening go now.
@@ -781,10 +784,10 @@ impl<H: WsHandler> WsConn<H> {
                 match request {
                     // A send the session refuses now (full, closing) is dropped, as a send
                     // through a handle may be once queued.
-                    HandleRequest::Send(message) => {
+                    Command::Send(message) => {
                         let _ = session.send(message);
                     }
-                    HandleRequest::Close(code, reason) => session.close(code, &reason),
+                    Command::Close(code, reason) => session.close(code, &reason),
                 }
             }
             if wake {
@@ -835,7 +838,7 @@ impl<H: WsHandler> TcpHandler for WsConn<H> {
         };
         let request = request
             .take()
-            .map_or_else(|| Request::new(()), |request| *request);
+            .map_or_else(|| UpgradeRequest::new(()), |request| *request);
         self.request = Some(copy_request(&request));
         match tungstenite::client::client_with_config(
             request,

@@ -30,7 +30,7 @@ pub struct KcpStack<M: Mode> {
     workers: Vec<WorkerHandle>,
     /// Clients started so far.
     clients: usize,
-    udp_server_buffers: Option<(usize, usize)>,
+    udp_server_buffers: Option<ark_udp::SocketBuffers>,
     mode: PhantomData<M>,
 }
 
@@ -119,7 +119,7 @@ impl<M: Mode> Stack for KcpStack<M> {
         args: &Args,
         server: SocketAddr,
         core: Core,
-    ) -> io::Result<Option<(usize, usize)>> {
+    ) -> io::Result<Option<ark_udp::SocketBuffers>> {
         let index = self.client_worker()?;
         let (send, receive) = (args.udp_send_buffer, args.udp_receive_buffer);
         let socket = udp_socket(unspecified_like(server), send, receive, false)?;
@@ -135,7 +135,7 @@ impl<M: Mode> Stack for KcpStack<M> {
         None
     }
 
-    fn udp_server_buffers(&self) -> Option<(usize, usize)> {
+    fn udp_server_buffers(&self) -> Option<ark_udp::SocketBuffers> {
         self.udp_server_buffers
     }
 

@@ -44,7 +44,7 @@ pub struct QuinnStack<M: Mode> {
     /// The clients' connections.
     client_connections: Connections,
     /// The server socket's (send, receive) buffer sizes.
-    udp_server_buffers: Option<(usize, usize)>,
+    udp_server_buffers: Option<ark_udp::SocketBuffers>,
     /// The mode, a type.
     mode: PhantomData<M>,
 }
@@ -148,7 +148,7 @@ impl<M: Mode> Stack for QuinnStack<M> {
         args: &Args,
         server: SocketAddr,
         core: Core,
-    ) -> io::Result<Option<(usize, usize)>> {
+    ) -> io::Result<Option<ark_udp::SocketBuffers>> {
         let handle = self.client_runtime()?;
         let index = self.clients;
         self.clients += 1;
@@ -176,7 +176,7 @@ impl<M: Mode> Stack for QuinnStack<M> {
         None
     }
 
-    fn udp_server_buffers(&self) -> Option<(usize, usize)> {
+    fn udp_server_buffers(&self) -> Option<ark_udp::SocketBuffers> {
         self.udp_server_buffers
     }
 

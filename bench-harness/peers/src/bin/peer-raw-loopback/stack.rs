@@ -34,7 +34,7 @@ pub struct RawStack {
     /// Datagrams per batch (1 with `--udp-batch off`).
     udp_batch: usize,
     next_client: usize,
-    udp_server_buffers: Option<(usize, usize)>,
+    udp_server_buffers: Option<ark_udp::SocketBuffers>,
 }
 
 impl Stack for RawStack {
@@ -126,7 +126,7 @@ impl Stack for RawStack {
         args: &Args,
         server: SocketAddr,
         core: Core,
-    ) -> io::Result<Option<(usize, usize)>> {
+    ) -> io::Result<Option<ark_udp::SocketBuffers>> {
         let poller = match self.model {
             IoModelArg::Owned => self.start_poller(1)?,
             _ => self.pollers[self.next_client % self.pollers.len()].clone(),
@@ -169,7 +169,7 @@ impl Stack for RawStack {
         Some(self.pollers.iter().map(|p| p.syscalls()).sum())
     }
 
-    fn udp_server_buffers(&self) -> Option<(usize, usize)> {
+    fn udp_server_buffers(&self) -> Option<ark_udp::SocketBuffers> {
         self.udp_server_buffers
     }
 

@@ -28,7 +28,7 @@ pub struct TokioStack {
     /// its own).
     runtimes: Runtimes,
     next_client: usize,
-    udp_server_buffers: Option<(usize, usize)>,
+    udp_server_buffers: Option<ark_udp::SocketBuffers>,
     /// The certificates of a tcps or wss run.
     tls: Option<TlsMaterial>,
 }
@@ -61,7 +61,7 @@ fn udp_client(
     handle: &Handle,
     server: SocketAddr,
     index: usize,
-) -> io::Result<(UdpSocket, (usize, usize))> {
+) -> io::Result<(UdpSocket, ark_udp::SocketBuffers)> {
     let socket = udp_client_socket(args, server, index)?;
     let sizes = buffers(&socket)?;
     let socket = run_on(handle, async move {
@@ -175,7 +175,7 @@ impl Stack for TokioStack {
         args: &Args,
         server: SocketAddr,
         core: Core,
-    ) -> io::Result<Option<(usize, usize)>> {
+    ) -> io::Result<Option<ark_udp::SocketBuffers>> {
         let handle = match self.model {
             IoModelArg::Owned => self.runtimes.add()?,
             _ => {
@@ -238,7 +238,7 @@ impl Stack for TokioStack {
         None
     }
 
-    fn udp_server_buffers(&self) -> Option<(usize, usize)> {
+    fn udp_server_buffers(&self) -> Option<ark_udp::SocketBuffers> {
         self.udp_server_buffers
     }
 
