@@ -2,6 +2,8 @@
 
 use std::io;
 use std::net::SocketAddr;
+#[cfg(unix)]
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -15,6 +17,7 @@ use mio::net::TcpStream;
 
 use crate::config::{TcpConfig, apply_socket_options};
 use crate::driver;
+use crate::driver::stream::SessionStream;
 #[cfg(feature = "tls")]
 use crate::driver::tls::TlsLayer;
 use crate::error::{CloseReason, SendError};
@@ -109,6 +112,9 @@ pub(crate) struct ClientShared<C> {
     opened_at: Mutex<Option<Instant>>,
     connected: AtomicBool,
     addr: SocketAddr,
+    /// The socket file of a Unix-domain server, connected to instead of `addr`.
+    #[cfg(unix)]
+    unix_path: Option<PathBuf>,
     config: Arc<TcpConfig>,
     codec: C,
     /// The live connection's handle.
@@ -284,6 +290,36 @@ impl<C: Framing> TcpClientBuilder<C> {
         handler: H,
     ) -> io::Result<TcpClientHandle> {
         let addr = ark_reactor::resolve(addr)?;
+        self.start(addr, None, handler)
+    }
+
+    /// Connects to the Unix-domain stream socket at `path` (Unix only; a server's
+    /// [`start_unix`](crate::TcpServerBuilder::start_unix)) with `handler`: the same session
+    /// as over TCP — framing, TLS if set, reconnects, handles, timers, stop. Its
+    /// `peer_addr` and `local_addr` are `0.0.0.0:0` (no IP address); of the socket options
+    /// only the buffer sizes apply. A connect fails at once or succeeds at once (there is no
+    /// connect under way): a missing socket file, a server that is gone or a full backlog
+    /// reach the handler as `on_close` with [`CloseReason::ConnectFailed`].
+    ///
+    /// # Errors
+    /// The pool could not start, or a TLS server name is not valid.
+    #[cfg(unix)]
+    pub fn connect_unix<H: TcpHandler>(
+        self,
+        path: impl AsRef<Path>,
+        handler: H,
+    ) -> io::Result<TcpClientHandle> {
+        let path = path.as_ref().to_path_buf();
+        self.start(driver::stream::NO_IP_ADDRESS, Some(path), handler)
+    }
+
+    /// The client of `connect` and `connect_unix`.
+    fn start<H: TcpHandler>(
+        self,
+        addr: SocketAddr,
+        #[cfg_attr(not(unix), allow(unused_variables))] unix_path: Option<std::path::PathBuf>,
+        handler: H,
+    ) -> io::Result<TcpClientHandle> {
         #[cfg(feature = "tls")]
         let tls = match self.tls {
             Some((config, name)) => {
@@ -305,6 +341,8 @@ impl<C: Framing> TcpClientBuilder<C> {
             opened_at: Mutex::new(None),
             connected: AtomicBool::new(false),
             addr,
+            #[cfg(unix)]
+            unix_path,
             config: Arc::new(self.config.normalized()),
             codec: self.codec,
             session: Mutex::new(None),
@@ -335,26 +373,51 @@ fn connect_on<C: Framing, H: TcpHandler>(
         return;
     }
     shared.attempts.fetch_add(1, Ordering::Relaxed);
-    let addr = shared.addr;
-    let stream = match open_stream(addr, &shared.config) {
-        Ok(stream) => stream,
-        Err(e) => {
-            let reason = CloseReason::ConnectFailed {
-                addr,
-                kind: e.kind(),
-                message: e.to_string(),
-            };
-            handler.on_close(&reason);
-            if shared.reconnect.is_some() {
-                reconnect_later(shared, handler, &reactor.handle());
-            }
-            return;
+    #[cfg(unix)]
+    if let Some(path) = &shared.unix_path {
+        match open_unix(path, &shared.config) {
+            Ok(stream) => install(reactor, shared, handler, stream),
+            Err(e) => connect_failed(reactor, shared, handler, &e),
         }
+        return;
+    }
+    match open_stream(shared.addr, &shared.config) {
+        Ok(stream) => install(reactor, shared, handler, stream),
+        Err(e) => connect_failed(reactor, shared, handler, &e),
+    }
+}
+
+/// An attempt failed before its stream reached the reactor: the handler hears why, and a
+/// reconnecting client tries again after its backoff.
+fn connect_failed<C: Framing, H: TcpHandler>(
+    reactor: &mut Reactor,
+    shared: Arc<ClientShared<C>>,
+    mut handler: H,
+    e: &io::Error,
+) {
+    let reason = CloseReason::ConnectFailed {
+        addr: shared.addr,
+        kind: e.kind(),
+        message: e.to_string(),
     };
+    handler.on_close(&reason);
+    if shared.reconnect.is_some() {
+        reconnect_later(shared, handler, &reactor.handle());
+    }
+}
+
+/// Makes `stream` (connecting, or connected) the client's session on `reactor`.
+fn install<C: Framing, H: TcpHandler, S: SessionStream>(
+    reactor: &mut Reactor,
+    shared: Arc<ClientShared<C>>,
+    mut handler: H,
+    stream: S,
+) {
+    let addr = shared.addr;
     let info = SessionInfo {
         id: shared.next_id.fetch_add(1, Ordering::Relaxed),
         peer: addr,
-        local: stream.local_addr().unwrap_or(addr),
+        local: stream.local_addr_or(addr),
         socket_buffers: ark_reactor::SocketBuffers::default(),
         #[cfg(feature = "tls")]
         tls: None,
@@ -419,6 +482,16 @@ fn reconnect_later<C: Framing, H: TcpHandler>(
             }
         });
     });
+}
+
+/// A Unix-domain stream connected to `path` (at once: such a connect is never under way),
+/// with the buffer sizes of `config`.
+#[cfg(unix)]
+fn open_unix(path: &Path, config: &TcpConfig) -> io::Result<mio::net::UnixStream> {
+    let stream = mio::net::UnixStream::connect(path)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+    crate::config::apply_buffer_sizes(&socket2::SockRef::from(&stream), config)?;
+    Ok(stream)
 }
 
 /// A socket with the session options applied, connecting without blocking.

@@ -128,6 +128,15 @@ pub(crate) fn apply_socket_options(
             .with_retries(k.probes);
         socket.set_tcp_keepalive(&params)?;
     }
+    apply_buffer_sizes(socket, config)
+}
+
+/// Applies `config`'s socket buffer requests (`SO_SNDBUF`, `SO_RCVBUF`), the options a
+/// Unix-domain stream has too.
+pub(crate) fn apply_buffer_sizes(
+    socket: &socket2::SockRef<'_>,
+    config: &TcpConfig,
+) -> std::io::Result<()> {
     if let Some(n) = config.send_buffer {
         socket.set_send_buffer_size(n)?;
     }

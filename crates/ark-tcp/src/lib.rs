@@ -29,6 +29,10 @@
 //!   handles, timers and backpressure; the session opens after the handshake
 //!   ([`TcpSession::tls`]); a bad handshake ends only its connection with [`CloseReason::Tls`]
 //!   saying which check failed; a graceful close sends `close_notify`.
+//! * **Unix-domain sockets (Unix).** [`TcpServerBuilder::start_unix`] and
+//!   [`TcpClientBuilder::connect_unix`] run the same sessions — framing, TLS, handles, timers,
+//!   limits, reconnect, stop — over a socket file between processes of one host; the driver
+//!   owns either kind of stream behind one small trait.
 //!
 //! ```
 //! use std::sync::mpsc;

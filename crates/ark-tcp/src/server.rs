@@ -3,6 +3,8 @@
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
+#[cfg(unix)]
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -14,8 +16,9 @@ use ark_reactor::{
 };
 use mio::net::TcpListener;
 
-use crate::config::{AcceptLimits, TcpConfig, apply_socket_options};
+use crate::config::{AcceptLimits, TcpConfig};
 use crate::driver;
+use crate::driver::stream::{Listen, SessionStream};
 #[cfg(feature = "tls")]
 use crate::driver::tls::TlsLayer;
 use crate::error::CloseReason;
@@ -292,18 +295,17 @@ impl<C: Framing> TcpServerBuilder<C> {
     ///
     /// # Errors
     /// No address, binding or listening failed, or the pool could not start.
-    pub fn start<H, F>(self, factory: F) -> io::Result<TcpServerHandle>
+    pub fn start<H, F>(mut self, factory: F) -> io::Result<TcpServerHandle>
     where
         H: TcpHandler,
         F: Fn(SocketAddr) -> H + Send + Sync + 'static,
     {
-        let addr = self.addr.unwrap_or_else(|| {
+        let addr = self.addr.take().unwrap_or_else(|| {
             Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "TcpServer: no bind address",
             ))
         })?;
-        let codec = self.codec;
         let socket = socket2::Socket::new(
             socket2::Domain::for_address(addr),
             socket2::Type::STREAM,
@@ -315,14 +317,28 @@ impl<C: Framing> TcpServerBuilder<C> {
         socket.set_nonblocking(true)?;
         let listener = TcpListener::from_std(socket.into());
         let local_addr = listener.local_addr()?;
+        self.serve(listener, local_addr, factory)
+    }
 
+    /// Serves the sessions `listener` accepts (see [`start`](Self::start)).
+    fn serve<H, F, L>(
+        self,
+        listener: L,
+        local_addr: SocketAddr,
+        factory: F,
+    ) -> io::Result<TcpServerHandle>
+    where
+        H: TcpHandler,
+        F: Fn(SocketAddr) -> H + Send + Sync + 'static,
+        L: Listen,
+    {
         let (pool, own_pool) = self.runtime.pool(self.reactor_config)?;
         let shared = Arc::new(ServerShared::default());
         let close_timeout = self.config.close_timeout;
         let group = GroupLimits::new(self.group_rate_limits, Instant::now());
         let accept = Listener {
             listener,
-            codec,
+            codec: self.codec,
             factory,
             config: Arc::new(self.config.normalized()),
             shared: shared.clone(),
@@ -347,13 +363,50 @@ impl<C: Framing> TcpServerBuilder<C> {
             listener: SourceRef::new(listener_reactor, listener_id),
             close_timeout,
             group,
+            #[cfg(unix)]
+            unix_path: None,
         })
+    }
+
+    /// Starts listening on a Unix-domain stream socket at `path` (Unix only): the same
+    /// sessions as over TCP — framing, TLS if set, handles, timers, rate limits, accept
+    /// limits, stop and drain — between processes of one host. `factory` gets the unspecified
+    /// address (`0.0.0.0:0`), as do the sessions' `peer_addr` and `local_addr`: a Unix-domain
+    /// peer has no IP address. Of the socket options only the buffer sizes apply (nodelay
+    /// and keepalive are TCP's). The handle's stop (or drop) removes the socket file.
+    ///
+    /// # Errors
+    /// Binding `path` failed (`AddrInUse` if a file is there: ark does not remove a file it
+    /// did not create), or the pool could not start.
+    #[cfg(unix)]
+    pub fn start_unix<H, F>(self, path: impl AsRef<Path>, factory: F) -> io::Result<TcpServerHandle>
+    where
+        H: TcpHandler,
+        F: Fn(SocketAddr) -> H + Send + Sync + 'static,
+    {
+        let path = path.as_ref().to_path_buf();
+        let listener = bind_unix(&path, self.accept.backlog)?;
+        let mut handle = self.serve(listener, driver::stream::NO_IP_ADDRESS, factory)?;
+        handle.unix_path = Some(path);
+        Ok(handle)
     }
 }
 
+/// A Unix-domain listener at `path` with `backlog` (mio's `bind` takes the system's).
+#[cfg(unix)]
+fn bind_unix(path: &Path, backlog: i32) -> io::Result<mio::net::UnixListener> {
+    let socket = socket2::Socket::new(socket2::Domain::UNIX, socket2::Type::STREAM, None)?;
+    socket.bind(&socket2::SockAddr::unix(path)?)?;
+    socket.listen(backlog)?;
+    socket.set_nonblocking(true)?;
+    Ok(mio::net::UnixListener::from_std(
+        std::os::unix::net::UnixListener::from(std::os::fd::OwnedFd::from(socket)),
+    ))
+}
+
 /// Accepts connections and places each on a reactor of the pool.
-struct Listener<C, H, F> {
-    listener: TcpListener,
+struct Listener<C, H, F, L> {
+    listener: L,
     codec: C,
     factory: F,
     config: Arc<TcpConfig>,
@@ -370,18 +423,19 @@ struct Listener<C, H, F> {
     _handler: std::marker::PhantomData<fn() -> H>,
 }
 
-impl<C, H, F> Listener<C, H, F>
+impl<C, H, F, L> Listener<C, H, F, L>
 where
+    L: Listen,
     C: Framing,
     H: TcpHandler,
     F: Fn(SocketAddr) -> H + Send + Sync + 'static,
 {
     /// Makes an accepted connection a session on the next reactor, round-robin.
-    fn place(&mut self, stream: mio::net::TcpStream, peer: SocketAddr, now: Instant) {
+    fn place(&mut self, stream: L::Stream, peer: SocketAddr, now: Instant) {
         let info = SessionInfo {
             id: self.shared.next_id.fetch_add(1, Ordering::Relaxed),
             peer,
-            local: stream.local_addr().unwrap_or(peer),
+            local: stream.local_addr_or(peer),
             socket_buffers: ark_reactor::SocketBuffers::default(),
             #[cfg(feature = "tls")]
             tls: None,
@@ -432,25 +486,26 @@ where
     }
 }
 
-impl<C, H, F> Listener<C, H, F> {
+impl<C, H, F, L: Listen> Listener<C, H, F, L> {
     /// Whether `stream` is refused because `max_sessions` are open: then it is set to reset
     /// when dropped (no FIN and no TIME_WAIT here for a flood's connections) and counted.
-    fn refuse(&self, stream: &mio::net::TcpStream) -> bool {
+    fn refuse(&self, stream: &L::Stream) -> bool {
         let Some(max) = self.max_sessions else {
             return false;
         };
         if self.shared.sessions().len() < max {
             return false;
         }
-        let _ = socket2::SockRef::from(stream).set_linger(Some(Duration::ZERO));
+        stream.reset_on_close();
         let counters = self.shared.counters.local();
         counters.refused_sessions.fetch_add(1, Ordering::Relaxed);
         true
     }
 }
 
-impl<C, H, F> Handler for Listener<C, H, F>
+impl<C, H, F, L> Handler for Listener<C, H, F, L>
 where
+    L: Listen,
     C: Framing,
     H: TcpHandler,
     F: Fn(SocketAddr) -> H + Send + Sync + 'static,
@@ -461,7 +516,7 @@ where
 
     fn on_ready(&mut self, cx: &mut Context<'_>, _: Ready) -> Turn {
         for _ in 0..cx.budget().operations {
-            let (stream, peer) = match self.listener.accept() {
+            let (stream, peer) = match self.listener.accept_one() {
                 Ok(accepted) => accepted,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Turn::Done,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -479,7 +534,7 @@ where
             if self.refuse(&stream) {
                 continue;
             }
-            if apply_socket_options(&socket2::SockRef::from(&stream), &self.config).is_err() {
+            if L::prepare(&stream, &self.config).is_err() {
                 let counters = self.shared.counters.local();
                 counters.accept_errors.fetch_add(1, Ordering::Relaxed);
                 continue;
@@ -508,6 +563,9 @@ pub struct TcpServerHandle {
     listener: SourceRef,
     close_timeout: Duration,
     group: GroupLimits,
+    /// The socket file of a Unix-domain server, removed when it stops.
+    #[cfg(unix)]
+    unix_path: Option<PathBuf>,
 }
 
 impl TcpServerHandle {
@@ -521,9 +579,17 @@ impl TcpServerHandle {
         self.group.set_limits(limits, Instant::now())
     }
 
-    /// The address the server listens on.
+    /// The address the server listens on (`0.0.0.0:0` for a Unix-domain server: see
+    /// [`unix_path`](Self::unix_path)).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// The socket file of a server started with
+    /// [`start_unix`](TcpServerBuilder::start_unix) (`None` over TCP).
+    #[cfg(unix)]
+    pub fn unix_path(&self) -> Option<&Path> {
+        self.unix_path.as_deref()
     }
 
     /// A copy of the server's counters.
@@ -563,13 +629,23 @@ impl TcpServerHandle {
     /// sessions the drain's deadline cut off (`undrained`) and how many had to be closed at
     /// once (`forced`). For SIGTERM: `examples/tcp_graceful_stop.rs`.
     pub fn drain(mut self, drain: Duration) -> Stopping {
-        self.listener.remove();
+        self.close_listener();
         let pool = self.pool.take().map(|pool| (pool, self.own_pool));
         Stopping::drain(self.shared.life.clone(), pool, drain, self.close_timeout)
     }
 
-    fn begin_stop(&mut self) -> Stopping {
+    /// No new connections: the listener leaves its reactor and a Unix-domain server's socket
+    /// file goes.
+    fn close_listener(&mut self) {
         self.listener.remove();
+        #[cfg(unix)]
+        if let Some(path) = self.unix_path.take() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+
+    fn begin_stop(&mut self) -> Stopping {
+        self.close_listener();
         let pool = self.pool.take().map(|pool| (pool, self.own_pool));
         Stopping::begin(self.shared.life.clone(), pool, self.close_timeout)
     }

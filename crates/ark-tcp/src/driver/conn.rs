@@ -2,17 +2,15 @@
 //! [`SessionCore`] through a [`Transport`] (plain TCP, or TLS in `tls.rs`). Read → feed →
 //! deliver → write; the core decides everything else.
 
-use std::io;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use ark_reactor::{
     Context, Handler, Member, Phase, ReactorHandle, Ready, TimerId, TimerSlot, Turn,
 };
-use mio::net::TcpStream;
 
+use crate::driver::stream::SessionStream;
 #[cfg(feature = "tls")]
 use crate::driver::tls::TlsLayer;
 use crate::driver::transport::{Plain, Transport};
@@ -23,9 +21,9 @@ use crate::proto::core::link::State;
 use crate::proto::core::{Framing, SessionCore};
 use crate::trace::{self, SessionSpan};
 
-/// A session's socket on the reactor, its bytes crossing through `T`.
-pub(crate) struct Conn<C: Framing, H: TcpHandler, T> {
-    stream: TcpStream,
+/// A session's socket `S` on the reactor, its bytes crossing through `T`.
+pub(crate) struct Conn<C: Framing, H: TcpHandler, T, S> {
+    stream: S,
     /// `None` once closed (the handler went back to the owner).
     core: Option<SessionCore<C, H>>,
     owner: Arc<dyn Owner<H>>,
@@ -51,8 +49,8 @@ pub(crate) struct Conn<C: Framing, H: TcpHandler, T> {
 
 /// A session over `stream` as a reactor handler: accepted, or `outgoing` with its connect
 /// under way; with `tls`, it opens once the handshake completes.
-pub(crate) fn conn<C: Framing, H: TcpHandler>(
-    stream: TcpStream,
+pub(crate) fn conn<C: Framing, H: TcpHandler, S: SessionStream>(
+    stream: S,
     core: SessionCore<C, H>,
     (owner, reactor, member): (Arc<dyn Owner<H>>, ReactorHandle, Member),
     outgoing: bool,
@@ -76,17 +74,17 @@ pub(crate) type Secure = TlsLayer;
 pub(crate) type Secure = std::convert::Infallible;
 
 /// What every [`Conn`] is made of.
-type Parts<C, H> = (
-    TcpStream,
+type Parts<C, H, S> = (
+    S,
     SessionCore<C, H>,
     Arc<dyn Owner<H>>,
     ReactorHandle,
     Member,
 );
 
-impl<C: Framing, H: TcpHandler, T: Transport<C, H>> Conn<C, H, T> {
+impl<C: Framing, H: TcpHandler, T: Transport<C, H>, S: SessionStream> Conn<C, H, T, S> {
     fn new(
-        (stream, core, owner, reactor, member): Parts<C, H>,
+        (stream, core, owner, reactor, member): Parts<C, H, S>,
         outgoing: bool,
         transport: T,
     ) -> Self {
@@ -113,19 +111,15 @@ impl<C: Framing, H: TcpHandler, T: Transport<C, H>> Conn<C, H, T> {
         };
         let peer = core.info().peer;
         let connected = if self.outgoing {
-            check_connected(&self.stream, peer)
+            self.stream.connected(peer)
         } else {
             Ok(true)
         };
         match connected {
             Ok(true) => {
-                let socket = socket2::SockRef::from(&self.stream);
                 let info = SessionInfo {
-                    local: self.stream.local_addr().unwrap_or(core.info().local),
-                    socket_buffers: ark_reactor::SocketBuffers {
-                        send: socket.send_buffer_size().unwrap_or(0),
-                        recv: socket.recv_buffer_size().unwrap_or(0),
-                    },
+                    local: self.stream.local_addr_or(core.info().local),
+                    socket_buffers: self.stream.socket_buffers(),
                     ..core.info().clone()
                 };
                 if self.transport.connected(core, now, info) {
@@ -173,7 +167,7 @@ impl<C: Framing, H: TcpHandler, T: Transport<C, H>> Conn<C, H, T> {
         if let Some(reason) = core.close_reason() {
             if reason.resets() {
                 // Reset rather than FIN: the peer must not take a truncated stream as complete.
-                let _ = socket2::SockRef::from(&self.stream).set_linger(Some(Duration::ZERO));
+                self.stream.reset_on_close();
             }
             cx.close();
             return Turn::Done;
@@ -211,27 +205,7 @@ impl<C: Framing, H: TcpHandler, T: Transport<C, H>> Conn<C, H, T> {
     }
 }
 
-/// Whether a non-blocking connect has completed (`Ok(false)`: still under way).
-fn check_connected(stream: &TcpStream, addr: SocketAddr) -> Result<bool, CloseReason> {
-    let failed = |e: io::Error| match e.kind() {
-        io::ErrorKind::ConnectionRefused => CloseReason::Refused(addr),
-        kind => CloseReason::ConnectFailed {
-            addr,
-            kind,
-            message: e.to_string(),
-        },
-    };
-    if let Ok(Some(e)) | Err(e) = stream.take_error() {
-        return Err(failed(e));
-    }
-    match stream.peer_addr() {
-        Ok(_) => Ok(true),
-        Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(false),
-        Err(e) => Err(failed(e)),
-    }
-}
-
-impl<C: Framing, H: TcpHandler, T: Transport<C, H>> Handler for Conn<C, H, T> {
+impl<C: Framing, H: TcpHandler, T: Transport<C, H>, S: SessionStream> Handler for Conn<C, H, T, S> {
     fn source(&mut self) -> &mut dyn mio::event::Source {
         &mut self.stream
     }
@@ -249,7 +223,7 @@ impl<C: Framing, H: TcpHandler, T: Transport<C, H>> Handler for Conn<C, H, T> {
     }
 }
 
-impl<C: Framing, H: TcpHandler, T: Transport<C, H>> Conn<C, H, T> {
+impl<C: Framing, H: TcpHandler, T: Transport<C, H>, S: SessionStream> Conn<C, H, T, S> {
     /// Runs `f` inside the session's span (cargo feature `tracing`; just `f` without it).
     fn in_span<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
         let span = std::mem::replace(&mut self.span, trace::none());

@@ -2,15 +2,14 @@
 //! [`SessionCore`]. Reads go socket → scratch → TLS → core (plaintext straight from rustls's
 //! buffer); writes go core → TLS → socket (vectored). One of the two [`Transport`]s.
 
-use std::io::{self, Read};
-use std::net::Shutdown;
+use std::io;
 use std::sync::Arc;
 use std::time::Instant;
 
 use ark_reactor::{Context, Ready};
 use ark_tls::{PlaintextSink, TlsInfo, TlsSession};
-use mio::net::TcpStream;
 
+use crate::driver::stream::SessionStream;
 use crate::driver::transport::{Transport, read_loop, write_failed};
 use crate::error::CloseReason;
 use crate::handler::{SessionInfo, TcpHandler};
@@ -128,9 +127,9 @@ impl<C: Framing, H: TcpHandler> Transport<C, H> for TlsLayer {
         }
     }
 
-    fn read_from(
+    fn read_from<S: SessionStream>(
         &mut self,
-        stream: &mut TcpStream,
+        stream: &mut S,
         core: &mut SessionCore<C, H>,
         cx: &mut Context<'_>,
     ) -> (io::Result<usize>, usize) {
@@ -142,9 +141,9 @@ impl<C: Framing, H: TcpHandler> Transport<C, H> for TlsLayer {
         (stream.read(ciphertext), ciphertext.len())
     }
 
-    fn received(
+    fn received<S: SessionStream>(
         &mut self,
-        _: &mut TcpStream,
+        _: &mut S,
         core: &mut SessionCore<C, H>,
         cx: &mut Context<'_>,
         n: usize,
@@ -160,9 +159,9 @@ impl<C: Framing, H: TcpHandler> Transport<C, H> for TlsLayer {
     }
 
     /// Input held back first, then the shared read loop.
-    fn read(
+    fn read<S: SessionStream>(
         &mut self,
-        stream: &mut TcpStream,
+        stream: &mut S,
         core: &mut SessionCore<C, H>,
         cx: &mut Context<'_>,
         ready: Ready,
@@ -180,9 +179,9 @@ impl<C: Framing, H: TcpHandler> Transport<C, H> for TlsLayer {
 
     /// Moves what the core offers into the TLS session, then one (vectored) write of the
     /// ciphertext.
-    fn write(
+    fn write<S: SessionStream>(
         &mut self,
-        stream: &mut TcpStream,
+        stream: &mut S,
         core: &mut SessionCore<C, H>,
         cx: &mut Context<'_>,
         now: Instant,
@@ -213,14 +212,18 @@ impl<C: Framing, H: TcpHandler> Transport<C, H> for TlsLayer {
     }
 
     /// Once its ciphertext is written too: `close_notify`, then the socket's FIN.
-    fn shutdown_when_done(&mut self, stream: &mut TcpStream, core: &mut SessionCore<C, H>) {
+    fn shutdown_when_done<S: SessionStream>(
+        &mut self,
+        stream: &mut S,
+        core: &mut SessionCore<C, H>,
+    ) {
         if self.session.wants_write() || !core.poll_shutdown() {
             return;
         }
         self.session.send_close_notify();
         // The socket took everything before this, so the alert's few bytes fit.
         let _ = self.session.write_to(stream);
-        let _ = stream.shutdown(Shutdown::Write);
+        let _ = stream.shutdown_write();
     }
 
     fn wants_write(&self) -> bool {

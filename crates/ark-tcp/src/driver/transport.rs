@@ -2,13 +2,12 @@
 //! TLS (`tls::TlsLayer`) as its two implementations. The driver (`conn::Conn<C, H, T>`) is
 //! written once against the trait; the read loop ([`read_loop`]) is shared by both.
 
-use std::io::{self, IoSlice, Read, Write};
-use std::net::Shutdown;
+use std::io::{self, IoSlice};
 use std::time::Instant;
 
 use ark_reactor::{Context, Ready};
-use mio::net::TcpStream;
 
+use crate::driver::stream::SessionStream;
 use crate::error::CloseReason;
 use crate::handler::{SessionInfo, TcpHandler};
 use crate::proto::core::{Framing, SessionCore};
@@ -35,18 +34,18 @@ pub(crate) trait Transport<C: Framing, H: TcpHandler>: Send + 'static {
     fn wants_read(&self, core: &SessionCore<C, H>) -> bool;
 
     /// One read from `stream`: its result, and how many bytes it asked for.
-    fn read_from(
+    fn read_from<S: SessionStream>(
         &mut self,
-        stream: &mut TcpStream,
+        stream: &mut S,
         core: &mut SessionCore<C, H>,
         cx: &mut Context<'_>,
     ) -> (io::Result<usize>, usize);
 
     /// `n` bytes were read; `false` ends the turn's reading (input is held back). What the
     /// delivery sends may be written to `stream` at once.
-    fn received(
+    fn received<S: SessionStream>(
         &mut self,
-        stream: &mut TcpStream,
+        stream: &mut S,
         core: &mut SessionCore<C, H>,
         cx: &mut Context<'_>,
         n: usize,
@@ -57,9 +56,9 @@ pub(crate) trait Transport<C: Framing, H: TcpHandler>: Send + 'static {
 
     /// Reads and feeds the core within the turn's budget; whether input may still be
     /// waiting (the budget ran out).
-    fn read(
+    fn read<S: SessionStream>(
         &mut self,
-        stream: &mut TcpStream,
+        stream: &mut S,
         core: &mut SessionCore<C, H>,
         cx: &mut Context<'_>,
         ready: Ready,
@@ -71,16 +70,20 @@ pub(crate) trait Transport<C: Framing, H: TcpHandler>: Send + 'static {
     }
 
     /// One write of what the core offers. Returns (the socket is full, reading resumed).
-    fn write(
+    fn write<S: SessionStream>(
         &mut self,
-        stream: &mut TcpStream,
+        stream: &mut S,
         core: &mut SessionCore<C, H>,
         cx: &mut Context<'_>,
         now: Instant,
     ) -> (bool, bool);
 
     /// Shuts writing down once a graceful close has written everything (ours included).
-    fn shutdown_when_done(&mut self, stream: &mut TcpStream, core: &mut SessionCore<C, H>);
+    fn shutdown_when_done<S: SessionStream>(
+        &mut self,
+        stream: &mut S,
+        core: &mut SessionCore<C, H>,
+    );
 
     /// Bytes of this layer's own wait for the socket.
     fn wants_write(&self) -> bool {
@@ -140,9 +143,9 @@ impl<C: Framing, H: TcpHandler> Transport<C, H> for Plain {
         core.wants_read()
     }
 
-    fn read_from(
+    fn read_from<S: SessionStream>(
         &mut self,
-        stream: &mut TcpStream,
+        stream: &mut S,
         core: &mut SessionCore<C, H>,
         cx: &mut Context<'_>,
     ) -> (io::Result<usize>, usize) {
@@ -163,9 +166,9 @@ impl<C: Framing, H: TcpHandler> Transport<C, H> for Plain {
         (stream.read(buf), len)
     }
 
-    fn received(
+    fn received<S: SessionStream>(
         &mut self,
-        stream: &mut TcpStream,
+        stream: &mut S,
         core: &mut SessionCore<C, H>,
         cx: &mut Context<'_>,
         n: usize,
@@ -201,9 +204,9 @@ impl<C: Framing, H: TcpHandler> Transport<C, H> for Plain {
         core.handle_eof(now);
     }
 
-    fn write(
+    fn write<S: SessionStream>(
         &mut self,
-        stream: &mut TcpStream,
+        stream: &mut S,
         core: &mut SessionCore<C, H>,
         cx: &mut Context<'_>,
         now: Instant,
@@ -228,17 +231,21 @@ impl<C: Framing, H: TcpHandler> Transport<C, H> for Plain {
         }
     }
 
-    fn shutdown_when_done(&mut self, stream: &mut TcpStream, core: &mut SessionCore<C, H>) {
+    fn shutdown_when_done<S: SessionStream>(
+        &mut self,
+        stream: &mut S,
+        core: &mut SessionCore<C, H>,
+    ) {
         if core.poll_shutdown() {
-            let _ = stream.shutdown(Shutdown::Write);
+            let _ = stream.shutdown_write();
         }
     }
 }
 
 /// Reads and feeds `transport` within the turn's budget. Returns whether input may still be
 /// waiting (the budget ran out).
-pub(crate) fn read_loop<C: Framing, H: TcpHandler>(
-    stream: &mut TcpStream,
+pub(crate) fn read_loop<C: Framing, H: TcpHandler, S: SessionStream>(
+    stream: &mut S,
     transport: &mut impl Transport<C, H>,
     core: &mut SessionCore<C, H>,
     cx: &mut Context<'_>,
