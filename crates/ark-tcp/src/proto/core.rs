@@ -27,6 +27,8 @@ use crate::stats::TcpStats;
 
 pub(crate) mod link;
 mod rate;
+#[cfg(feature = "tls")]
+pub(crate) mod secure;
 use link::{Link, SendQueue, State};
 use rate::SessionRate;
 

@@ -9,6 +9,8 @@ use ark_frame::LengthPrefix;
 use crate::config::TcpConfig;
 use crate::error::CloseReason;
 use crate::handler::{SessionInfo, TcpHandler, TcpSession};
+#[cfg(feature = "tls")]
+use crate::proto::core::secure::Secure;
 use crate::proto::core::{Framing, SessionCore};
 
 /// Bytes handed to the session per simulated read, as a socket read into 64 KiB of scratch.
@@ -66,6 +68,10 @@ pub struct Simulator<C: Framing, H: TcpHandler> {
     /// The session reset the connection.
     reset: bool,
     reported: bool,
+    /// The session's TLS ([`with_tls`](Self::with_tls)), and the buffer its plaintext is
+    /// staged in.
+    #[cfg(feature = "tls")]
+    secure: Option<(Secure, Vec<u8>)>,
 }
 
 impl<C: Framing, H: TcpHandler> std::fmt::Debug for Simulator<C, H> {
@@ -100,19 +106,19 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
     /// that talk to each other share one clock). What `on_open` sent moves at the next call
     /// (after a [`set_window`](Self::set_window), say).
     pub fn starting_at(handler: H, codec: C, config: TcpConfig, now: Instant) -> Self {
+        let mut sim = Self::unopened(handler, codec, config, now);
+        let info = sim.core.info().clone();
+        sim.core.handle_connected(now, info);
+        sim
+    }
+
+    /// A simulated session whose stream is not up yet.
+    fn unopened(handler: H, codec: C, config: TcpConfig, now: Instant) -> Self {
         let info = SessionInfo::without_socket(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
         let config = Arc::new(config.normalized());
         let pace = ark_reactor::Pace::new(config.rate_limits, (None, None), now);
-        let core = SessionCore::new(
-            handler,
-            codec,
-            config,
-            info.clone(),
-            now,
-            None,
-            (None, pace),
-        );
-        let mut sim = Simulator {
+        let core = SessionCore::new(handler, codec, config, info, now, None, (None, pace));
+        Simulator {
             core,
             now,
             inbound: Vec::new(),
@@ -126,8 +132,34 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
             ended: false,
             reset: false,
             reported: false,
-        };
-        sim.core.handle_connected(now, info);
+            #[cfg(feature = "tls")]
+            secure: None,
+        }
+    }
+
+    /// A session speaking TLS (`tcps`) over the simulated stream, as a server or client does
+    /// with `tls` set: `tls` is the TLS side (`ark_tls::TlsSession::server` or `client`,
+    /// made at `now`, which starts the simulated clock). The peer is another simulator, or
+    /// any TLS peer fed through [`peer_send`](Self::peer_send) and
+    /// [`peer_read`](Self::peer_read): the session opens (`on_open`, with
+    /// [`TcpSession::tls`](crate::TcpSession::tls) set) when the handshake completes; a bad
+    /// handshake closes it with [`CloseReason::Tls`]; a graceful close sends `close_notify`
+    /// before the end of the stream, and a stream that ends without one closes with
+    /// `CloseReason::Tls(TlsError::Truncated)`. [`exchange`](Self::exchange) runs two
+    /// simulators against each other.
+    #[cfg(feature = "tls")]
+    pub fn with_tls(
+        handler: H,
+        codec: C,
+        config: TcpConfig,
+        tls: ark_tls::TlsSession,
+        now: Instant,
+    ) -> Self {
+        let mut sim = Self::unopened(handler, codec, config, now);
+        let mut secure = Secure::new(tls);
+        secure.connected(sim.core.info().clone());
+        sim.secure = Some((secure, vec![0; READ_CHUNK]));
+        sim.run();
         sim
     }
 
@@ -234,9 +266,13 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
     pub fn advance(&mut self, by: Duration) {
         let end = self.now + by;
         for _ in 0..100_000 {
-            let next = self.core.poll_timeout().filter(|&t| t <= end);
+            let next = self.next_deadline().filter(|&t| t <= end);
             self.now = next.unwrap_or(end).max(self.now);
             self.core.handle_timeout(self.now);
+            #[cfg(feature = "tls")]
+            if let Some((secure, _)) = self.secure.as_mut() {
+                secure.handle_timeout(&mut self.core, self.now);
+            }
             self.run();
             if next.is_none() {
                 return;
@@ -245,9 +281,34 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
         panic!("deadlines did not settle: {self:?}");
     }
 
-    /// The session's next deadline.
+    /// The session's next deadline (its TLS handshake's included).
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.core.poll_timeout()
+        let core = self.core.poll_timeout();
+        #[cfg(feature = "tls")]
+        if let Some(tls) = self.secure.as_ref().and_then(|(s, _)| s.poll_timeout()) {
+            return Some(core.map_or(tls, |core| core.min(tls)));
+        }
+        core
+    }
+
+    /// Runs two simulators against each other — what each writes, the other reads — until
+    /// neither has anything more to say (at most `rounds` exchanges). Returns the rounds
+    /// that moved bytes. They should share a clock (made with the same `now`).
+    pub fn exchange<D: Framing, G: TcpHandler>(
+        &mut self,
+        peer: &mut Simulator<D, G>,
+        rounds: usize,
+    ) -> usize {
+        for round in 0..rounds {
+            let ours = self.peer_read();
+            let theirs = peer.peer_read();
+            if ours.is_empty() && theirs.is_empty() {
+                return round;
+            }
+            peer.peer_send(&ours);
+            self.peer_send(&theirs);
+        }
+        rounds
     }
 
     /// Whether the session is reading (not paused by backpressure, not closed).
@@ -292,11 +353,20 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
         self.core.handle_requests(self.now);
         self.core.publish_to_handles();
         if self.core.close_reason().is_some() {
+            // What TLS has to say first (an alert) goes out before the stream ends.
+            #[cfg(feature = "tls")]
+            if !self.reported && self.write_ciphertext() {
+                return true;
+            }
             return self.report_close();
         }
         if self.peer_reset {
             self.core.handle_error(CloseReason::Reset);
             return true;
+        }
+        #[cfg(feature = "tls")]
+        if self.secure.is_some() {
+            return self.step_tls();
         }
         if self.core.wants_read() && self.unconsumed() > 0 {
             let chunk = READ_CHUNK.min(self.core.read_allowance());
@@ -343,6 +413,79 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
         false
     }
 
+    /// One round of a TLS session (see [`step`](Self::step)): ciphertext in through the TLS
+    /// session to the core, the core's plaintext out through it, `close_notify` before the
+    /// end of the stream — what the driver's TLS layer does with a socket.
+    #[cfg(feature = "tls")]
+    fn step_tls(&mut self) -> bool {
+        let Some((secure, staging)) = self.secure.as_mut() else {
+            return false;
+        };
+        let core = &mut self.core;
+        if secure.holds_input() && core.wants_read() {
+            secure.input(core, self.now, None, staging);
+            return true;
+        }
+        if secure.wants_read(core) && !secure.holds_input() {
+            if self.inbound_pos < self.inbound.len() {
+                let chunk = (READ_CHUNK / 2).min(core.read_allowance());
+                let end = (self.inbound_pos + chunk).min(self.inbound.len());
+                secure.input(
+                    core,
+                    self.now,
+                    Some(&self.inbound[self.inbound_pos..end]),
+                    staging,
+                );
+                self.inbound_pos = end;
+                if self.inbound_pos == self.inbound.len() {
+                    self.inbound.clear();
+                    self.inbound_pos = 0;
+                }
+                return true;
+            }
+            if self.peer_ended && !self.eof_given {
+                self.eof_given = true;
+                secure.eof(core, self.now);
+                return true;
+            }
+        }
+        let resumed = secure.pull(core, self.now);
+        if self.write_ciphertext() || resumed {
+            return true;
+        }
+        let Some((secure, _)) = self.secure.as_mut() else {
+            return false;
+        };
+        let core = &mut self.core;
+        if secure.close_notify_when_done(core) {
+            let _ = secure.write_to(&mut self.outbound);
+            self.ended = true;
+            return true;
+        }
+        false
+    }
+
+    /// Writes what ciphertext the peer's window takes; whether any moved.
+    #[cfg(feature = "tls")]
+    fn write_ciphertext(&mut self) -> bool {
+        let Some((secure, _)) = self.secure.as_mut() else {
+            return false;
+        };
+        let room = self.window.saturating_sub(self.outbound.len());
+        if !secure.wants_write() || room == 0 {
+            return false;
+        }
+        let mut out = Within {
+            out: &mut self.outbound,
+            room,
+        };
+        let moved = secure.write_to(&mut out).is_ok_and(|n| n > 0);
+        if moved {
+            self.core.count_write();
+        }
+        moved
+    }
+
     /// Tells the handler the session closed (once) and ends or resets the stream.
     fn report_close(&mut self) -> bool {
         if self.reported {
@@ -355,6 +498,30 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
         }
         self.ended = true;
         true
+    }
+}
+
+/// A peer's receive window as a writer: takes at most `room` more bytes, then `WouldBlock`.
+#[cfg(feature = "tls")]
+struct Within<'a> {
+    out: &'a mut Vec<u8>,
+    room: usize,
+}
+
+#[cfg(feature = "tls")]
+impl std::io::Write for Within<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = buf.len().min(self.room);
+        if n == 0 && !buf.is_empty() {
+            return Err(std::io::ErrorKind::WouldBlock.into());
+        }
+        self.out.extend_from_slice(&buf[..n]);
+        self.room -= n;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
