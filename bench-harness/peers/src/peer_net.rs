@@ -7,8 +7,8 @@
 //!
 //! let server: std::net::SocketAddr = "127.0.0.1:9".parse().unwrap();
 //! let socket = udp_socket(unspecified_like(server), 65_536, 65_536, false).unwrap();
-//! let (send, receive) = buffers(&socket).unwrap();
-//! assert!(send > 0 && receive > 0);
+//! let granted = buffers(&socket).unwrap();
+//! assert!(granted.send > 0 && granted.recv > 0);
 //! ```
 
 use std::io;
