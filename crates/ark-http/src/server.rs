@@ -847,4 +847,57 @@ mod tests {
         assert!(answer.starts_with(b"HTTP/1.1 408 "), "{first}");
         assert_eq!(sim.handler().pending.capacity(), 0, "after the 408");
     }
+
+    /// A client of raw bytes: sends `request` once its stream (and TLS) is up, keeps what
+    /// comes back.
+    #[cfg(feature = "tls")]
+    struct RawClient {
+        request: Vec<u8>,
+        answer: Arc<std::sync::Mutex<Vec<u8>>>,
+    }
+
+    #[cfg(feature = "tls")]
+    impl ark_tcp::TcpHandler for RawClient {
+        fn on_open(&mut self, session: &mut ark_tcp::TcpSession<'_>) {
+            for piece in self.request.chunks(64 * 1024) {
+                session.send(piece).unwrap();
+            }
+        }
+        fn on_message(&mut self, _: &mut ark_tcp::TcpSession<'_>, message: &[u8]) {
+            self.answer.lock().unwrap().extend_from_slice(message);
+        }
+    }
+
+    /// https with no socket: the server's connection on a simulator with TLS (the core's
+    /// TLS layer, as the sockets run it) answers pipelined requests to a TLS client
+    /// simulator, whole and in order.
+    #[cfg(feature = "tls")]
+    #[test]
+    fn https_answers_pipelined_requests_in_memory() {
+        use ark_tls::{Pki, TlsSession};
+        let router = Arc::new(Router::new().post("/echo", |req, res| {
+            res.body(req.body());
+        }));
+        let (stream, bodies) = requests();
+        let pki = Pki::generate(&["localhost"]).unwrap();
+        let now = std::time::Instant::now();
+        let server_tls = TlsSession::server(&pki.server_tls().unwrap(), now).unwrap();
+        let name = ark_tls::server_name("localhost").unwrap();
+        let client_tls = TlsSession::client(&pki.client_tls().unwrap(), name, now).unwrap();
+        let conn = HttpConn::new(router, Arc::new(HttpConfig::default()), Arc::default());
+        let codec = Raw::new().with_max_frame_len(64 * 1024);
+        let config = TcpConfig::default();
+        let mut server = Simulator::with_tls(conn, codec, config.clone(), server_tls, now);
+        let answer = Arc::default();
+        let client = RawClient {
+            request: stream,
+            answer: Arc::clone(&answer),
+        };
+        let mut client = Simulator::with_tls(client, codec, config, client_tls, now);
+        assert!(
+            client.exchange(&mut server, 1000) < 1000,
+            "the exchange settles"
+        );
+        assert_eq!(answer_bodies(&answer.lock().unwrap()), bodies);
+    }
 }

@@ -300,6 +300,9 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
         rounds: usize,
     ) -> usize {
         for round in 0..rounds {
+            // What either wrote since its last call (its `on_open`, say) moves too.
+            self.run();
+            peer.run();
             let ours = self.peer_read();
             let theirs = peer.peer_read();
             if ours.is_empty() && theirs.is_empty() {
