@@ -51,8 +51,7 @@ pub struct Simulator<C: Framing, H: TcpHandler> {
     core: SessionCore<C, H>,
     now: Instant,
     /// Peer bytes the session has not taken yet (it stops reading under backpressure).
-    inbound: Vec<u8>,
-    inbound_pos: usize,
+    inbound: Inbound,
     /// The buffer a read lands in, kept between reads.
     read_buf: Vec<u8>,
     /// The peer ended its stream; the session sees it once `inbound` is taken.
@@ -77,7 +76,7 @@ pub struct Simulator<C: Framing, H: TcpHandler> {
 impl<C: Framing, H: TcpHandler> std::fmt::Debug for Simulator<C, H> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Simulator")
-            .field("inbound", &(self.inbound.len() - self.inbound_pos))
+            .field("inbound", &self.inbound.len())
             .field("outbound", &self.outbound.len())
             .field("ended", &self.ended)
             .field("reset", &self.reset)
@@ -121,8 +120,7 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
         Simulator {
             core,
             now,
-            inbound: Vec::new(),
-            inbound_pos: 0,
+            inbound: Inbound::default(),
             read_buf: Vec::new(),
             peer_ended: false,
             eof_given: false,
@@ -210,7 +208,7 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
     /// The peer sends `bytes`. The session reads them as a socket would (in 64 KiB reads,
     /// and not while it pauses reading under backpressure).
     pub fn peer_send(&mut self, bytes: &[u8]) {
-        self.inbound.extend_from_slice(bytes);
+        self.inbound.bytes.extend_from_slice(bytes);
         self.run();
     }
 
@@ -246,7 +244,7 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
 
     /// Peer bytes the session has not read yet.
     pub fn unconsumed(&self) -> usize {
-        self.inbound.len() - self.inbound_pos
+        self.inbound.len()
     }
 
     /// Sets how many written bytes the peer's side buffers (its receive window); the session's
@@ -372,18 +370,13 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
             return self.step_tls();
         }
         if self.core.wants_read() && self.unconsumed() > 0 {
-            let chunk = READ_CHUNK.min(self.core.read_allowance());
-            let end = (self.inbound_pos + chunk).min(self.inbound.len());
+            let max = READ_CHUNK.min(self.core.read_allowance());
             // The read lands in a buffer of its own (reused), as a driver reads into its
             // scratch.
             let mut chunk = std::mem::take(&mut self.read_buf);
             chunk.clear();
-            chunk.extend_from_slice(&self.inbound[self.inbound_pos..end]);
-            self.inbound_pos = end;
-            if self.inbound_pos == self.inbound.len() {
-                self.inbound.clear();
-                self.inbound_pos = 0;
-            }
+            self.inbound
+                .read(max, |bytes| chunk.extend_from_slice(bytes));
             let room = self.window.saturating_sub(self.outbound.len());
             let outbound = &mut self.outbound;
             // Echoed frames are written from the read chunk, as the driver writes them.
@@ -430,20 +423,11 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
             return true;
         }
         if secure.wants_read(core) && !secure.holds_input() {
-            if self.inbound_pos < self.inbound.len() {
-                let chunk = (READ_CHUNK / 2).min(core.read_allowance());
-                let end = (self.inbound_pos + chunk).min(self.inbound.len());
-                secure.input(
-                    core,
-                    self.now,
-                    Some(&self.inbound[self.inbound_pos..end]),
-                    staging,
-                );
-                self.inbound_pos = end;
-                if self.inbound_pos == self.inbound.len() {
-                    self.inbound.clear();
-                    self.inbound_pos = 0;
-                }
+            if self.inbound.len() > 0 {
+                let max = (READ_CHUNK / 2).min(core.read_allowance());
+                let now = self.now;
+                self.inbound
+                    .read(max, |bytes| secure.input(core, now, Some(bytes), staging));
                 return true;
             }
             if self.peer_ended && !self.eof_given {
@@ -501,6 +485,32 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
         }
         self.ended = true;
         true
+    }
+}
+
+/// Bytes the peer sent, taken from the front by the session's reads.
+#[derive(Default)]
+struct Inbound {
+    bytes: Vec<u8>,
+    /// Bytes before this were taken.
+    taken: usize,
+}
+
+impl Inbound {
+    /// Bytes not taken yet.
+    fn len(&self) -> usize {
+        self.bytes.len() - self.taken
+    }
+
+    /// One read of at most `max` bytes: `into` gets them, and they are taken.
+    fn read(&mut self, max: usize, into: impl FnOnce(&[u8])) {
+        let end = (self.taken + max).min(self.bytes.len());
+        into(&self.bytes[self.taken..end]);
+        self.taken = end;
+        if self.taken == self.bytes.len() {
+            self.bytes.clear();
+            self.taken = 0;
+        }
     }
 }
 
