@@ -58,12 +58,7 @@ fn an_oversized_frame_closes_only_its_session() {
             PingResult::Done { echoed: 300 }
         );
     }
-    assert!(ark_testkit::wait_until(TIMEOUT, || !echo
-        .closes
-        .lock()
-        .unwrap()
-        .is_empty()));
-    let closes = echo.closes.lock().unwrap().clone();
+    let closes = echo.closes_when(1);
     assert!(
         closes.contains(&CloseReason::Frame(DecodeError::TooLarge {
             len: 2000,
@@ -86,13 +81,8 @@ fn a_peer_vanishing_mid_frame_is_reported() {
         peer.write_all(&100u32.to_be_bytes()).unwrap();
         peer.write_all(&[7u8; 10]).unwrap();
     } // dropped: FIN after 14 of 104 bytes
-    assert!(ark_testkit::wait_until(TIMEOUT, || !echo
-        .closes
-        .lock()
-        .unwrap()
-        .is_empty()));
     assert_eq!(
-        echo.closes.lock().unwrap()[0],
+        echo.closes_when(1)[0],
         CloseReason::EofMidFrame { buffered: 14 }
     );
     server.stop().wait().unwrap();
@@ -118,13 +108,8 @@ fn the_idle_timeout_closes_a_silent_session() {
     );
     assert!(started.elapsed() >= Duration::from_millis(100));
     drop(silent);
-    assert!(ark_testkit::wait_until(TIMEOUT, || !echo
-        .closes
-        .lock()
-        .unwrap()
-        .is_empty()));
     assert_eq!(
-        echo.closes.lock().unwrap()[0],
+        echo.closes_when(1)[0],
         CloseReason::IdleTimeout(Duration::from_millis(100))
     );
     server.stop().wait().unwrap();

@@ -88,13 +88,9 @@ fn tcps_echoes_small_and_large_messages_with_the_same_framing() {
     });
     // Larger than TLS records and the TLS layer's outgoing limit: chunked both ways.
     echo_over_tls(&server, pki.client_tls().unwrap(), 4, |_| 3 << 20);
-    assert!(ark_testkit::wait_until(TIMEOUT, || echo
-        .closes
-        .lock()
-        .unwrap()
-        .len()
-        == 3));
-    for reason in echo.closes.lock().unwrap().iter() {
+    let closes = echo.closes_when(3);
+    assert_eq!(closes.len(), 3, "{closes:?}");
+    for reason in &closes {
         assert_eq!(
             reason,
             &CloseReason::PeerClosed,

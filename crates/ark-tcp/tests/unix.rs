@@ -53,14 +53,8 @@ fn sessions_echo_small_and_large_frames_and_the_stop_removes_the_socket_file() {
         );
         client.stop().wait().unwrap();
     }
-    assert!(ark_testkit::wait_until(TIMEOUT, || echo
-        .closes
-        .lock()
-        .unwrap()
-        .len()
-        == 2));
     assert_eq!(
-        *echo.closes.lock().unwrap(),
+        echo.closes_when(2),
         [CloseReason::PeerClosed, CloseReason::PeerClosed]
     );
     let stats = server.stats();
@@ -94,13 +88,7 @@ fn any_framing_works_and_a_peer_without_ark_sees_the_bytes() {
     assert_eq!(&got, b"hello\nworld\n");
     assert_eq!(echo.messages.load(Ordering::Relaxed), 2);
     drop(peer);
-    assert!(ark_testkit::wait_until(TIMEOUT, || echo
-        .closes
-        .lock()
-        .unwrap()
-        .len()
-        == 1));
-    assert_eq!(echo.closes.lock().unwrap()[0], CloseReason::PeerClosed);
+    assert_eq!(echo.closes_when(1), [CloseReason::PeerClosed]);
     server.stop().wait().unwrap();
 }
 
@@ -201,12 +189,7 @@ fn a_client_vanishing_mid_frame_ends_only_its_session() {
     vanishing.write_all(&100u32.to_be_bytes()).unwrap();
     vanishing.write_all(&[7; 10]).unwrap();
     drop(vanishing);
-    assert!(ark_testkit::wait_until(TIMEOUT, || !echo
-        .closes
-        .lock()
-        .unwrap()
-        .is_empty()));
-    let reason = echo.closes.lock().unwrap()[0].clone();
+    let reason = echo.closes_when(1)[0].clone();
     assert!(
         matches!(reason, CloseReason::EofMidFrame { .. }),
         "the stream ended mid-frame: {reason:?}"
@@ -272,13 +255,7 @@ fn tls_runs_over_a_unix_socket_too() {
         rx.recv_timeout(TIMEOUT),
         Ok(PingResult::Done { echoed: 200 })
     );
-    assert!(ark_testkit::wait_until(TIMEOUT, || echo
-        .closes
-        .lock()
-        .unwrap()
-        .len()
-        == 1));
-    assert_eq!(echo.closes.lock().unwrap()[0], CloseReason::PeerClosed);
+    assert_eq!(echo.closes_when(1), [CloseReason::PeerClosed]);
     client.stop().wait().unwrap();
     server.stop().wait().unwrap();
 }

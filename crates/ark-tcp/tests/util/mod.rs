@@ -25,6 +25,19 @@ impl TcpHandler for Echo {
     }
 }
 
+impl Echo {
+    /// The closes of its sessions once there are at least `count` (within 20 s; a panic
+    /// otherwise, naming what was seen).
+    pub fn closes_when(&self, count: usize) -> Vec<CloseReason> {
+        let seen = ark_testkit::wait_until(std::time::Duration::from_secs(20), || {
+            self.closes.lock().unwrap().len() >= count
+        });
+        let closes = self.closes.lock().unwrap().clone();
+        assert!(seen, "{count} closes within 20 s, saw {closes:?}");
+        closes
+    }
+}
+
 pub use ark_testkit::payload;
 
 /// What a [`Pinger`] reports when it is done or closed.
