@@ -18,8 +18,6 @@ use mio::net::TcpStream;
 use crate::config::{TcpConfig, apply_socket_options};
 use crate::driver;
 use crate::driver::stream::SessionStream;
-#[cfg(feature = "tls")]
-use crate::driver::tls::TlsLayer;
 use crate::error::{CloseReason, SendError};
 use crate::handle::TcpSessionHandle;
 use crate::handler::{SessionInfo, TcpHandler};
@@ -434,7 +432,7 @@ fn install<C: Framing, H: TcpHandler, S: SessionStream>(
     let tls = match &shared.tls {
         None => None,
         Some((config, name)) => match ark_tls::TlsSession::client(config, name.clone(), now) {
-            Ok(session) => Some(TlsLayer::new(session)),
+            Ok(session) => Some(session),
             Err(e) => {
                 handler.on_close(&CloseReason::Tls(e));
                 return;
@@ -459,7 +457,8 @@ fn install<C: Framing, H: TcpHandler, S: SessionStream>(
     *shared.session() = Some(core.session_handle());
     let owner: Arc<dyn Owner<H>> = shared.clone();
     let member = shared.life.join(Some(source));
-    let conn = driver::conn::conn(stream, core, (owner, reactor.handle(), member), true, tls);
+    let machine = crate::proto::machine::machine(core, tls);
+    let conn = driver::conn::conn(stream, machine, (owner, reactor.handle(), member), true);
     let interest = mio::Interest::READABLE | mio::Interest::WRITABLE;
     if reactor.install(id, conn, interest).is_ok() {
         // A first turn arms the connect timeout even if the socket never becomes ready.

@@ -2,4 +2,5 @@
 //! callbacks out) and the [`Simulator`](crate::Simulator) that runs it in memory. No sockets.
 
 pub(crate) mod core;
+pub(crate) mod machine;
 pub(crate) mod sim;

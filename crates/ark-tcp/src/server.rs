@@ -19,8 +19,6 @@ use mio::net::TcpListener;
 use crate::config::{AcceptLimits, TcpConfig};
 use crate::driver;
 use crate::driver::stream::{Listen, SessionStream};
-#[cfg(feature = "tls")]
-use crate::driver::tls::TlsLayer;
 use crate::error::CloseReason;
 use crate::handle::TcpSessionHandle;
 use crate::handler::{SessionInfo, TcpHandler};
@@ -448,7 +446,7 @@ where
             .map(|t| ark_tls::TlsSession::server(t, now))
         {
             None => None,
-            Some(Ok(session)) => Some(TlsLayer::new(session)),
+            Some(Ok(session)) => Some(session),
             // rustls could not start a connection with this config: refuse this one.
             Some(Err(_)) => return,
         };
@@ -477,7 +475,8 @@ where
             sessions.insert(session_id, core.session_handle());
             let owner: Arc<dyn Owner<H>> = shared.clone();
             let member = shared.life.join(Some(source));
-            driver::conn::conn(stream, core, (owner, target.clone(), member), false, tls)
+            let machine = crate::proto::machine::machine(core, tls);
+            driver::conn::conn(stream, machine, (owner, target.clone(), member), false)
         };
         let interest = mio::Interest::READABLE | mio::Interest::WRITABLE;
         if target.insert_with(make, interest).is_none() {

@@ -1,7 +1,8 @@
-//! The thin driver: one TCP socket on the reactor, moving bytes between it and a
-//! [`SessionCore`] through a [`Transport`] (plain TCP, or TLS in `tls.rs`). Read → feed →
-//! deliver → write; the core decides everything else.
+//! The thin driver: one socket on the reactor, moving bytes between it and a
+//! [`SessionMachine`] (plain TCP, or TLS inside the machine) through the machine's four
+//! verbs: read into the buffer it lends, let it write, keep its deadline, take its events.
 
+use std::io::{self, IoSlice, Write};
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
@@ -11,27 +12,23 @@ use ark_reactor::{
 };
 
 use crate::driver::stream::SessionStream;
-#[cfg(feature = "tls")]
-use crate::driver::tls::TlsLayer;
-use crate::driver::transport::{Plain, Transport};
 use crate::error::CloseReason;
 use crate::handler::{SessionInfo, TcpHandler};
 use crate::owner::Owner;
-use crate::proto::core::link::State;
-use crate::proto::core::{Framing, SessionCore};
+use crate::proto::core::Framing;
+use crate::proto::machine::SessionMachine;
 use crate::trace::{self, SessionSpan};
 
-/// A session's socket `S` on the reactor, its bytes crossing through `T`.
-pub(crate) struct Conn<C: Framing, H: TcpHandler, T, S> {
+/// A session's socket `S` on the reactor.
+pub(crate) struct Conn<C: Framing, H: TcpHandler, S> {
     stream: S,
     /// `None` once closed (the handler went back to the owner).
-    core: Option<SessionCore<C, H>>,
+    machine: Option<SessionMachine<C, H>>,
     owner: Arc<dyn Owner<H>>,
     reactor: ReactorHandle,
-    transport: T,
     /// An outgoing connect (check it completes) rather than an accepted connection.
     outgoing: bool,
-    /// The reactor timer kept at the core's next deadline.
+    /// The reactor timer kept at the machine's next deadline.
     timer: TimerSlot,
     /// The last read filled its buffer or reading resumed: read without a new edge.
     read_more: bool,
@@ -48,68 +45,57 @@ pub(crate) struct Conn<C: Framing, H: TcpHandler, T, S> {
 }
 
 /// A session over `stream` as a reactor handler: accepted, or `outgoing` with its connect
-/// under way; with `tls`, it opens once the handshake completes.
+/// under way.
 pub(crate) fn conn<C: Framing, H: TcpHandler, S: SessionStream>(
     stream: S,
-    core: SessionCore<C, H>,
+    machine: SessionMachine<C, H>,
     (owner, reactor, member): (Arc<dyn Owner<H>>, ReactorHandle, Member),
     outgoing: bool,
-    tls: Option<Secure>,
 ) -> Box<dyn Handler> {
-    let parts = (stream, core, owner, reactor, member);
-    match tls {
-        #[cfg(feature = "tls")]
-        Some(tls) => Box::new(Conn::new(parts, outgoing, tls)),
-        _ => Box::new(Conn::new(parts, outgoing, Plain::default())),
+    Box::new(Conn {
+        span: trace::span(machine.info(), outgoing),
+        stream,
+        machine: Some(machine),
+        owner,
+        reactor,
+        outgoing,
+        timer: TimerSlot::default(),
+        read_more: true,
+        write_blocked: false,
+        published: (0, 0),
+        _member: member,
+    })
+}
+
+/// The socket as the machine's writer, counting its write calls (the reactor's counters).
+struct Counted<'a, S> {
+    stream: &'a mut S,
+    writes: u64,
+}
+
+impl<S: Write> Write for Counted<'_, S> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.writes += 1;
+        self.stream.write(buf)
+    }
+
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        self.writes += 1;
+        self.stream.write_vectored(bufs)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.stream.flush()
     }
 }
 
-/// A connection's TLS layer ([`TlsLayer`] with the `tls` feature; a type without values
-/// without it, so a session is always plain).
-#[cfg(feature = "tls")]
-pub(crate) type Secure = TlsLayer;
-/// A connection's TLS layer ([`TlsLayer`] with the `tls` feature; a type without values
-/// without it, so a session is always plain).
-#[cfg(not(feature = "tls"))]
-pub(crate) type Secure = std::convert::Infallible;
-
-/// What every [`Conn`] is made of.
-type Parts<C, H, S> = (
-    S,
-    SessionCore<C, H>,
-    Arc<dyn Owner<H>>,
-    ReactorHandle,
-    Member,
-);
-
-impl<C: Framing, H: TcpHandler, T: Transport<C, H>, S: SessionStream> Conn<C, H, T, S> {
-    fn new(
-        (stream, core, owner, reactor, member): Parts<C, H, S>,
-        outgoing: bool,
-        transport: T,
-    ) -> Self {
-        Conn {
-            span: trace::span(core.info(), outgoing),
-            stream,
-            core: Some(core),
-            owner,
-            reactor,
-            transport,
-            outgoing,
-            timer: TimerSlot::default(),
-            read_more: true,
-            write_blocked: false,
-            published: (0, 0),
-            _member: member,
-        }
-    }
-
+impl<C: Framing, H: TcpHandler, S: SessionStream> Conn<C, H, S> {
     /// Completes the connect (or reports its failure) on the first turns.
     fn connect(&mut self, now: Instant) {
-        let Some(core) = self.core.as_mut() else {
+        let Some(machine) = self.machine.as_mut() else {
             return;
         };
-        let peer = core.info().peer;
+        let peer = machine.info().peer;
         let connected = if self.outgoing {
             self.stream.connected(peer)
         } else {
@@ -118,53 +104,107 @@ impl<C: Framing, H: TcpHandler, T: Transport<C, H>, S: SessionStream> Conn<C, H,
         match connected {
             Ok(true) => {
                 let info = SessionInfo {
-                    local: self.stream.local_addr_or(core.info().local),
+                    local: self.stream.local_addr_or(machine.info().local),
                     socket_buffers: self.stream.socket_buffers(),
-                    ..core.info().clone()
+                    ..machine.info().clone()
                 };
-                if self.transport.connected(core, now, info) {
-                    self.count_open();
-                }
+                machine.handle_connected(now, info);
             }
             Ok(false) => {}
-            Err(reason) => core.handle_error(reason),
+            Err(reason) => machine.handle_error(reason),
         }
     }
 
-    /// The session opened: the owner's counters and its `opened` hook.
+    /// The session opened (once): the owner's counters and its `opened` hook.
     fn count_open(&mut self) {
-        let Some(core) = self.core.as_ref() else {
+        let Some(machine) = self.machine.as_mut() else {
             return;
         };
-        trace::opened(core.info());
+        if !machine.take_opened() {
+            return;
+        }
+        trace::opened(machine.info());
         let counters = self.owner.counters().local();
         counters.sessions_open.fetch_add(1, Relaxed);
         counters.sessions_total.fetch_add(1, Relaxed);
-        self.owner.opened(core.info().id);
+        self.owner.opened(machine.info().id);
+    }
+
+    /// Reads and feeds the machine within the turn's budget. Returns whether input may still
+    /// be waiting (the budget ran out).
+    fn read(&mut self, cx: &mut Context<'_>, ready: Ready) -> bool {
+        let Some(machine) = self.machine.as_mut() else {
+            return false;
+        };
+        let (budget, now) = (cx.budget(), cx.now());
+        let (mut reads, mut bytes) = (0u32, 0usize);
+        while machine.wants_read() {
+            if reads == budget.operations || bytes >= budget.bytes {
+                return true;
+            }
+            let Some(buf) = machine.read_buf(now, cx.scratch()) else {
+                return false;
+            };
+            let asked = buf.len();
+            let result = self.stream.read(buf);
+            reads += 1;
+            let got = *result.as_ref().unwrap_or(&0);
+            let mut out = Counted {
+                stream: &mut self.stream,
+                writes: 0,
+            };
+            let more = machine.handle_read(now, cx.scratch(), result, &mut out);
+            let counters = cx.counters();
+            counters.add_reads(1);
+            counters.add_writes(out.writes);
+            if !more {
+                return false;
+            }
+            bytes += got;
+            // A short read drained the socket (where it does: `SHORT_IO_DRAINS`), unless the
+            // peer's end of stream came with this edge: then read on until it shows.
+            // Elsewhere the next read's `WouldBlock` ends the loop.
+            if ark_reactor::SHORT_IO_DRAINS
+                && got > 0
+                && got < asked
+                && !ready.contains(Ready::READ_CLOSED)
+            {
+                machine.read_drained();
+                return false;
+            }
+        }
+        false
     }
 
     /// Everything a turn does after its input: write, shut down, close, arm the timer.
     fn finish_turn(&mut self, cx: &mut Context<'_>, mut turn: Turn) -> Turn {
-        let Some(core) = self.core.as_mut() else {
+        let Some(machine) = self.machine.as_mut() else {
             return Turn::Done;
         };
-        let now = cx.now();
-        let (blocked, resumed) = if self.write_blocked {
-            (true, false)
-        } else {
-            self.transport.write(&mut self.stream, core, cx, now)
-        };
-        self.write_blocked = blocked;
-        if resumed {
-            self.read_more = true;
-            turn = Turn::Again;
+        if !self.write_blocked {
+            let mut out = Counted {
+                stream: &mut self.stream,
+                writes: 0,
+            };
+            let done = machine.transmit(cx.now(), &mut out);
+            cx.counters().add_writes(out.writes);
+            // A partial write filled the socket: on Linux its next writable edge will come;
+            // elsewhere only a `WouldBlock` promises one, so the turn runs again and writes
+            // until it sees one (`SHORT_IO_DRAINS`).
+            self.write_blocked = done.full || (ark_reactor::SHORT_IO_DRAINS && done.partial);
+            if done.resumed {
+                self.read_more = true;
+                turn = Turn::Again;
+            }
+            if done.end_stream {
+                let _ = self.stream.shutdown_write();
+            }
         }
-        self.transport.shutdown_when_done(&mut self.stream, core);
         self.publish();
-        let Some(core) = self.core.as_mut() else {
+        let Some(machine) = self.machine.as_mut() else {
             return Turn::Done;
         };
-        if let Some(reason) = core.close_reason() {
+        if let Some(reason) = machine.close_reason() {
             if reason.resets() {
                 // Reset rather than FIN: the peer must not take a truncated stream as complete.
                 self.stream.reset_on_close();
@@ -172,12 +212,8 @@ impl<C: Framing, H: TcpHandler, T: Transport<C, H>, S: SessionStream> Conn<C, H,
             cx.close();
             return Turn::Done;
         }
-        let deadline = match (core.poll_timeout(), self.transport.poll_timeout()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        self.timer.arm(deadline, cx);
-        if !blocked && (!core.transmit().is_empty() || self.transport.wants_write()) {
+        self.timer.arm(machine.poll_timeout(), cx);
+        if !self.write_blocked && machine.wants_write() {
             // Queued by callbacks after this turn's write, with room in the socket.
             turn = Turn::Again;
         }
@@ -186,13 +222,13 @@ impl<C: Framing, H: TcpHandler, T: Transport<C, H>, S: SessionStream> Conn<C, H,
 
     /// Publishes the turn's counters and buffer sizes to the owner.
     fn publish(&mut self) {
-        let Some(core) = self.core.as_mut() else {
+        let Some(machine) = self.machine.as_mut() else {
             return;
         };
-        core.publish_to_handles();
+        let published = machine.take_published();
         let counters = self.owner.counters();
-        counters.add(&core.take_tally());
-        let held = (core.held_recv(), core.queued());
+        counters.add(&published.tally);
+        let held = (published.recv_held, published.send_queued);
         if held != self.published {
             let delta = |now: usize, before: usize| now as i64 - before as i64;
             let counters = counters.local();
@@ -205,7 +241,7 @@ impl<C: Framing, H: TcpHandler, T: Transport<C, H>, S: SessionStream> Conn<C, H,
     }
 }
 
-impl<C: Framing, H: TcpHandler, T: Transport<C, H>, S: SessionStream> Handler for Conn<C, H, T, S> {
+impl<C: Framing, H: TcpHandler, S: SessionStream> Handler for Conn<C, H, S> {
     fn source(&mut self) -> &mut dyn mio::event::Source {
         &mut self.stream
     }
@@ -223,7 +259,7 @@ impl<C: Framing, H: TcpHandler, T: Transport<C, H>, S: SessionStream> Handler fo
     }
 }
 
-impl<C: Framing, H: TcpHandler, T: Transport<C, H>, S: SessionStream> Conn<C, H, T, S> {
+impl<C: Framing, H: TcpHandler, S: SessionStream> Conn<C, H, S> {
     /// Runs `f` inside the session's span (cargo feature `tracing`; just `f` without it).
     fn in_span<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
         let span = std::mem::replace(&mut self.span, trace::none());
@@ -235,51 +271,39 @@ impl<C: Framing, H: TcpHandler, T: Transport<C, H>, S: SessionStream> Conn<C, H,
         result
     }
 
-    /// A readiness turn: connect, requests from handles, read, then write and the rest.
+    /// A readiness turn: connect, the owner's turn, read, then write and the rest.
     fn ready(&mut self, cx: &mut Context<'_>, ready: Ready) -> Turn {
         let now = cx.now();
         if ready.is_writable() {
             self.write_blocked = false;
         }
-        let connecting = self
-            .core
-            .as_ref()
-            .is_some_and(|c| matches!(c.state(), State::Connecting { .. }));
-        if connecting && !self.transport.handshaking() {
+        if self.machine.as_ref().is_some_and(|m| m.awaits_stream()) {
             self.connect(now);
+            self.count_open();
         }
-        let Some(core) = self.core.as_mut() else {
+        let Some(machine) = self.machine.as_mut() else {
             return Turn::Done;
         };
         let phase = self.owner.phase();
         // Before the handles' requests: what a handle asked after a drain began (a deferred
         // answer given, a wake) finds the session knowing of it.
-        if phase == Phase::Draining {
-            core.drain(now);
-        }
-        core.handle_requests(now);
-        if core.take_read_resumed() {
+        if machine.handle_owner(now, phase) {
             self.read_more = true;
         }
-        if phase == Phase::Stopping {
-            core.stop(now);
-        }
         let mut turn = Turn::Done;
-        if self.transport.wants_read(core) && (ready.is_readable() || self.read_more) {
-            self.read_more = self.transport.read(&mut self.stream, core, cx, ready);
+        if machine.wants_read() && (ready.is_readable() || self.read_more) {
+            self.read_more = self.read(cx, ready);
             if self.read_more {
                 turn = Turn::Again;
             }
         }
-        if self.transport.take_opened() {
-            self.count_open();
-        }
+        self.count_open();
         // After the read: a session that opened in it (a TLS handshake's end) hears of a drain
         // under way at once.
         if phase == Phase::Draining
-            && let Some(core) = self.core.as_mut()
+            && let Some(machine) = self.machine.as_mut()
         {
-            core.drain(now);
+            machine.drain(now);
         }
         self.finish_turn(cx, turn)
     }
@@ -288,13 +312,11 @@ impl<C: Framing, H: TcpHandler, T: Transport<C, H>, S: SessionStream> Conn<C, H,
     fn timer(&mut self, cx: &mut Context<'_>, timer: TimerId) -> Turn {
         let mut turn = Turn::Done;
         if self.timer.fired(timer)
-            && let Some(core) = self.core.as_mut()
+            && let Some(machine) = self.machine.as_mut()
         {
-            core.handle_timeout(cx.now());
-            self.transport.handle_timeout(core, cx.now());
             // Reading stopped on a spent rate budget goes on now (it had not reached
             // `WouldBlock`, so no readiness event may come): a turn that reads.
-            if core.take_read_resumed() {
+            if machine.handle_timeout(cx.now()) {
                 self.read_more = true;
                 turn = Turn::Again;
             }
@@ -304,7 +326,7 @@ impl<C: Framing, H: TcpHandler, T: Transport<C, H>, S: SessionStream> Conn<C, H,
 
     /// The source closed: the handler's `on_close`, the counters, the owner's bookkeeping.
     fn close(&mut self, reason: ark_reactor::CloseReason) {
-        let Some(mut core) = self.core.take() else {
+        let Some(mut machine) = self.machine.take() else {
             return;
         };
         let removed = if self.owner.stopping() {
@@ -324,22 +346,21 @@ impl<C: Framing, H: TcpHandler, T: Transport<C, H>, S: SessionStream> Conn<C, H,
         };
         // The handler's `on_close` may panic too (it panicked before, say): the bookkeeping
         // below still runs.
-        let report = std::panic::AssertUnwindSafe(|| core.report_close(reason));
+        let report = std::panic::AssertUnwindSafe(|| machine.report_close(reason));
         let reason = std::panic::catch_unwind(report).unwrap_or(CloseReason::Panicked);
-        trace::closed(core.info(), &reason);
-        core.publish_to_handles();
+        trace::closed(machine.info(), &reason);
         let counters = self.owner.counters();
-        let mut tally = core.take_tally();
+        let mut tally = machine.take_published().tally;
         reason.count(&mut tally);
         counters.add(&tally);
         let counters = counters.local();
         let published = (self.published.0 as i64, self.published.1 as i64);
         counters.recv_buffer_bytes.fetch_sub(published.0, Relaxed);
         counters.send_queue_bytes.fetch_sub(published.1, Relaxed);
-        let (id, opened) = (core.info().id, core.was_opened());
+        let (id, opened) = (machine.info().id, machine.was_opened());
         self.owner
             .clone()
-            .closed(id, &reason, core.into_handler(), &self.reactor);
+            .closed(id, &reason, machine.into_handler(), &self.reactor);
         // After the owner let the session go (a server's `max_sessions` counts its registry):
         // one that sees the gauge fall finds the room.
         if opened {

@@ -1,14 +1,15 @@
 //! The sans-IO TCP session: bytes and time in, bytes, deadlines and handler callbacks out.
 //!
-//! [`SessionCore`] knows nothing of sockets or clocks. A driver (`driver/conn.rs`) feeds it what it
-//! read ([`handle_read`](SessionCore::handle_read), [`handle_eof`](SessionCore::handle_eof)),
-//! writes what it offers ([`transmit`](SessionCore::transmit), then
-//! [`handle_written`](SessionCore::handle_written)), shuts down writing when asked
-//! ([`poll_shutdown`](SessionCore::poll_shutdown)), and keeps one timer at
-//! [`poll_timeout`](SessionCore::poll_timeout), calling
-//! [`handle_timeout`](SessionCore::handle_timeout) when it fires. A byte transform (TLS) fits
-//! between the two: it takes the driver's reads and gives the core plaintext, and wraps what
-//! the core transmits.
+//! [`SessionCore`] knows nothing of sockets or clocks. Its machine
+//! ([`SessionMachine`](crate::proto::machine::SessionMachine), the one seam a driver uses)
+//! feeds it what was read ([`handle_read_lending`](SessionCore::handle_read_lending),
+//! [`handle_eof`](SessionCore::handle_eof)), writes what it offers
+//! ([`transmit`](SessionCore::transmit), then [`handle_written`](SessionCore::handle_written)),
+//! ends the stream when asked ([`poll_shutdown`](SessionCore::poll_shutdown)), and applies its
+//! deadlines ([`poll_timeout`](SessionCore::poll_timeout),
+//! [`handle_timeout`](SessionCore::handle_timeout)). A byte transform (TLS, `secure`) fits
+//! between the two: it takes the reads and gives the core plaintext, and wraps what the core
+//! transmits.
 //!
 //! The session's phase is one [`State`]; the receive side's pause (backpressure) is the frame
 //! reader's own state.
@@ -241,8 +242,8 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
     }
 
     /// Bytes arrived from the peer: every whole frame goes to `on_message`; what the
-    /// handler sends is queued. (TLS's path; plain TCP reads in place with
-    /// `handle_read_writing`.)
+    /// handler sends is queued. (TLS's path; plain TCP lends its reads with
+    /// [`handle_read_lending`](Self::handle_read_lending).)
     #[cfg(any(feature = "tls", test))]
     pub(crate) fn handle_read(&mut self, now: Instant, input: &[u8]) {
         self.received(now, input.len());

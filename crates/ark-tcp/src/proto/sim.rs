@@ -9,12 +9,12 @@ use ark_frame::LengthPrefix;
 use crate::config::TcpConfig;
 use crate::error::CloseReason;
 use crate::handler::{SessionInfo, TcpHandler, TcpSession};
-#[cfg(feature = "tls")]
-use crate::proto::core::secure::Secure;
 use crate::proto::core::{Framing, SessionCore};
+use crate::proto::machine::SessionMachine;
 
-/// Bytes handed to the session per simulated read, as a socket read into 64 KiB of scratch.
-const READ_CHUNK: usize = 64 * 1024;
+/// The scratch a simulated read goes into, as a driver's: 64 KiB (TLS: half for ciphertext,
+/// half for the plaintext staged for the core).
+const SCRATCH: usize = 64 * 1024;
 
 /// A TCP session run in memory: no socket and no clock. The test plays the peer — it sends
 /// bytes ([`peer_send`](Self::peer_send)), reads what the session wrote
@@ -48,12 +48,13 @@ const READ_CHUNK: usize = 64 * 1024;
 /// assert!(sim.ended_stream());
 /// ```
 pub struct Simulator<C: Framing, H: TcpHandler> {
-    core: SessionCore<C, H>,
+    /// The session, as the reactor's driver runs it (its TLS included).
+    machine: SessionMachine<C, H>,
     now: Instant,
     /// Peer bytes the session has not taken yet (it stops reading under backpressure).
     inbound: Inbound,
-    /// The buffer a read lands in, kept between reads.
-    read_buf: Vec<u8>,
+    /// The scratch a read lands in, kept between reads.
+    scratch: Vec<u8>,
     /// The peer ended its stream; the session sees it once `inbound` is taken.
     peer_ended: bool,
     eof_given: bool,
@@ -67,10 +68,6 @@ pub struct Simulator<C: Framing, H: TcpHandler> {
     /// The session reset the connection.
     reset: bool,
     reported: bool,
-    /// The session's TLS ([`with_tls`](Self::with_tls)), and the buffer its plaintext is
-    /// staged in.
-    #[cfg(feature = "tls")]
-    secure: Option<(Secure, Vec<u8>)>,
 }
 
 impl<C: Framing, H: TcpHandler> std::fmt::Debug for Simulator<C, H> {
@@ -80,7 +77,7 @@ impl<C: Framing, H: TcpHandler> std::fmt::Debug for Simulator<C, H> {
             .field("outbound", &self.outbound.len())
             .field("ended", &self.ended)
             .field("reset", &self.reset)
-            .field("close_reason", &self.core.close_reason())
+            .field("close_reason", &self.machine.close_reason())
             .finish_non_exhaustive()
     }
 }
@@ -105,23 +102,27 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
     /// that talk to each other share one clock). What `on_open` sent moves at the next call
     /// (after a [`set_window`](Self::set_window), say).
     pub fn starting_at(handler: H, codec: C, config: TcpConfig, now: Instant) -> Self {
-        let mut sim = Self::unopened(handler, codec, config, now);
-        let info = sim.core.info().clone();
-        sim.core.handle_connected(now, info);
-        sim
+        let core = Self::core_of(handler, codec, config, now);
+        Self::connected(SessionMachine::plain(core), now)
     }
 
-    /// A simulated session whose stream is not up yet.
-    fn unopened(handler: H, codec: C, config: TcpConfig, now: Instant) -> Self {
+    /// A session core whose stream is not up yet.
+    fn core_of(handler: H, codec: C, config: TcpConfig, now: Instant) -> SessionCore<C, H> {
         let info = SessionInfo::without_socket(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
         let config = Arc::new(config.normalized());
         let pace = ark_reactor::Pace::new(config.rate_limits, (None, None), now);
-        let core = SessionCore::new(handler, codec, config, info, now, None, (None, pace));
+        SessionCore::new(handler, codec, config, info, now, None, (None, pace))
+    }
+
+    /// A simulator of `machine`, whose stream has just come up.
+    fn connected(mut machine: SessionMachine<C, H>, now: Instant) -> Self {
+        let info = machine.info().clone();
+        machine.handle_connected(now, info);
         Simulator {
-            core,
+            machine,
             now,
             inbound: Inbound::default(),
-            read_buf: Vec::new(),
+            scratch: vec![0; SCRATCH],
             peer_ended: false,
             eof_given: false,
             peer_reset: false,
@@ -130,8 +131,6 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
             ended: false,
             reset: false,
             reported: false,
-            #[cfg(feature = "tls")]
-            secure: None,
         }
     }
 
@@ -153,10 +152,8 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
         tls: ark_tls::TlsSession,
         now: Instant,
     ) -> Self {
-        let mut sim = Self::unopened(handler, codec, config, now);
-        let mut secure = Secure::new(tls);
-        secure.connected(sim.core.info().clone());
-        sim.secure = Some((secure, vec![0; READ_CHUNK]));
+        let core = Self::core_of(handler, codec, config, now);
+        let mut sim = Self::connected(SessionMachine::secure(core, tls), now);
         sim.run();
         sim
     }
@@ -168,13 +165,13 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
 
     /// The handler.
     pub fn handler(&self) -> &H {
-        self.core.handler()
+        self.machine.core.handler()
     }
 
     /// Acts as the application outside a callback (as a session handle would): `f` gets the
     /// handler and the session.
     pub fn with_session<R>(&mut self, f: impl FnOnce(&mut H, &mut TcpSession<'_>) -> R) -> R {
-        let result = self.core.with_session(f);
+        let result = self.machine.core.with_session(f);
         self.run();
         result
     }
@@ -182,14 +179,14 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
     /// The session's owner drains (a server's drain): `on_drain` runs (once), and the session
     /// goes on until its peer or its handler closes it.
     pub fn drain(&mut self) {
-        self.core.drain(self.now);
+        self.machine.drain(self.now);
         self.run();
     }
 
     /// The session's owner stops (a server or client stop): `on_stopping` runs, then the
     /// session closes gracefully with [`CloseReason::Stopped`].
     pub fn stop(&mut self) {
-        self.core.stop(self.now);
+        self.machine.core.stop(self.now);
         self.run();
     }
 
@@ -197,7 +194,7 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
     /// session has no reactor to wake: what handles ask is applied at the simulator's next
     /// call, or at [`poll_handles`](Self::poll_handles).
     pub fn handle(&self) -> crate::TcpSessionHandle {
-        self.core.session_handle()
+        self.machine.core.session_handle()
     }
 
     /// Applies what the session's handles asked (from any thread) since the last call.
@@ -257,7 +254,7 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
     /// The session core (for the crate's own tests).
     #[cfg(test)]
     pub(crate) fn core(&self) -> &SessionCore<C, H> {
-        &self.core
+        &self.machine.core
     }
 
     /// Moves the simulated time forward by `by`, stopping at every deadline on the way.
@@ -266,11 +263,7 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
         for _ in 0..100_000 {
             let next = self.next_deadline().filter(|&t| t <= end);
             self.now = next.unwrap_or(end).max(self.now);
-            self.core.handle_timeout(self.now);
-            #[cfg(feature = "tls")]
-            if let Some((secure, _)) = self.secure.as_mut() {
-                secure.handle_timeout(&mut self.core, self.now);
-            }
+            let _ = self.machine.handle_timeout(self.now);
             self.run();
             if next.is_none() {
                 return;
@@ -281,12 +274,7 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
 
     /// The session's next deadline (its TLS handshake's included).
     pub fn next_deadline(&self) -> Option<Instant> {
-        let core = self.core.poll_timeout();
-        #[cfg(feature = "tls")]
-        if let Some(tls) = self.secure.as_ref().and_then(|(s, _)| s.poll_timeout()) {
-            return Some(core.map_or(tls, |core| core.min(tls)));
-        }
-        core
+        self.machine.poll_timeout()
     }
 
     /// Runs two simulators against each other — what each writes, the other reads — until
@@ -314,7 +302,7 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
 
     /// Whether the session is reading (not paused by backpressure, not closed).
     pub fn is_reading(&self) -> bool {
-        self.core.wants_read()
+        self.machine.core.wants_read()
     }
 
     /// Whether the session ended its stream (a FIN after everything it wrote).
@@ -329,12 +317,12 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
 
     /// Why the session closed, once it has.
     pub fn close_reason(&self) -> Option<&CloseReason> {
-        self.core.close_reason()
+        self.machine.close_reason()
     }
 
     /// Bytes the session has queued and not yet written.
     pub fn queued(&self) -> usize {
-        self.core.queued()
+        self.machine.core.queued()
     }
 
     /// Moves bytes between the session and the peer until nothing changes.
@@ -342,135 +330,55 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
         for _ in 0..1_000_000 {
             if !self.step() {
                 // The end of a turn: the session's own counters reach its handles.
-                let _ = self.core.take_tally();
+                let _ = self.machine.take_published();
                 return;
             }
         }
         panic!("the simulated session did not settle: {self:?}");
     }
 
-    /// One round: read, write, shut down, report a close. Returns whether anything changed.
+    /// One round: the handles' requests, a read, a write, a close reported — what the
+    /// reactor's driver does in a turn, through the same machine. Returns whether anything
+    /// changed.
     fn step(&mut self) -> bool {
-        self.core.handle_requests(self.now);
-        self.core.publish_to_handles();
-        if self.core.close_reason().is_some() {
+        let now = self.now;
+        let Simulator {
+            machine,
+            inbound,
+            scratch,
+            outbound,
+            window,
+            ..
+        } = self;
+        let _ = machine.handle_owner(now, ark_reactor::Phase::Running);
+        let room = window.saturating_sub(outbound.len());
+        let mut out = Within {
+            out: outbound,
+            room,
+        };
+        if machine.close_reason().is_some() {
             // What TLS has to say first (an alert) goes out before the stream ends.
-            #[cfg(feature = "tls")]
-            if !self.reported && self.write_ciphertext() {
+            if !self.reported && machine.transmit(now, &mut out).written > 0 {
                 return true;
             }
             return self.report_close();
         }
         if self.peer_reset {
-            self.core.handle_error(CloseReason::Reset);
+            machine.handle_error(CloseReason::Reset);
             return true;
         }
-        #[cfg(feature = "tls")]
-        if self.secure.is_some() {
-            return self.step_tls();
-        }
-        if self.core.wants_read() && self.unconsumed() > 0 {
-            let max = READ_CHUNK.min(self.core.read_allowance());
-            // The read lands in a buffer of its own (reused), as a driver reads into its
-            // scratch.
-            let mut chunk = std::mem::take(&mut self.read_buf);
-            chunk.clear();
-            self.inbound
-                .read(max, |bytes| chunk.extend_from_slice(bytes));
-            let room = self.window.saturating_sub(self.outbound.len());
-            let outbound = &mut self.outbound;
-            // Echoed frames are written from the read chunk, as the driver writes them.
-            self.core.handle_read_lending(self.now, &mut chunk);
-            if let Some(bufs) = self.core.transmit_in_place(&chunk) {
-                let written = write_within(outbound, &bufs, room);
-                self.core.count_write();
-                self.core.handle_written_in_place(self.now, &chunk, written);
-            }
-            self.read_buf = chunk;
+        let eof_due = self.peer_ended && !self.eof_given;
+        if (inbound.len() > 0 || eof_due)
+            && let Some(buf) = machine.read_buf(now, scratch)
+        {
+            let n = inbound.read(buf);
+            self.eof_given |= n == 0;
+            let _ = machine.handle_read(now, scratch, Ok(n), &mut out);
             return true;
         }
-        if self.core.wants_read() && self.peer_ended && !self.eof_given {
-            self.eof_given = true;
-            self.core.handle_eof(self.now);
-            return true;
-        }
-        let room = self.window.saturating_sub(self.outbound.len());
-        let bytes = self.core.transmit();
-        let n = bytes.len().min(room);
-        if n > 0 {
-            self.outbound.extend_from_slice(&bytes[..n]);
-            self.core.handle_written(self.now, n);
-            return true;
-        }
-        if self.core.poll_shutdown() {
-            self.ended = true;
-            return true;
-        }
-        false
-    }
-
-    /// One round of a TLS session (see [`step`](Self::step)): ciphertext in through the TLS
-    /// session to the core, the core's plaintext out through it, `close_notify` before the
-    /// end of the stream — what the driver's TLS layer does with a socket.
-    #[cfg(feature = "tls")]
-    fn step_tls(&mut self) -> bool {
-        let Some((secure, staging)) = self.secure.as_mut() else {
-            return false;
-        };
-        let core = &mut self.core;
-        if secure.holds_input() && core.wants_read() {
-            secure.input(core, self.now, None, staging);
-            return true;
-        }
-        if secure.wants_read(core) && !secure.holds_input() {
-            if self.inbound.len() > 0 {
-                let max = (READ_CHUNK / 2).min(core.read_allowance());
-                let now = self.now;
-                self.inbound
-                    .read(max, |bytes| secure.input(core, now, Some(bytes), staging));
-                return true;
-            }
-            if self.peer_ended && !self.eof_given {
-                self.eof_given = true;
-                secure.eof(core, self.now);
-                return true;
-            }
-        }
-        let resumed = secure.pull(core, self.now);
-        if self.write_ciphertext() || resumed {
-            return true;
-        }
-        let Some((secure, _)) = self.secure.as_mut() else {
-            return false;
-        };
-        let core = &mut self.core;
-        if secure.close_notify_when_done(core) {
-            let _ = secure.write_to(&mut self.outbound);
-            self.ended = true;
-            return true;
-        }
-        false
-    }
-
-    /// Writes what ciphertext the peer's window takes; whether any moved.
-    #[cfg(feature = "tls")]
-    fn write_ciphertext(&mut self) -> bool {
-        let Some((secure, _)) = self.secure.as_mut() else {
-            return false;
-        };
-        let room = self.window.saturating_sub(self.outbound.len());
-        if !secure.wants_write() || room == 0 {
-            return false;
-        }
-        let mut out = Within {
-            out: &mut self.outbound,
-            room,
-        };
-        let moved = secure.write_to(&mut out).is_ok_and(|n| n > 0);
-        if moved {
-            self.core.count_write();
-        }
-        moved
+        let done = machine.transmit(now, &mut out);
+        self.ended |= done.end_stream;
+        done.written > 0 || done.resumed || done.end_stream
     }
 
     /// Tells the handler the session closed (once) and ends or resets the stream.
@@ -479,7 +387,7 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
             return false;
         }
         self.reported = true;
-        let reason = self.core.report_close(CloseReason::Stopped);
+        let reason = self.machine.report_close(CloseReason::Stopped);
         if reason.resets() {
             self.reset = true;
         }
@@ -502,50 +410,47 @@ impl Inbound {
         self.bytes.len() - self.taken
     }
 
-    /// One read of at most `max` bytes: `into` gets them, and they are taken.
-    fn read(&mut self, max: usize, into: impl FnOnce(&[u8])) {
-        let end = (self.taken + max).min(self.bytes.len());
-        into(&self.bytes[self.taken..end]);
+    /// One read into `buf`: the bytes taken (0: none are left).
+    fn read(&mut self, buf: &mut [u8]) -> usize {
+        let end = (self.taken + buf.len()).min(self.bytes.len());
+        let n = end - self.taken;
+        buf[..n].copy_from_slice(&self.bytes[self.taken..end]);
         self.taken = end;
         if self.taken == self.bytes.len() {
             self.bytes.clear();
             self.taken = 0;
         }
+        n
     }
 }
 
-/// A peer's receive window as a writer: takes at most `room` more bytes, then `WouldBlock`.
-#[cfg(feature = "tls")]
-struct Within<'a> {
-    out: &'a mut Vec<u8>,
-    room: usize,
+/// A peer's receive window as the session's writer: takes at most `room` more bytes, then
+/// `WouldBlock`, as a socket with that much room.
+pub(crate) struct Within<'a> {
+    pub(crate) out: &'a mut Vec<u8>,
+    pub(crate) room: usize,
 }
 
-#[cfg(feature = "tls")]
 impl std::io::Write for Within<'_> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = buf.len().min(self.room);
-        if n == 0 && !buf.is_empty() {
+        self.write_vectored(&[std::io::IoSlice::new(buf)])
+    }
+
+    fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
+        if self.room == 0 && bufs.iter().any(|b| !b.is_empty()) {
             return Err(std::io::ErrorKind::WouldBlock.into());
         }
-        self.out.extend_from_slice(&buf[..n]);
-        self.room -= n;
-        Ok(n)
+        let mut taken = 0;
+        for buf in bufs {
+            let n = buf.len().min(self.room - taken);
+            self.out.extend_from_slice(&buf[..n]);
+            taken += n;
+        }
+        self.room -= taken;
+        Ok(taken)
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
-}
-
-/// Appends `bufs` to `out`, at most `room` bytes in all (a socket with that much room);
-/// returns the bytes taken.
-pub(crate) fn write_within(out: &mut Vec<u8>, bufs: &[&[u8]], room: usize) -> usize {
-    let mut taken = 0;
-    for buf in bufs {
-        let n = buf.len().min(room - taken);
-        out.extend_from_slice(&buf[..n]);
-        taken += n;
-    }
-    taken
 }

@@ -98,7 +98,7 @@ impl SendQueue {
     }
 }
 
-/// The part of a session a handler's [`TcpSession`] view changes: the phase, the send queue and
+/// The part of a session a handler's [`TcpSession`](crate::TcpSession) view changes: the phase, the send queue and
 /// this turn's counts. Kept apart from the frame reader, which is busy delivering while
 /// handlers run.
 #[derive(Debug)]
@@ -117,8 +117,8 @@ pub(crate) struct Link {
     pub(super) tally: TcpStats,
     /// Frames sent back unchanged from the input being delivered (echoes), queued by
     /// reference after `queue`: this range of the input. Only ever set while a driver's read
-    /// is delivered ([`SessionCore::handle_read_lending`]); the driver writes it and
-    /// [`SessionCore::handle_written_in_place`] copies what is left into `queue` before the
+    /// is delivered ([`SessionCore::handle_read_lending`](super::SessionCore::handle_read_lending)); the driver writes it and
+    /// [`SessionCore::handle_written_in_place`](super::SessionCore::handle_written_in_place) copies what is left into `queue` before the
     /// input goes.
     pub(super) in_place: Option<Range<usize>>,
     /// Rate limits and the rates measured (see [`SessionRate`]).

@@ -3,8 +3,10 @@
 //! ([`input`](Secure::input)), plaintext to the core through a staging buffer; the core's
 //! plaintext into the TLS session ([`pull`](Secure::pull)) and ciphertext out to any writer
 //! ([`write_to`](Secure::write_to)); the handshake's deadline; `close_notify` before the end
-//! of the stream. The driver (`driver/tls.rs`) and the [`Simulator`](crate::Simulator) both
-//! run it: the sans-IO tests see TLS as the sockets do.
+//! of the stream. It is the TLS layer of a [`SessionMachine`], which the driver and the
+//! [`Simulator`](crate::Simulator) both run: the sans-IO tests see TLS as the sockets do.
+//!
+//! [`SessionMachine`]: crate::proto::machine::SessionMachine
 
 use std::io::{self, Write};
 use std::sync::Arc;
@@ -22,8 +24,6 @@ pub(crate) struct Secure {
     session: TlsSession,
     /// The stream is up and the handshake under way: what `on_open` will see.
     waiting: Option<SessionInfo>,
-    /// The handshake completed during the last input: the owner counts the session open.
-    opened: bool,
 }
 
 impl Secure {
@@ -31,18 +31,12 @@ impl Secure {
         Secure {
             session,
             waiting: None,
-            opened: false,
         }
     }
 
     /// The stream is up: the session opens (with `info`) when the handshake completes.
     pub(crate) fn connected(&mut self, info: SessionInfo) {
         self.waiting = Some(info);
-    }
-
-    /// Whether the session opened during the last input (the handshake completed).
-    pub(crate) fn take_opened(&mut self) -> bool {
-        std::mem::take(&mut self.opened)
     }
 
     /// The stream is up but the handshake is not done.
@@ -79,7 +73,6 @@ impl Secure {
             core: &mut *core,
             now,
             waiting: &mut self.waiting,
-            opened: &mut self.opened,
         };
         let result = match input {
             Some(bytes) => self.session.handle_input_staged(bytes, staging, &mut sink),
@@ -167,14 +160,12 @@ struct CoreSink<'a, C: Framing, H: TcpHandler> {
     core: &'a mut SessionCore<C, H>,
     now: Instant,
     waiting: &'a mut Option<SessionInfo>,
-    opened: &'a mut bool,
 }
 
 impl<C: Framing, H: TcpHandler> PlaintextSink for CoreSink<'_, C, H> {
     fn established(&mut self, info: &Arc<TlsInfo>) {
         if let Some(mut session) = self.waiting.take() {
             session.tls = Some(info.clone());
-            *self.opened = true;
             self.core.handle_connected(self.now, session);
         }
     }

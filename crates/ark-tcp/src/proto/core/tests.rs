@@ -422,10 +422,14 @@ mod in_place {
 
     use ark_frame::LengthPrefix;
 
+    use std::io::{self, IoSlice, Write};
+
     use super::super::SessionCore;
     use crate::config::TcpConfig;
     use crate::error::CloseReason;
     use crate::handler::{SessionInfo, TcpHandler, TcpSession};
+    use crate::proto::machine::SessionMachine;
+    use crate::proto::sim::Within;
 
     /// Echoes every message; after each echo sends `extra` too (copied), and aborts after the
     /// first echo if asked.
@@ -475,80 +479,111 @@ mod in_place {
         out
     }
 
-    /// Reads `input` into `core` and writes what it offers in place, as the driver does, to
-    /// a socket that takes up to `room` bytes. Returns what was written and, per write, the
+    /// A socket that takes up to `room` bytes, recording what it took and, per write, the
     /// non-empty slices' addresses and lengths.
+    struct Recorder {
+        wrote: Vec<u8>,
+        calls: Vec<Vec<(usize, usize)>>,
+        room: usize,
+    }
+
+    impl Write for Recorder {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.write_vectored(&[IoSlice::new(buf)])
+        }
+
+        fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+            let slices = bufs.iter().filter(|b| !b.is_empty());
+            self.calls
+                .push(slices.map(|b| (b.as_ptr() as usize, b.len())).collect());
+            let room = self.room - self.wrote.len().min(self.room);
+            let mut within = Within {
+                out: &mut self.wrote,
+                room,
+            };
+            within.write_vectored(bufs)
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Hands `input` to `machine` as a read into the driver's scratch; it writes what it
+    /// sends in place at once, to a socket that takes up to `room` bytes. Returns what was
+    /// written and, per write, the non-empty slices' addresses and lengths.
     fn read(
-        core: &mut SessionCore<LengthPrefix, Echoer>,
+        machine: &mut SessionMachine<LengthPrefix, Echoer>,
         input: &mut [u8],
         room: usize,
     ) -> (Vec<u8>, Vec<Vec<(usize, usize)>>) {
-        let (mut wrote, mut calls) = (Vec::new(), Vec::new());
-        let now = Instant::now();
-        core.handle_read_lending(now, input);
-        if let Some(bufs) = core.transmit_in_place(input) {
-            let slices = bufs.iter().filter(|b| !b.is_empty());
-            calls.push(slices.map(|b| (b.as_ptr() as usize, b.len())).collect());
-            let written = crate::proto::sim::write_within(&mut wrote, &bufs, room);
-            core.count_write();
-            core.handle_written_in_place(now, input, written);
-        }
-        (wrote, calls)
+        let mut socket = Recorder {
+            wrote: Vec::new(),
+            calls: Vec::new(),
+            room,
+        };
+        let n = input.len();
+        let more = machine.handle_read(Instant::now(), input, Ok(n), &mut socket);
+        assert!(more, "reading goes on");
+        (socket.wrote, socket.calls)
     }
 
     #[test]
     fn an_echo_is_written_once_from_the_input_and_nothing_is_queued() {
-        let mut core = open(Echoer::default());
+        let mut machine = SessionMachine::plain(open(Echoer::default()));
         let mut input = framed(&[b"one", b"two", b"three"]);
-        let (wrote, calls) = read(&mut core, &mut input, usize::MAX);
+        let (wrote, calls) = read(&mut machine, &mut input, usize::MAX);
         assert_eq!(wrote, input);
         assert_eq!(calls, [vec![(input.as_ptr() as usize, input.len())]]);
-        assert_eq!(core.queued(), 0);
-        assert!(core.transmit().is_empty());
-        let tally = core.take_tally();
+        assert_eq!(machine.core.queued(), 0);
+        assert!(machine.core.transmit().is_empty());
+        let tally = machine.core.take_tally();
         assert_eq!((tally.writes, tally.bytes_out), (1, input.len() as u64));
     }
 
     #[test]
     fn what_the_socket_refuses_is_queued_in_order() {
-        let mut core = open(Echoer::default());
+        let mut machine = SessionMachine::plain(open(Echoer::default()));
         let mut input = framed(&[b"one", b"two", b"three"]);
-        let (wrote, _) = read(&mut core, &mut input, 5);
+        let (wrote, _) = read(&mut machine, &mut input, 5);
         assert_eq!(wrote, input[..5]);
-        assert_eq!(core.transmit(), &input[5..]);
+        assert_eq!(machine.core.transmit(), &input[5..]);
         // The next read's echoes follow what is queued, in one vectored write.
         let mut more = framed(&[b"four"]);
-        let (wrote, calls) = read(&mut core, &mut more, usize::MAX);
+        let (wrote, calls) = read(&mut machine, &mut more, usize::MAX);
         assert_eq!(calls[0].len(), 2, "queue then frames");
         assert_eq!(wrote, [&input[5..], &more[..]].concat());
-        assert!(core.transmit().is_empty());
+        assert!(machine.core.transmit().is_empty());
     }
 
     #[test]
     fn a_copied_send_between_echoes_keeps_the_order() {
-        let mut core = open(Echoer {
+        let mut machine = SessionMachine::plain(open(Echoer {
             extra: Some(b"x".to_vec()),
             ..Echoer::default()
-        });
+        }));
         let mut input = framed(&[b"one", b"two"]);
-        let (_, calls) = read(&mut core, &mut input, usize::MAX);
+        let (_, calls) = read(&mut machine, &mut input, usize::MAX);
         // Each copied send settled the echo before it into the queue: all of it is queued,
         // in the order sent, for the turn's write.
         assert!(calls.is_empty());
-        assert_eq!(core.transmit(), framed(&[b"one", b"x", b"two", b"x"]));
+        assert_eq!(
+            machine.core.transmit(),
+            framed(&[b"one", b"x", b"two", b"x"])
+        );
     }
 
     #[test]
     fn an_abort_drops_what_was_queued_in_place() {
-        let mut core = open(Echoer {
+        let mut machine = SessionMachine::plain(open(Echoer {
             abort: true,
             ..Echoer::default()
-        });
+        }));
         let mut input = framed(&[b"one", b"two"]);
-        let (wrote, calls) = read(&mut core, &mut input, usize::MAX);
+        let (wrote, calls) = read(&mut machine, &mut input, usize::MAX);
         assert!(wrote.is_empty() && calls.is_empty());
-        assert_eq!(core.close_reason(), Some(&CloseReason::Aborted));
-        assert_eq!(core.take_tally().aborted_send_bytes, 7);
+        assert_eq!(machine.core.close_reason(), Some(&CloseReason::Aborted));
+        assert_eq!(machine.core.take_tally().aborted_send_bytes, 7);
     }
 
     #[test]
