@@ -124,6 +124,81 @@ enum State {
     Done,
 }
 
+/// How far a session's life has come; its protocol engine (the handshake, the open
+/// WebSocket) is in [`State`].
+enum Life {
+    /// The opening handshake runs, or waits for the TCP connection.
+    Opening,
+    /// Open, and how far closed.
+    Open(Closing),
+    /// The session could not open, for this reason.
+    NotOpened(OpenError),
+}
+
+/// The close frames of an open session, sent and received so far.
+#[derive(Default)]
+struct Closing {
+    sent: Option<CloseInfo>,
+    received: Option<CloseInfo>,
+    /// Ours failed the connection for bad input (a close with 1002, 1007 or 1009).
+    failed: bool,
+}
+
+impl Life {
+    /// Our close frame is queued.
+    fn close_sent(&self) -> bool {
+        matches!(self, Life::Open(Closing { sent: Some(_), .. }))
+    }
+
+    /// The peer's close frame arrived.
+    fn close_received(&self) -> bool {
+        matches!(
+            self,
+            Life::Open(Closing {
+                received: Some(_),
+                ..
+            })
+        )
+    }
+
+    /// A close frame went either way.
+    fn closing(&self) -> bool {
+        self.close_sent() || self.close_received()
+    }
+
+    /// This side failed the connection for bad input.
+    fn failed(&self) -> bool {
+        matches!(self, Life::Open(Closing { failed: true, .. }))
+    }
+
+    /// What `on_close` is told: the close frames exchanged if any, else `lost` (the TCP
+    /// connection's end), else the reason the session could not open.
+    fn report(&self, lost: Option<&CloseReason>) -> WsClose {
+        let lost = || lost.cloned().unwrap_or(CloseReason::Local);
+        match self {
+            Life::Opening => WsClose::Failed(OpenError::Connection(lost())),
+            Life::NotOpened(failure) => WsClose::Failed(failure.clone()),
+            Life::Open(Closing {
+                sent: Some((code, reason)),
+                ..
+            }) => WsClose::Closed {
+                by: Initiator::Local,
+                code: *code,
+                reason: reason.clone(),
+            },
+            Life::Open(Closing {
+                received: Some((code, reason)),
+                ..
+            }) => WsClose::Closed {
+                by: Initiator::Peer,
+                code: *code,
+                reason: reason.clone(),
+            },
+            Life::Open(_) => WsClose::Abnormal(lost()),
+        }
+    }
+}
+
 /// What a client's connections share across reconnections.
 pub(crate) struct ClientOf {
     /// The handle's view of the current connection.
@@ -150,15 +225,10 @@ pub(crate) struct WsConn<H> {
     /// The compressor of the messages this side sends, once agreed (the decompressor is in
     /// `frames`).
     deflate: Option<Deflater>,
-    opened: bool,
-    close_sent: Option<CloseInfo>,
-    close_received: Option<CloseInfo>,
-    /// Why the session could not open, once known.
-    failure: Option<OpenError>,
+    /// How far the session's life has come (opening, open and how far closed, not opened).
+    life: Life,
     /// `on_close` was called.
     reported: bool,
-    /// This side is the client (masks its frames).
-    client: bool,
     /// The opening handshake's deadline.
     handshake_timer: Option<TimerId>,
     /// Received bytes of the open session (before it opens they go to tungstenite's stream).
@@ -167,9 +237,7 @@ pub(crate) struct WsConn<H> {
     /// added to them.
     counters: Arc<WsCounters>,
     tally: WsStats,
-    /// The connection was failed for bad input (a close with 1002, 1007 or 1009).
-    failed: bool,
-    /// A client's: its handle's view of the current connection, the request each
+    /// A client's (and only a client has one: this side masks its frames): its handle's view of the current connection, the request each
     /// connection's handshake sends (a reconnecting client makes one per connection), and
     /// which refusals are final.
     client_of: Option<ClientOf>,
@@ -187,7 +255,6 @@ impl<H: WsHandler> WsConn<H> {
         WsConn {
             counters,
             tally: WsStats::default(),
-            failed: false,
             client_of: None,
             connections: 0,
             state,
@@ -200,12 +267,8 @@ impl<H: WsHandler> WsConn<H> {
             request: None,
             agreed: None,
             deflate: None,
-            opened: false,
-            close_sent: None,
-            close_received: None,
-            failure: None,
+            life: Life::Opening,
             reported: false,
-            client: false,
             handshake_timer: None,
             frames: Frames::default(),
         }
@@ -279,7 +342,6 @@ impl<H: WsHandler> WsConn<H> {
             (config, counters),
             client_of.current.get(),
         );
-        conn.client = true;
         conn.client_of = Some(client_of);
         conn
     }
@@ -294,14 +356,15 @@ impl<H: WsHandler> WsConn<H> {
         self.request = None;
         self.agreed = None;
         self.deflate = None;
-        self.opened = false;
-        self.close_sent = None;
-        self.close_received = None;
-        self.failure = None;
+        self.life = Life::Opening;
         self.reported = false;
-        self.failed = false;
         self.handshake_timer = None;
         self.frames = Frames::default();
+    }
+
+    /// This side is the client (it masks its frames).
+    fn is_client(&self) -> bool {
+        self.client_of.is_some()
     }
 
     fn stream(&mut self) -> Option<&mut MemStream> {
@@ -318,8 +381,7 @@ impl<H: WsHandler> WsConn<H> {
     /// it (the latest pong owed replaces older ones); a close frame never waits.
     fn flush(&mut self, tcp: &mut TcpSession<'_>) {
         self.publish();
-        let closing = self.close_sent.is_some() || self.close_received.is_some();
-        let blocked = !closing && tcp.queued_bytes() >= self.config.write_buffer_limit;
+        let blocked = !self.life.closing() && tcp.queued_bytes() >= self.config.write_buffer_limit;
         let keep = self.config.read_buffer;
         if let State::Open(ws) = &mut self.state {
             ws.get_mut().blocked = blocked;
@@ -354,9 +416,11 @@ impl<H: WsHandler> WsConn<H> {
     fn abandon(&mut self, tcp: &mut TcpSession<'_>, failure: OpenError) {
         #[cfg(feature = "tracing")]
         ark_reactor::log_limited!(tracing::Level::INFO, %failure, "websocket session did not open");
-        self.failure.get_or_insert(failure);
+        if let Life::Opening = self.life {
+            self.life = Life::NotOpened(failure);
+        }
         self.state = State::Done;
-        if self.client {
+        if self.is_client() {
             tcp.abort();
         } else {
             tcp.close();
@@ -393,7 +457,8 @@ impl<H: WsHandler> WsConn<H> {
         tcp: &mut TcpSession<'_>,
         f: impl FnOnce(&mut H, &mut WsSession<'_>),
     ) {
-        let State::Open(ws) = &mut self.state else {
+        let client = self.is_client();
+        let (State::Open(ws), Life::Open(closing)) = (&mut self.state, &mut self.life) else {
             return;
         };
         let (handler, mut session) = Self::view(
@@ -401,8 +466,8 @@ impl<H: WsHandler> WsConn<H> {
             ws,
             tcp,
             (&self.config, &self.shared, &mut self.tally),
-            (&mut self.close_sent, self.deflate.as_mut()),
-            self.client,
+            (&mut closing.sent, self.deflate.as_mut()),
+            client,
         );
         f(handler, &mut session);
     }
@@ -434,7 +499,9 @@ impl<H: WsHandler> WsConn<H> {
     /// then the TCP connection closes; nothing more is read from the peer (tungstenite's
     /// reading state is not to be trusted after such an error).
     fn fail(&mut self, tcp: &mut TcpSession<'_>, code: CloseCode, reason: &str) {
-        self.failed = true;
+        if let Life::Open(closing) = &mut self.life {
+            closing.failed = true;
+        }
         #[cfg(feature = "tracing")]
         ark_reactor::log_limited!(
             tracing::Level::WARN,
@@ -515,7 +582,7 @@ impl<H: WsHandler> WsConn<H> {
             }
         }
         self.flush(tcp);
-        if self.close_sent.is_some() {
+        if self.life.close_sent() {
             // Our close frame is queued: close the TCP side gracefully after it (bounded by
             // the close timeout).
             tcp.close();
@@ -524,13 +591,13 @@ impl<H: WsHandler> WsConn<H> {
 
     fn after_read(&mut self, tcp: &mut TcpSession<'_>, outcome: Read) {
         match outcome {
-            Read::Blocked if self.close_received.is_none() => {}
+            Read::Blocked if !self.life.close_received() => {}
             // The peer's close frame arrived (tungstenite queued the reply, or it answered
             // ours), or the connection closed: the close is complete.
             Read::Blocked | Read::Closed => {
                 self.report_close(None);
                 self.flush(tcp);
-                if self.close_sent.is_none() {
+                if !self.life.close_sent() {
                     // The peer began the close: a reconnecting client connects again.
                     tcp.close_for_peer();
                 } else {
@@ -555,26 +622,11 @@ impl<H: WsHandler> WsConn<H> {
                 .unwrap_or_else(PoisonError::into_inner)
                 .remove(&id);
         }
-        let close = match (&self.close_sent, &self.close_received) {
-            _ if !self.opened => WsClose::Failed(self.failure.clone().unwrap_or_else(|| {
-                OpenError::Connection(lost.cloned().unwrap_or(CloseReason::Local))
-            })),
-            (Some((code, reason)), _) => WsClose::Closed {
-                by: Initiator::Local,
-                code: *code,
-                reason: reason.clone(),
-            },
-            (None, Some((code, reason))) => WsClose::Closed {
-                by: Initiator::Peer,
-                code: *code,
-                reason: reason.clone(),
-            },
-            (None, None) => WsClose::Abnormal(lost.cloned().unwrap_or(CloseReason::Local)),
-        };
+        let close = self.life.report(lost);
         match &close {
             WsClose::Failed(_) => self.tally.opens_failed += 1,
             WsClose::Abnormal(_) => self.tally.closed_abnormal += 1,
-            WsClose::Closed { .. } if self.failed => self.tally.closed_bad_input += 1,
+            WsClose::Closed { .. } if self.life.failed() => self.tally.closed_bad_input += 1,
             WsClose::Closed {
                 by: Initiator::Local,
                 ..
@@ -589,13 +641,15 @@ impl<H: WsHandler> WsConn<H> {
         #[cfg(feature = "tracing")]
         ark_reactor::log_limited!(
             tracing::Level::DEBUG,
-            client = self.client,
+            client = self.is_client(),
             "websocket session opened"
         );
-        self.opened = true;
+        self.life = Life::Open(Closing::default());
         self.tally.sessions_opened += 1;
         let agreed = self.agreed.take();
-        if let Some((deflater, inflater)) = deflate::engines(&self.config, agreed, !self.client) {
+        if let Some((deflater, inflater)) =
+            deflate::engines(&self.config, agreed, !self.is_client())
+        {
             self.deflate = Some(deflater);
             self.frames.set_inflater(inflater);
         }
@@ -685,10 +739,10 @@ impl<H: WsHandler> WsConn<H> {
     /// What the received frames must obey now.
     fn rules(&self) -> Rules {
         Rules {
-            server: !self.client,
+            server: !self.is_client(),
             max_frame: self.config.max_frame,
             max_message: self.config.max_message,
-            closing: self.close_sent.is_some() || self.close_received.is_some(),
+            closing: self.life.closing(),
         }
     }
 
@@ -747,13 +801,17 @@ impl<H: WsHandler> WsConn<H> {
         tcp: &mut TcpSession<'_>,
         f: impl FnOnce(&mut H, &mut WsSession<'_>, &mut Frames),
     ) {
+        let client = self.is_client();
+        let Life::Open(closing) = &mut self.life else {
+            return;
+        };
         let (handler, mut session) = Self::view(
             &mut self.handler,
             ws,
             tcp,
             (&self.config, &self.shared, &mut self.tally),
-            (&mut self.close_sent, self.deflate.as_mut()),
-            self.client,
+            (&mut closing.sent, self.deflate.as_mut()),
+            client,
         );
         f(handler, &mut session, &mut self.frames);
     }
@@ -762,9 +820,11 @@ impl<H: WsHandler> WsConn<H> {
         loop {
             match ws.read() {
                 Ok(Message::Close(frame)) => {
-                    self.close_received = Some(frame.map_or((None, String::new()), |f| {
-                        (CloseCode::new(u16::from(f.code)).ok(), f.reason.to_string())
-                    }));
+                    if let Life::Open(closing) = &mut self.life {
+                        closing.received = Some(frame.map_or((None, String::new()), |f| {
+                            (CloseCode::new(u16::from(f.code)).ok(), f.reason.to_string())
+                        }));
+                    }
                     self.shared.set_ended();
                 }
                 Ok(Message::Ping(_)) | Ok(Message::Frame(_)) => {} // pongs are automatic
@@ -895,7 +955,7 @@ impl<H: WsHandler> TcpHandler for WsConn<H> {
                 "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
             let _ = tcp.send_raw(response.as_bytes());
         }
-        if !self.opened {
+        if let Life::Opening = self.life {
             self.abandon(tcp, OpenError::Timeout(self.config.handshake_timeout));
         }
     }
@@ -923,12 +983,12 @@ impl<H: WsHandler> TcpHandler for WsConn<H> {
     /// status ([`WsClientBuilder::final_status`](crate::WsClientBuilder::final_status)); after
     /// an open session, as ark-tcp decides (not after this side's own close).
     fn reconnect_after(&self, reason: &CloseReason) -> bool {
-        match (&self.failure, &self.client_of) {
-            (Some(OpenError::Rejected { status }), Some(client_of)) => {
+        match (&self.life, &self.client_of) {
+            (Life::NotOpened(OpenError::Rejected { status }), Some(client_of)) => {
                 !(client_of.final_status)(*status)
             }
-            (Some(_), _) => true,
-            (None, _) => !reason.is_local_choice(),
+            (Life::NotOpened(_), _) => true,
+            _ => !reason.is_local_choice(),
         }
     }
 
