@@ -89,8 +89,8 @@ pub use log_limit::{LOG_BURST, LOG_INTERVAL, LogLimit};
 pub use mailbox::{Mailbox, Wake};
 pub use pool::{IoModel, Placement, ReactorPool, Runtime, SourceRef, release_pool, resolve};
 pub use rate::{
-    Direction, GroupBucket, GroupLimits, Pace, RateLimit, RateLimitError, RateLimits, RateWindow,
-    TokenBucket, queue_delay,
+    Direction, EachWay, GroupBucket, GroupLimits, Pace, RateLimit, RateLimitError, RateLimits,
+    RateWindow, TokenBucket, queue_delay,
 };
 pub use reactor::Reactor;
 pub use source::{CloseReason, Ready, Turn};

@@ -198,14 +198,27 @@ impl GroupLimits {
         }
     }
 
-    /// The buckets a session's [`Pace`] takes from: (read, write).
-    pub fn buckets(&self) -> (Option<Arc<GroupBucket>>, Option<Arc<GroupBucket>>) {
-        (self.read.clone(), self.write.clone())
-    }
-
     /// Whether the group limits anything.
     pub fn is_limited(&self) -> bool {
         self.read.is_some() || self.write.is_some()
+    }
+
+    /// Whether the group limits the bytes its sessions read.
+    pub fn limits_read(&self) -> bool {
+        self.read.is_some()
+    }
+
+    /// Whether the group limits the bytes its sessions write.
+    pub fn limits_write(&self) -> bool {
+        self.write.is_some()
+    }
+
+    /// The same group's read limit alone (its write side left out).
+    pub fn read_only(&self) -> GroupLimits {
+        GroupLimits {
+            read: self.read.clone(),
+            write: None,
+        }
     }
 
     /// New limits for the group from `now` (the tokens left kept, up to the new burst); a
@@ -316,20 +329,17 @@ pub struct Pace {
 }
 
 impl Pace {
-    /// A session's pace: its own `limits` and its group's buckets (`read`, `write`).
-    pub fn new(
-        limits: RateLimits,
-        group: (Option<Arc<GroupBucket>>, Option<Arc<GroupBucket>>),
-        now: Instant,
-    ) -> Pace {
+    /// A session's pace: its own `limits` and its `group`'s buckets (a session in no group
+    /// takes `&GroupLimits::default()`).
+    pub fn new(limits: RateLimits, group: &GroupLimits, now: Instant) -> Pace {
         Pace {
             read: Direction {
                 own: limits.read.map(|l| TokenBucket::new(l, now)),
-                group: group.0,
+                group: group.read.clone(),
             },
             write: Direction {
                 own: limits.write.map(|l| TokenBucket::new(l, now)),
-                group: group.1,
+                group: group.write.clone(),
             },
         }
     }
@@ -353,32 +363,41 @@ fn set(bucket: &mut Option<TokenBucket>, limit: Option<RateLimit>, now: Instant)
     }
 }
 
+/// Two byte figures of a session, one each way: running totals, or rates in bytes a second.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EachWay {
+    /// Received.
+    pub inbound: u64,
+    /// Sent.
+    pub outbound: u64,
+}
+
 /// The rate a session moved bytes at, for its stats: bytes a second over the last whole
 /// second (a window restarted each second; one comparison per call otherwise), each way.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RateWindow {
-    /// The window's start, and the totals then (in, out).
-    start: Option<(Instant, u64, u64)>,
-    /// Bytes a second over the last whole window (in, out).
-    rates: (u64, u64),
+    /// The window's start, and the totals then.
+    start: Option<(Instant, EachWay)>,
+    /// Bytes a second over the last whole window.
+    rates: EachWay,
 }
 
 impl RateWindow {
-    /// The session's running totals (`bytes_in`, `bytes_out`) at `now`; returns the rates of
-    /// the last whole second, bytes a second (in, out).
-    pub fn record(&mut self, (bytes_in, bytes_out): (u64, u64), now: Instant) -> (u64, u64) {
+    /// The session's running `totals` at `now`; returns the rates of the last whole second,
+    /// in bytes a second.
+    pub fn record(&mut self, totals: EachWay, now: Instant) -> EachWay {
         match self.start {
-            None => self.start = Some((now, bytes_in, bytes_out)),
-            Some((at, from_in, from_out)) => {
+            None => self.start = Some((now, totals)),
+            Some((at, from)) => {
                 let elapsed = now.saturating_duration_since(at);
                 if elapsed >= Duration::from_secs(1) {
                     let per_second =
                         |bytes: u64| (u128::from(bytes) * NANOS / elapsed.as_nanos().max(1)) as u64;
-                    self.rates = (
-                        per_second(bytes_in.saturating_sub(from_in)),
-                        per_second(bytes_out.saturating_sub(from_out)),
-                    );
-                    self.start = Some((now, bytes_in, bytes_out));
+                    self.rates = EachWay {
+                        inbound: per_second(totals.inbound.saturating_sub(from.inbound)),
+                        outbound: per_second(totals.outbound.saturating_sub(from.outbound)),
+                    };
+                    self.start = Some((now, totals));
                 }
             }
         }
@@ -488,9 +507,13 @@ mod tests {
     #[test]
     fn a_group_bucket_is_shared_by_its_sessions() {
         let start = Instant::now();
-        let group = GroupBucket::new(RateLimit::new(1_000).with_burst(1_000), start);
-        let mut one = Pace::new(RateLimits::default(), (Some(group.clone()), None), start);
-        let mut two = Pace::new(RateLimits::default(), (Some(group), None), start);
+        let limits = RateLimits {
+            read: Some(RateLimit::new(1_000).with_burst(1_000)),
+            write: None,
+        };
+        let group = GroupLimits::new(limits, start);
+        let mut one = Pace::new(RateLimits::default(), &group, start);
+        let mut two = Pace::new(RateLimits::default(), &group, start);
         assert_eq!(one.read.allowance(start), 1_000);
         one.read.spend(700);
         assert_eq!(two.read.allowance(start), 300);
@@ -507,12 +530,13 @@ mod tests {
     fn a_window_gives_the_rate_of_the_last_whole_second() {
         let start = Instant::now();
         let mut window = RateWindow::default();
-        assert_eq!(window.record((0, 0), start), (0, 0));
+        let way = |inbound, outbound| EachWay { inbound, outbound };
+        assert_eq!(window.record(way(0, 0), start), way(0, 0));
         // Half a second in: no whole window yet.
         let half = start + Duration::from_millis(500);
-        assert_eq!(window.record((5_000, 100), half), (0, 0));
+        assert_eq!(window.record(way(5_000, 100), half), way(0, 0));
         let second = start + Duration::from_millis(1_250);
-        assert_eq!(window.record((12_500, 250), second), (10_000, 200));
+        assert_eq!(window.record(way(12_500, 250), second), way(10_000, 200));
         assert_eq!(queue_delay(20_000, 10_000), Some(Duration::from_secs(2)));
         assert_eq!(queue_delay(0, 0), Some(Duration::ZERO));
         assert_eq!(queue_delay(1, 0), None);

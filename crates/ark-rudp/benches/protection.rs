@@ -13,6 +13,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use ark_rudp::{
     ClientProtection, Connection, Delivery, Incoming, Listener, RudpConfig, ServerProtection,
+    Timestamp,
 };
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
@@ -48,7 +49,15 @@ impl Pair {
             let Some(n) = client.poll_transmit(now, &mut buf) else {
                 continue;
             };
-            match listener.handle((now, SystemTime::now()), peer, &buf[..n], &mut reply) {
+            match listener.handle(
+                Timestamp {
+                    now,
+                    wall: SystemTime::now(),
+                },
+                peer,
+                &buf[..n],
+                &mut reply,
+            ) {
                 Ok(Incoming::Reply(n)) => client.handle_datagram(now, &reply[..n]).ok(),
                 Ok(Incoming::Accept(server, n)) => {
                     client.handle_datagram(now, &reply[..n]).ok();

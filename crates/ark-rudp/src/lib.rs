@@ -105,7 +105,7 @@ pub use proto::crypto::HandshakeError;
 pub use proto::endpoint::{Endpoint, EndpointEntry, Io, Replacement, Routed};
 pub use proto::fec::Fec;
 pub use proto::lane::{Lane, LaneMode, MAX_LANES};
-pub use proto::listener::{Incoming, Listener, Refusal};
+pub use proto::listener::{Incoming, Listener, Refusal, Timestamp};
 pub use proto::packet::PacketError;
 pub use proto::protection::{
     ClientProtection, MAX_CONNECT_TOKEN, RudpPublicKey, RudpServerKey, ServerProtection, TokenCheck,

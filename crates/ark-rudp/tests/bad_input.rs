@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use ark_link::LinkConfig;
-use ark_rudp::{Connection, Fec, Incoming, Listener, RudpConfig, ServerProtection};
+use ark_rudp::{Connection, Fec, Incoming, Listener, RudpConfig, ServerProtection, Timestamp};
 use proptest::prelude::*;
 use util::{Flow, Side, Sim, sim_config};
 
@@ -269,7 +269,7 @@ proptest! {
         for d in &datagrams {
             let wall = SystemTime::now();
             let _ = listener.is_new_handshake(wall, peer, d);
-            match listener.handle((Instant::now(), wall), peer, d, &mut out) {
+            match listener.handle(Timestamp { now: Instant::now(), wall }, peer, d, &mut out) {
                 Ok(Incoming::Accept(..)) => prop_assert!(false, "accepted without a cookie"),
                 Ok(Incoming::Reply(n)) => {
                     prop_assert!(n < d.len(), "a {n}-byte answer to {} bytes", d.len());

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use ark_rudp::{
     ClientProtection, CloseReason, Connection, Delivery, Event, Incoming, Listener, RudpClient,
-    RudpConfig, RudpServer, ServerProtection,
+    RudpConfig, RudpServer, ServerProtection, Timestamp,
 };
 use util::{Note, Reporter, next_note};
 
@@ -64,7 +64,7 @@ fn a_hello_without_a_cookie_gets_a_smaller_cookie_and_the_listener_keeps_nothing
         let nonce = 0x1000 + i as u64;
         let (_, hello) = first_hello(nonce, now);
         assert_eq!(hello.len(), HELLO, "a HELLO is padded");
-        match listener.handle((now, wall), peer(i), &hello, &mut out) {
+        match listener.handle(Timestamp { now, wall }, peer(i), &hello, &mut out) {
             Ok(Incoming::Reply(n)) => {
                 assert!(
                     n < hello.len(),
@@ -91,7 +91,7 @@ fn a_hello_without_a_cookie_gets_a_smaller_cookie_and_the_listener_keeps_nothing
         &[0x30; 60],      // PARITY (malformed or not)
     ];
     for d in not_hellos {
-        let answer = listener.handle((now, wall), peer(1), d, &mut out);
+        let answer = listener.handle(Timestamp { now, wall }, peer(1), d, &mut out);
         assert!(
             matches!(answer, Ok(Incoming::Ignore) | Err(_)),
             "{:#04x}: {answer:?}",
@@ -101,19 +101,24 @@ fn a_hello_without_a_cookie_gets_a_smaller_cookie_and_the_listener_keeps_nothing
     // A short HELLO (no padding: amplification) or another version: an error, no answer.
     assert!(
         listener
-            .handle((now, wall), peer(1), &hello[..HELLO - 1], &mut out)
+            .handle(
+                Timestamp { now, wall },
+                peer(1),
+                &hello[..HELLO - 1],
+                &mut out
+            )
             .is_err()
     );
     let mut other_version = hello.clone();
     other_version[1] = 1; // the version before the session tokens
     assert!(
         listener
-            .handle((now, wall), peer(1), &other_version, &mut out)
+            .handle(Timestamp { now, wall }, peer(1), &other_version, &mut out)
             .is_err()
     );
     assert!(
         listener
-            .handle((now, wall), peer(1), &[], &mut out)
+            .handle(Timestamp { now, wall }, peer(1), &[], &mut out)
             .is_err()
     );
     assert_eq!(format!("{listener:?}"), before);
@@ -127,7 +132,9 @@ fn a_valid_cookie_accepts_once_and_replays_and_other_addresses_are_refused() {
     let mut out = [0u8; 64];
     let nonce = 0xC0FF_EE00_0000_0001;
     let (mut client, hello) = first_hello(nonce, now);
-    let Ok(Incoming::Reply(n)) = listener.handle((now, wall), peer(0), &hello, &mut out) else {
+    let Ok(Incoming::Reply(n)) =
+        listener.handle(Timestamp { now, wall }, peer(0), &hello, &mut out)
+    else {
         panic!("no cookie");
     };
     client.handle_datagram(now, &out[..n]).unwrap();
@@ -141,24 +148,24 @@ fn a_valid_cookie_accepts_once_and_replays_and_other_addresses_are_refused() {
     assert_ne!(hello2, hello, "it carries the cookie");
 
     // A cookie for another address, or from another server, is not accepted.
-    let elsewhere = listener.handle((now, wall), peer(2), &hello2, &mut out);
+    let elsewhere = listener.handle(Timestamp { now, wall }, peer(2), &hello2, &mut out);
     assert!(matches!(elsewhere, Ok(Incoming::Reply(_))), "{elsewhere:?}");
     let mut other_server = Listener::new(config(), ServerProtection::generated());
-    let other = other_server.handle((now, wall), peer(0), &hello2, &mut out);
+    let other = other_server.handle(Timestamp { now, wall }, peer(0), &hello2, &mut out);
     assert!(matches!(other, Ok(Incoming::Reply(_))), "{other:?}");
     // Nor one whose nonce was changed.
     let mut renamed = hello2.clone();
     renamed[9] ^= 1;
-    let renamed = listener.handle((now, wall), peer(0), &renamed, &mut out);
+    let renamed = listener.handle(Timestamp { now, wall }, peer(0), &renamed, &mut out);
     assert!(matches!(renamed, Ok(Incoming::Reply(_))), "{renamed:?}");
     // Nor a stale one.
     let later = wall + Duration::from_secs(15);
-    let stale = listener.handle((now, later), peer(0), &hello2, &mut out);
+    let stale = listener.handle(Timestamp { now, wall: later }, peer(0), &hello2, &mut out);
     assert!(matches!(stale, Ok(Incoming::Reply(_))), "{stale:?}");
 
     // The real one: a connection, and an ACCEPT smaller than the HELLO.
     let Ok(Incoming::Accept(mut server, n)) =
-        listener.handle((now, wall), peer(0), &hello2, &mut out)
+        listener.handle(Timestamp { now, wall }, peer(0), &hello2, &mut out)
     else {
         panic!("the cookie round trip did not accept");
     };
@@ -171,7 +178,7 @@ fn a_valid_cookie_accepts_once_and_replays_and_other_addresses_are_refused() {
 
     // Replays of the accepted HELLO make nothing, from anywhere.
     for i in 0..10 {
-        let replay = listener.handle((now, wall), peer(0), &hello2, &mut out);
+        let replay = listener.handle(Timestamp { now, wall }, peer(0), &hello2, &mut out);
         assert!(
             matches!(replay, Ok(Incoming::Ignore)),
             "replay {i}: {replay:?}"

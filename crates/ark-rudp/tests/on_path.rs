@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use ark_rudp::{
     ClientProtection, CloseReason, Connection, Delivery, Event, Incoming, Listener, PacketError,
-    Refusal, RudpConfig, ServerProtection,
+    Refusal, RudpConfig, ServerProtection, Timestamp,
 };
 
 const SECRET: &[u8] = b"the attacker must not read this sentence";
@@ -48,7 +48,15 @@ fn handshake(
             break;
         };
         seen.push(hello.clone());
-        let answer = listener.handle((now, SystemTime::now()), peer(), hello, &mut out);
+        let answer = listener.handle(
+            Timestamp {
+                now,
+                wall: SystemTime::now(),
+            },
+            peer(),
+            hello,
+            &mut out,
+        );
         match answer {
             Ok(Incoming::Reply(n)) | Ok(Incoming::Accept(_, n)) => {
                 seen.push(out[..n].to_vec());
@@ -270,16 +278,28 @@ fn a_forged_answer_does_not_finish_the_handshake_and_the_real_one_still_does() {
     let mut listener = Listener::new(config, server_protection);
     let mut out = vec![0u8; util::BUF];
     let hello = transmit(&mut client, now).pop().unwrap();
-    let Ok(Incoming::Reply(n)) =
-        listener.handle((now, SystemTime::now()), peer(), &hello, &mut out)
-    else {
+    let Ok(Incoming::Reply(n)) = listener.handle(
+        Timestamp {
+            now,
+            wall: SystemTime::now(),
+        },
+        peer(),
+        &hello,
+        &mut out,
+    ) else {
         panic!("no cookie")
     };
     client.handle_datagram(now, &out[..n]).unwrap();
     let hello = transmit(&mut client, now).pop().unwrap();
-    let Ok(Incoming::Accept(_, n)) =
-        listener.handle((now, SystemTime::now()), peer(), &hello, &mut out)
-    else {
+    let Ok(Incoming::Accept(_, n)) = listener.handle(
+        Timestamp {
+            now,
+            wall: SystemTime::now(),
+        },
+        peer(),
+        &hello,
+        &mut out,
+    ) else {
         panic!("no accept")
     };
     let accept = out[..n].to_vec();

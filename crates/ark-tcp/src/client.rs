@@ -451,14 +451,14 @@ fn install<C: Framing, H: TcpHandler, S: SessionStream>(
         Some(shared.connect_timeout),
         (
             Some(source.clone()),
-            Pace::new(shared.config.rate_limits, (None, None), now),
+            Pace::new(shared.config.rate_limits, &Default::default(), now),
         ),
     );
     *shared.session() = Some(core.session_handle());
     let owner: Arc<dyn Owner<H>> = shared.clone();
     let member = shared.life.join(Some(source));
     let machine = crate::proto::machine::machine(core, tls);
-    let conn = driver::conn::conn(stream, machine, (owner, reactor.handle(), member), true);
+    let conn = driver::conn::conn(stream, machine, owner, reactor.handle(), member, true);
     let interest = mio::Interest::READABLE | mio::Interest::WRITABLE;
     if reactor.install(id, conn, interest).is_ok() {
         // A first turn arms the connect timeout even if the socket never becomes ready.

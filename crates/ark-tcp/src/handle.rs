@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use ark_reactor::{Mailbox, SourceRef};
+use ark_reactor::{EachWay, Mailbox, SourceRef};
 
 use crate::encode::{EncodeInto, append_parts};
 use crate::error::SendError;
@@ -73,11 +73,15 @@ impl TcpShared {
 
     /// Publishes the session's rates (see `SessionRate::measure`).
     #[inline]
-    pub(crate) fn set_rates(&self, (rate_in, rate_out, delay): (u64, u64, Option<Duration>)) {
-        let delay = delay.map_or(u64::MAX, |d| {
+    pub(crate) fn set_rates(&self, rates: EachWay, queue_delay: Option<Duration>) {
+        let delay = queue_delay.map_or(u64::MAX, |d| {
             u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
         });
-        for (slot, value) in self.rates.iter().zip([rate_in, rate_out, delay]) {
+        for (slot, value) in self
+            .rates
+            .iter()
+            .zip([rates.inbound, rates.outbound, delay])
+        {
             slot.store(value, Ordering::Relaxed);
         }
     }

@@ -456,13 +456,12 @@ where
         self.next = self.next.wrapping_add(1);
         let handler = (self.factory)(peer);
         let (codec, config, shared) = (self.codec.clone(), self.config.clone(), &self.shared);
-        let group = self.group.buckets();
         // The session goes in the registry under its lock, so it cannot close (and remove
         // itself) before it is in.
         let mut sessions = shared.sessions();
         let make = |id| -> Box<dyn Handler> {
             let source = SourceRef::new(target.clone(), id);
-            let pace = Pace::new(config.rate_limits, group, now);
+            let pace = Pace::new(config.rate_limits, &self.group, now);
             let core = SessionCore::new(
                 handler,
                 codec,
@@ -476,7 +475,7 @@ where
             let owner: Arc<dyn Owner<H>> = shared.clone();
             let member = shared.life.join(Some(source));
             let machine = crate::proto::machine::machine(core, tls);
-            driver::conn::conn(stream, machine, (owner, target.clone(), member), false)
+            driver::conn::conn(stream, machine, owner, target.clone(), member, false)
         };
         let interest = mio::Interest::READABLE | mio::Interest::WRITABLE;
         if target.insert_with(make, interest).is_none() {

@@ -80,4 +80,4 @@ pub use error::{ConfigError, TlsError};
 pub use pki::{GenerateError, Pki, Validity};
 pub use rustls;
 pub use rustls::pki_types::{CertificateDer, ServerName};
-pub use session::{OUTGOING_LIMIT, PlaintextSink, TlsInfo, TlsSession, describe};
+pub use session::{Negotiated, OUTGOING_LIMIT, PlaintextSink, TlsInfo, TlsSession, describe};

@@ -32,10 +32,19 @@ pub struct TlsInfo {
     pub resumed: bool,
 }
 
-/// The negotiated protocol version (`"TLSv1.3"`, `"TLSv1.2"`) and cipher suite (IANA name) of
-/// any rustls connection, as [`TlsInfo`] names them: for programs that drive rustls
-/// themselves (a tokio-rustls peer, say) and report the same way.
-pub fn describe(state: &rustls::CommonState) -> (String, String) {
+/// What a rustls connection negotiated, named as [`TlsInfo`] names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Negotiated {
+    /// The protocol version: `"TLSv1.3"`, `"TLSv1.2"`.
+    pub version: String,
+    /// The cipher suite's IANA name (empty before the handshake chose one).
+    pub cipher_suite: String,
+}
+
+/// The negotiated protocol version and cipher suite of any rustls connection, as [`TlsInfo`]
+/// names them: for programs that drive rustls themselves (a tokio-rustls peer, say) and
+/// report the same way.
+pub fn describe(state: &rustls::CommonState) -> Negotiated {
     let version = match state.protocol_version() {
         Some(rustls::ProtocolVersion::TLSv1_3) => "TLSv1.3".to_string(),
         Some(rustls::ProtocolVersion::TLSv1_2) => "TLSv1.2".to_string(),
@@ -49,7 +58,10 @@ pub fn describe(state: &rustls::CommonState) -> (String, String) {
                 .map_or_else(|| format!("{id:?}"), str::to_string)
         })
         .unwrap_or_default();
-    (version, cipher_suite)
+    Negotiated {
+        version,
+        cipher_suite,
+    }
 }
 
 /// Where a session's plaintext goes: the session core of the transport above.
@@ -302,7 +314,10 @@ impl TlsSession {
     }
 
     fn negotiated(&self) -> TlsInfo {
-        let (version, cipher_suite) = describe(&self.conn);
+        let Negotiated {
+            version,
+            cipher_suite,
+        } = describe(&self.conn);
         let server_name = match &self.conn {
             rustls::Connection::Server(server) => server.server_name().map(str::to_string),
             rustls::Connection::Client(_) => None,

@@ -10,7 +10,7 @@ use ark_tcp::{Reconnect, TcpClient, TcpClientHandle, TcpStats};
 use tungstenite::client::IntoClientRequest;
 
 use crate::config::WsConfig;
-use crate::driver::conn::{ClientOf, WsConn};
+use crate::driver::conn::{ClientOf, WsConn, WsOwner};
 use crate::error::SendError;
 use crate::handle::{CurrentSession, WsSessionHandle, WsShared};
 use crate::handler::WsHandler;
@@ -194,7 +194,14 @@ impl WsClientBuilder {
             request,
             final_status: self.final_status,
         };
-        let conn = WsConn::client((config, counters.clone()), handler, client_of);
+        let conn = WsConn::client(
+            WsOwner {
+                config,
+                counters: counters.clone(),
+            },
+            handler,
+            client_of,
+        );
         let inner = tcp.connect(addr, conn)?;
         Ok(WsClientHandle {
             inner,

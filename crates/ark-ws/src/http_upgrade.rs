@@ -4,13 +4,11 @@
 //! handler that takes the connection over; with the cargo feature `http`, [`upgrade`] does it
 //! all for an ark-http route.
 
-use std::sync::Arc;
-
 use tungstenite::handshake::derive_accept_key;
 use tungstenite::http::{self, HeaderName, HeaderValue};
 
 use crate::config::WsConfig;
-use crate::driver::conn::WsConn;
+use crate::driver::conn::{WsConn, WsOwner};
 use crate::error::UpgradeRequest;
 use crate::handler::WsHandler;
 use crate::proto::deflate;
@@ -175,9 +173,9 @@ impl<H: WsHandler> WsUpgrade<H> {
             response.push(("sec-websocket-extensions", answer));
             agreed
         });
-        let owner = (Arc::new(config), Arc::default());
+        let owner = WsOwner::of(config);
         Ok(WsUpgrade {
-            conn: WsConn::upgraded((request, agreed), owner, handler, None),
+            conn: WsConn::upgraded(request, agreed, owner, handler, None),
             headers: response,
         })
     }

@@ -76,8 +76,6 @@ mod stats;
 /// Entry points for the fuzz targets (`crates/ark-ws/fuzz`); not a stable API.
 #[doc(hidden)]
 pub mod fuzzing {
-    use std::sync::Arc;
-
     use crate::{WsConfig, WsHandler};
 
     /// The server side of one WebSocket connection as the ark-tcp handler the server runs,
@@ -88,7 +86,11 @@ pub mod fuzzing {
     ) -> (impl ark_tcp::TcpHandler, ark_tcp::TcpConfig) {
         let session = config.session_config();
         (
-            crate::driver::conn::WsConn::server((Arc::new(config), Arc::default()), handler, None),
+            crate::driver::conn::WsConn::server(
+                crate::driver::conn::WsOwner::of(config),
+                handler,
+                None,
+            ),
             session,
         )
     }
@@ -114,7 +116,7 @@ pub mod fuzzing {
             request,
             final_status: crate::refusal_is_final,
         };
-        let owner = (Arc::new(config), Arc::default());
+        let owner = crate::driver::conn::WsOwner::of(config);
         let conn = crate::driver::conn::WsConn::client(owner, handler, client_of);
         Ok((conn, session))
     }

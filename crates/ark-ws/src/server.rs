@@ -10,7 +10,7 @@ use ark_reactor::{RateLimitError, RateLimits, ReactorConfig, Runtime};
 use ark_tcp::{AcceptLimits, TcpServer, TcpServerHandle, TcpStats};
 
 use crate::config::{UpgradeHook, WsConfig};
-use crate::driver::conn::{Registry, WsConn};
+use crate::driver::conn::{Registry, WsConn, WsOwner};
 use crate::error::UpgradeRequest;
 use crate::handle::WsSessionHandle;
 use crate::handler::WsHandler;
@@ -214,7 +214,11 @@ impl WsServerBuilder {
         }
         let registry = Registry::default();
         let counters = Arc::new(WsCounters::default());
-        let (r, owner) = (registry.clone(), (config.clone(), counters.clone()));
+        let owner = WsOwner {
+            config: config.clone(),
+            counters: counters.clone(),
+        };
+        let r = registry.clone();
         let inner =
             tcp.start(move |peer| WsConn::server(owner.clone(), factory(peer), Some(r.clone())))?;
         Ok(WsServerHandle {

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use ark_rudp::{
     ClientProtection, Connection, Delivery, Fec, Incoming, Listener, RudpConfig, ServerProtection,
+    Timestamp,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -26,7 +27,15 @@ fn pair(
     let (mut buf, mut reply) = (vec![0u8; 2048], vec![0u8; 64]);
     for _ in 0..2 {
         let n = client.poll_transmit(now, &mut buf).expect("hello");
-        match listener.handle((now, SystemTime::now()), peer, &buf[..n], &mut reply) {
+        match listener.handle(
+            Timestamp {
+                now,
+                wall: SystemTime::now(),
+            },
+            peer,
+            &buf[..n],
+            &mut reply,
+        ) {
             Ok(Incoming::Reply(r)) => client.handle_datagram(now, &reply[..r]).expect("cookie"),
             Ok(Incoming::Accept(server, r)) => {
                 client.handle_datagram(now, &reply[..r]).expect("accept");
@@ -92,7 +101,15 @@ fuzz_target!(|input: &[u8]| {
             0 => server.handle_datagram(now, &sealed(&server)),
             1 => client.handle_datagram(now, &sealed(&client)),
             _ => listener
-                .handle((now, SystemTime::now()), peer, datagram, &mut buf)
+                .handle(
+                    Timestamp {
+                        now,
+                        wall: SystemTime::now(),
+                    },
+                    peer,
+                    datagram,
+                    &mut buf,
+                )
                 .map(|_| ()),
         };
         let _ = client.send(&datagram[..n.min(3000)], Delivery::Ordered);

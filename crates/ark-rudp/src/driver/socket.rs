@@ -16,6 +16,7 @@ use crate::handler::{
 };
 use crate::proto::connection::{CloseReason, Connection, Event, RateGroup, RudpStats};
 use crate::proto::endpoint::{Endpoint, EndpointEntry, Io, Replacement, Routed};
+use crate::proto::listener::Timestamp;
 
 /// Makes a new session's handler.
 pub(crate) type Factory<H> = Box<dyn FnMut(SocketAddr) -> H + Send>;
@@ -160,7 +161,10 @@ impl<H: RudpHandler> Driver<H> {
         (peer, now): (SocketAddr, Instant),
         datagram: &[u8],
     ) {
-        let at = (now, SystemTime::now());
+        let at = Timestamp {
+            now,
+            wall: SystemTime::now(),
+        };
         let listen = match self.endpoint.replacement(at, peer, datagram) {
             Replacement::Refuse => return,
             // A session that ended and lingers (answering or repeating a CLOSE) gives way to

@@ -9,11 +9,10 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
 
 use crate::config::RudpConfig;
 use crate::proto::connection::{Connection, RudpStats};
-use crate::proto::listener::{Incoming, Listener, Refusal};
+use crate::proto::listener::{Incoming, Listener, Refusal, Timestamp};
 use crate::proto::packet::{self, KIND_HELLO, Packet, PacketError};
 
 /// Where a reply is written, and what makes a new connection's entry (from its peer's address
@@ -187,7 +186,7 @@ impl<E: EndpointEntry> Endpoint<E> {
     /// [`Replacement`]); counts a refused replacement.
     pub fn replacement(
         &mut self,
-        (now, wall): (Instant, SystemTime),
+        Timestamp { now, wall }: Timestamp,
         peer: SocketAddr,
         datagram: &[u8],
     ) -> Replacement {
@@ -229,7 +228,7 @@ impl<E: EndpointEntry> Endpoint<E> {
     /// has an entry.
     pub fn route(
         &mut self,
-        (now, wall): (Instant, SystemTime),
+        Timestamp { now, wall }: Timestamp,
         peer: SocketAddr,
         datagram: &[u8],
         (out, make): Io<'_, E>,
@@ -237,14 +236,14 @@ impl<E: EndpointEntry> Endpoint<E> {
         if let Some(entry) = self.entries.get_mut(&peer) {
             return Routed::Connection(entry.connection_mut().handle_datagram(now, datagram));
         }
-        self.listen((now, wall), peer, datagram, (out, make))
+        self.listen(Timestamp { now, wall }, peer, datagram, (out, make))
     }
 
     /// A datagram for the listener (from an address without a connection, or
     /// [`Replacement::Listen`]): the stateless handshake, within the limits.
     pub fn listen(
         &mut self,
-        (now, wall): (Instant, SystemTime),
+        Timestamp { now, wall }: Timestamp,
         peer: SocketAddr,
         datagram: &[u8],
         (out, make): Io<'_, E>,
@@ -263,7 +262,7 @@ impl<E: EndpointEntry> Endpoint<E> {
         let Some(listener) = self.listener.as_mut() else {
             return Routed::Dropped;
         };
-        match listener.handle((now, wall), peer, datagram, out) {
+        match listener.handle(Timestamp { now, wall }, peer, datagram, out) {
             Ok(Incoming::Reply(n)) => Routed::Reply(n),
             Ok(Incoming::Accept(conn, n)) => {
                 let entry = make(peer, *conn);

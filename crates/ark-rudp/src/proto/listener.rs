@@ -20,6 +20,16 @@ use crate::proto::protection::ServerProtection;
 /// Nonces remembered against replays.
 const REMEMBERED: usize = 65_536;
 
+/// One instant by both clocks: `now` for deadlines, `wall` (the system clock) for what a
+/// restarted server must still judge the same way (its cookies' and handshakes' ages).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timestamp {
+    /// The monotonic clock.
+    pub now: Instant,
+    /// The system clock at the same instant.
+    pub wall: SystemTime,
+}
+
 /// What to do with a datagram from an address without a connection.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -93,7 +103,7 @@ impl Listener {
     /// The datagram was not understood.
     pub fn handle(
         &mut self,
-        (now, wall): (Instant, SystemTime),
+        Timestamp { now, wall }: Timestamp,
         peer: SocketAddr,
         datagram: &[u8],
         out: &mut [u8],

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 use ark_link::{Conditioner, GilbertElliott, LinkConfig};
 use ark_rudp::{
     ClientProtection, Connection, Delivery, Event, Incoming, Listener, RudpConfig, RudpStats,
-    SendError, ServerProtection,
+    SendError, ServerProtection, Timestamp,
 };
 
 /// A client protection pinning a key of its own (a client that never finds its server).
@@ -230,7 +230,7 @@ impl Sim {
         let wall = self.wall0 + (now - self.start);
         match self
             .listener
-            .handle((now, wall), client_addr(), d, &mut self.buf)
+            .handle(Timestamp { now, wall }, client_addr(), d, &mut self.buf)
         {
             Ok(Incoming::Reply(n)) => {
                 assert!(n < d.len(), "a COOKIE is smaller than the HELLO");

@@ -49,7 +49,9 @@ pub(crate) struct Conn<C: Framing, H: TcpHandler, S> {
 pub(crate) fn conn<C: Framing, H: TcpHandler, S: SessionStream>(
     stream: S,
     machine: SessionMachine<C, H>,
-    (owner, reactor, member): (Arc<dyn Owner<H>>, ReactorHandle, Member),
+    owner: Arc<dyn Owner<H>>,
+    reactor: ReactorHandle,
+    member: Member,
     outgoing: bool,
 ) -> Box<dyn Handler> {
     Box::new(Conn {

@@ -726,7 +726,7 @@ impl<C: Framing, H: TcpHandler> SessionCore<C, H> {
         let tally = std::mem::take(&mut self.link.tally);
         self.handle.count(&tally);
         let rates = self.link.rate.measure(self.link.now, self.link.queue.len());
-        self.handle.set_rates(rates);
+        self.handle.set_rates(rates.rates, rates.queue_delay);
         tally
     }
 

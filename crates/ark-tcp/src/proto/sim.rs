@@ -110,7 +110,7 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
     fn core_of(handler: H, codec: C, config: TcpConfig, now: Instant) -> SessionCore<C, H> {
         let info = SessionInfo::without_socket(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
         let config = Arc::new(config.normalized());
-        let pace = ark_reactor::Pace::new(config.rate_limits, (None, None), now);
+        let pace = ark_reactor::Pace::new(config.rate_limits, &Default::default(), now);
         SessionCore::new(handler, codec, config, info, now, None, (None, pace))
     }
 

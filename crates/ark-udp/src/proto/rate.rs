@@ -8,10 +8,9 @@
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Instant;
 
-use ark_reactor::{GroupBucket, Pace, RateLimits, RateWindow, queue_delay};
+use ark_reactor::{EachWay, Pace, RateLimits, RateWindow, queue_delay};
 
 use crate::proto::batch::SendBatch;
 use crate::stats::UdpSessionStats;
@@ -73,11 +72,7 @@ struct Limited {
 }
 
 impl Limited {
-    fn new(
-        limits: RateLimits,
-        group: (Option<Arc<GroupBucket>>, Option<Arc<GroupBucket>>),
-        now: Instant,
-    ) -> Box<Limited> {
+    fn new(limits: RateLimits, group: &Group, now: Instant) -> Box<Limited> {
         Box::new(Limited {
             pace: Pace::new(limits, group, now),
             own: limits,
@@ -138,7 +133,7 @@ impl SessionRate {
     pub(crate) fn new(limits: RateLimits, group: &Group, now: Instant) -> SessionRate {
         let any = limits != RateLimits::default() || group.is_limited();
         SessionRate {
-            limited: any.then(|| Limited::new(limits, group.buckets(), now)),
+            limited: any.then(|| Limited::new(limits, group, now)),
             ..SessionRate::default()
         }
     }
@@ -195,7 +190,7 @@ impl SessionRate {
     pub(crate) fn delivered(&mut self, len: usize, now: Instant) {
         self.datagrams_in += 1;
         self.bytes_in += len as u64;
-        self.window.record((self.bytes_in, self.bytes_out), now);
+        self.window.record(self.totals(), now);
     }
 
     /// `datagrams` of `bytes` in all went into the socket's send queue.
@@ -203,7 +198,7 @@ impl SessionRate {
     fn sent(&mut self, datagrams: u64, bytes: usize, now: Instant) {
         self.datagrams_out += datagrams;
         self.bytes_out += bytes as u64;
-        self.window.record((self.bytes_in, self.bytes_out), now);
+        self.window.record(self.totals(), now);
     }
 
     /// Whether a client's or cast socket's session may read, and how many slots: as many as
@@ -351,7 +346,7 @@ impl SessionRate {
     ) -> Released {
         let Some(limited) = self.limited.as_mut() else {
             if limits != RateLimits::default() {
-                self.limited = Some(Limited::new(limits, (None, None), now));
+                self.limited = Some(Limited::new(limits, &Group::default(), now));
             }
             return Released::default();
         };
@@ -368,9 +363,20 @@ impl SessionRate {
         self.release(now, out)
     }
 
+    /// Bytes received and sent so far.
+    fn totals(&self) -> EachWay {
+        EachWay {
+            inbound: self.bytes_in,
+            outbound: self.bytes_out,
+        }
+    }
+
     /// The session's counters and rates at `now`.
     pub(crate) fn stats(&mut self, now: Instant) -> UdpSessionStats {
-        let (in_rate, out_rate) = self.window.record((self.bytes_in, self.bytes_out), now);
+        let EachWay {
+            inbound: in_rate,
+            outbound: out_rate,
+        } = self.window.record(self.totals(), now);
         let waiting = self.held_bytes() as u64;
         let limits = self.limits();
         let (rate_dropped, rate_delayed, read_pauses) =

@@ -24,6 +24,23 @@ use crate::stats::{WsCounters, WsStats};
 /// The open sessions of a server, by id.
 pub(crate) type Registry = Arc<Mutex<HashMap<u64, WsSessionHandle>>>;
 
+/// What every session of one server or client shares: its settings and its counters.
+#[derive(Clone)]
+pub(crate) struct WsOwner {
+    pub(crate) config: Arc<WsConfig>,
+    pub(crate) counters: Arc<WsCounters>,
+}
+
+impl WsOwner {
+    /// A lone session's owner (no server or client counts it): `config` and fresh counters.
+    pub(crate) fn of(config: WsConfig) -> WsOwner {
+        WsOwner {
+            config: Arc::new(config),
+            counters: Arc::default(),
+        }
+    }
+}
+
 /// A close frame's code and reason, as sent or received.
 type CloseInfo = (Option<CloseCode>, String);
 
@@ -246,12 +263,8 @@ pub(crate) struct WsConn<H> {
 }
 
 impl<H: WsHandler> WsConn<H> {
-    fn new(
-        state: State,
-        handler: H,
-        (config, counters): (Arc<WsConfig>, Arc<WsCounters>),
-        shared: Arc<WsShared>,
-    ) -> Self {
+    fn new(state: State, handler: H, owner: WsOwner, shared: Arc<WsShared>) -> Self {
+        let WsOwner { config, counters } = owner;
         WsConn {
             counters,
             tally: WsStats::default(),
@@ -274,11 +287,8 @@ impl<H: WsHandler> WsConn<H> {
         }
     }
 
-    pub(crate) fn server(
-        (config, counters): (Arc<WsConfig>, Arc<WsCounters>),
-        handler: H,
-        registry: Option<Registry>,
-    ) -> Self {
+    pub(crate) fn server(owner: WsOwner, handler: H, registry: Option<Registry>) -> Self {
+        let config = owner.config.clone();
         let slot = Arc::new(Mutex::new(None));
         let accept = Accept {
             config: config.clone(),
@@ -294,7 +304,7 @@ impl<H: WsHandler> WsConn<H> {
             _ => State::Done,
         };
         let shared = WsShared::new(config.write_buffer_limit);
-        let mut conn = Self::new(state, handler, (config, counters), shared);
+        let mut conn = Self::new(state, handler, owner, shared);
         conn.slot = slot;
         conn.registry = registry;
         conn
@@ -303,11 +313,13 @@ impl<H: WsHandler> WsConn<H> {
     /// The server side of a connection whose handshake an HTTP server answered (`request`
     /// is the upgrade request): it opens as soon as it runs.
     pub(crate) fn upgraded(
-        (request, agreed): (UpgradeRequest, Option<Agreed>),
-        (config, counters): (Arc<WsConfig>, Arc<WsCounters>),
+        request: UpgradeRequest,
+        agreed: Option<Agreed>,
+        owner: WsOwner,
         handler: H,
         registry: Option<Registry>,
     ) -> Self {
+        let config = owner.config.clone();
         let ws = WebSocket::from_raw_socket(
             MemStream::default(),
             tungstenite::protocol::Role::Server,
@@ -315,19 +327,15 @@ impl<H: WsHandler> WsConn<H> {
         );
         let shared = WsShared::new(config.write_buffer_limit);
         let state = State::Upgraded(Some(Box::new(ws)));
-        let mut conn = Self::new(state, handler, (config, counters), shared);
+        let mut conn = Self::new(state, handler, owner, shared);
         conn.request = Some(request);
         conn.agreed = agreed;
         conn.registry = registry;
         conn
     }
 
-    pub(crate) fn client(
-        (config, counters): (Arc<WsConfig>, Arc<WsCounters>),
-        handler: H,
-        mut client_of: ClientOf,
-    ) -> Self {
-        if let Some(offer) = deflate::client_offer(&config)
+    pub(crate) fn client(owner: WsOwner, handler: H, mut client_of: ClientOf) -> Self {
+        if let Some(offer) = deflate::client_offer(&owner.config)
             && let Ok(value) = offer.parse()
         {
             client_of
@@ -339,7 +347,7 @@ impl<H: WsHandler> WsConn<H> {
         let mut conn = Self::new(
             State::ClientPending(Some(Box::new(request))),
             handler,
-            (config, counters),
+            owner,
             client_of.current.get(),
         );
         conn.client_of = Some(client_of);

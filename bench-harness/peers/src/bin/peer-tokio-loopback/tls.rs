@@ -205,8 +205,8 @@ async fn open(
         .connect(target.name.clone(), stream)
         .await?;
     let session = tls.get_ref().1;
-    let (version, suite) = ark_tls::describe(session);
-    core.note_tls(&version, &suite);
+    let negotiated = ark_tls::describe(session);
+    core.note_tls(&negotiated.version, &negotiated.cipher_suite);
     core.on_connected(
         session.handshake_kind() == Some(tokio_rustls::rustls::HandshakeKind::Resumed),
     );

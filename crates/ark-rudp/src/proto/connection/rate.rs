@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use ark_reactor::{
-    Direction, GroupLimits, Pace, RateLimitError, RateLimits, RateWindow, queue_delay,
+    Direction, EachWay, GroupLimits, Pace, RateLimitError, RateLimits, RateWindow, queue_delay,
 };
 
 use super::Connection;
@@ -146,7 +146,7 @@ pub(super) struct Rates {
     fragment: usize,
     window: RateWindow,
     /// Bytes a second over the last whole second: received, sent.
-    rates: (u64, u64),
+    rates: EachWay,
     /// Writes share a group's bucket.
     write_group: bool,
     /// The group's read bucket, if reads share one.
@@ -161,7 +161,7 @@ impl Rates {
     pub(super) fn new(config: &RudpConfig, now: Instant, nonce: u64) -> Rates {
         let limits = config.clamp_limits(config.rate_limits);
         Rates {
-            pace: Pace::new(limits, (None, None), now),
+            pace: Pace::new(limits, &GroupLimits::default(), now),
             limits,
             write_wake: None,
             read_wake: None,
@@ -169,7 +169,7 @@ impl Rates {
             // The larger of the two suffixes (an encrypted session's tag).
             fragment: config.mtu + DATA_HEADER + TAG_LEN,
             window: RateWindow::default(),
-            rates: (0, 0),
+            rates: EachWay::default(),
             write_group: false,
             share: None,
             draw: nonce,
@@ -233,17 +233,16 @@ impl Connection {
     /// connection's own. Its own buckets start full again: call it before traffic.
     pub fn set_rate_group(&mut self, group: &RateGroup, now: Instant) {
         let r = &mut self.rates;
-        let (read, write) = group.limits.buckets();
-        r.write_group = write.is_some();
-        r.share = read.as_ref().map(|bucket| Share {
-            bucket: Pace::new(RateLimits::default(), (Some(bucket.clone()), None), now).read,
+        r.write_group = group.limits.limits_write();
+        r.share = group.limits.limits_read().then(|| Share {
+            bucket: Pace::new(RateLimits::default(), &group.limits.read_only(), now).read,
             readers: group.readers.clone(),
             counted: false,
             last_data: now,
         });
         // The group's read window goes to the peer at the next transmit.
         self.ack_pending |= r.share.is_some();
-        r.pace = Pace::new(r.limits, (read, write), now);
+        r.pace = Pace::new(r.limits, &group.limits, now);
         r.write_wake = None;
     }
 
@@ -300,7 +299,10 @@ impl Connection {
         if self.rates.paces_writes() {
             self.rates.pace.write.spend(len);
         }
-        let totals = (self.stats.bytes_received, self.stats.bytes_sent);
+        let totals = EachWay {
+            inbound: self.stats.bytes_received,
+            outbound: self.stats.bytes_sent,
+        };
         self.rates.rates = self.rates.window.record(totals, now);
     }
 
@@ -319,7 +321,10 @@ impl Connection {
                 }
             }
         }
-        let totals = (self.stats.bytes_received, self.stats.bytes_sent);
+        let totals = EachWay {
+            inbound: self.stats.bytes_received,
+            outbound: self.stats.bytes_sent,
+        };
         r.rates = r.window.record(totals, now);
     }
 
@@ -373,14 +378,15 @@ impl Connection {
 
     /// The rates and the send queue's delay, into `stats`.
     pub(super) fn rate_stats(&self, stats: &mut RudpStats) {
-        (stats.receive_rate, stats.send_rate) = self.rates.rates;
+        (stats.receive_rate, stats.send_rate) =
+            (self.rates.rates.inbound, self.rates.rates.outbound);
         let unreliable: usize = self.unreliable.iter().map(|(_, m)| m.len()).sum();
         let queued = (self.send.unsent_bytes + unreliable) as u64;
         let rate = self
             .rates
             .limits
             .write
-            .map_or(self.rates.rates.1, |l| l.bytes_per_second);
+            .map_or(self.rates.rates.outbound, |l| l.bytes_per_second);
         stats.send_queue_delay = queue_delay(queued, rate);
     }
 }

@@ -61,7 +61,10 @@ impl Fixture {
         let mut last = Routed::Dropped;
         for _ in 0..2 {
             let n = client.poll_transmit(now, &mut buf).expect("a HELLO");
-            let at = (now, self.wall);
+            let at = Timestamp {
+                now,
+                wall: self.wall,
+            };
             let d = &buf[..n];
             last = match self.endpoint.replacement(at, peer, d) {
                 Replacement::Refuse => return (Routed::Dropped, client),
@@ -99,9 +102,12 @@ fn a_handshake_makes_one_entry_and_its_datagrams_go_to_it() {
     let mut buf = vec![0u8; 2048];
     let mut out = vec![0u8; 64];
     while let Some(n) = client.poll_transmit(now, &mut buf) {
-        let routed = f
-            .endpoint
-            .route((now, f.wall), peer, &buf[..n], (&mut out, &mut make));
+        let routed = f.endpoint.route(
+            Timestamp { now, wall: f.wall },
+            peer,
+            &buf[..n],
+            (&mut out, &mut make),
+        );
         assert!(matches!(routed, Routed::Connection(Ok(()))), "{routed:?}");
     }
     let entry = f.endpoint.get_mut(&peer).unwrap();
@@ -152,9 +158,12 @@ fn an_on_path_attacker_cannot_replace_a_live_session_and_a_restarted_client_can(
     let mut attacker = Connection::client(Arc::new(RudpConfig::default()), now, 666, protection);
     let (mut buf, mut out) = (vec![0u8; 2048], vec![0u8; 2048]);
     let n = attacker.poll_transmit(now, &mut buf).unwrap();
-    let routed = f
-        .endpoint
-        .route((now, f.wall), peer, &buf[..n], (&mut out, &mut make));
+    let routed = f.endpoint.route(
+        Timestamp { now, wall: f.wall },
+        peer,
+        &buf[..n],
+        (&mut out, &mut make),
+    );
     let Routed::Reply(r) = routed else {
         panic!("{routed:?}")
     };
@@ -164,7 +173,10 @@ fn an_on_path_attacker_cannot_replace_a_live_session_and_a_restarted_client_can(
     // ...then completes a handshake of its own with it: the live session stays.
     let later = now + Duration::from_millis(500);
     let n = attacker.poll_transmit(later, &mut buf).unwrap();
-    let at = (later, f.wall);
+    let at = Timestamp {
+        now: later,
+        wall: f.wall,
+    };
     assert_eq!(
         f.endpoint.replacement(at, peer, &buf[..n]),
         Replacement::Refuse

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use ark_reactor::{Pace, RateLimits, RateWindow};
+use ark_reactor::{EachWay, Pace, RateLimits, RateWindow};
 
 /// A session's rate limits and measured rates.
 #[derive(Debug)]
@@ -22,7 +22,7 @@ pub(crate) struct SessionRate {
     deadline: Option<Instant>,
     /// Bytes a second each way over the last whole second, and the totals they come from.
     window: RateWindow,
-    totals: (u64, u64),
+    totals: EachWay,
 }
 
 impl SessionRate {
@@ -34,7 +34,7 @@ impl SessionRate {
             read_starved: false,
             deadline: None,
             window: RateWindow::default(),
-            totals: (0, 0),
+            totals: EachWay::default(),
         }
     }
 
@@ -77,7 +77,7 @@ impl SessionRate {
 
     /// `n` bytes were read at `now`; a spent budget stops reading until it comes back.
     pub(crate) fn spend_read(&mut self, n: usize, now: Instant) {
-        self.totals.0 += n as u64;
+        self.totals.inbound += n as u64;
         if self.read_budget != usize::MAX {
             self.read_budget = self.read_budget.saturating_sub(n);
             self.pace.read.spend(n);
@@ -114,7 +114,7 @@ impl SessionRate {
     /// `n` bytes were written; with `left` bytes still queued, a spent budget sets the
     /// deadline at which writing may go on.
     pub(crate) fn spend_write(&mut self, n: usize, left: usize, now: Instant) {
-        self.totals.1 += n as u64;
+        self.totals.outbound += n as u64;
         if self.write_budget == usize::MAX {
             return;
         }
@@ -130,11 +130,20 @@ impl SessionRate {
 
     /// Bytes a second each way over the last whole second, and the send queue's delay at the
     /// rate bytes leave now (`queued` bytes).
-    pub(crate) fn measure(&mut self, now: Instant, queued: usize) -> (u64, u64, Option<Duration>) {
-        let (rate_in, rate_out) = self.window.record(self.totals, now);
-        let delay = ark_reactor::queue_delay(queued as u64, rate_out);
-        (rate_in, rate_out, delay)
+    pub(crate) fn measure(&mut self, now: Instant, queued: usize) -> Measured {
+        let rates = self.window.record(self.totals, now);
+        Measured {
+            rates,
+            queue_delay: ark_reactor::queue_delay(queued as u64, rates.outbound),
+        }
     }
+}
+
+/// A session's rates, for its handles: bytes a second each way over the last whole second,
+/// and how long what is queued waits at the rate bytes leave now.
+pub(crate) struct Measured {
+    pub(crate) rates: EachWay,
+    pub(crate) queue_delay: Option<Duration>,
 }
 
 fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
