@@ -132,6 +132,13 @@ fn one_hundred_peers_open_sessions_that_expire() {
     let server = UdpServer::builder()
         .bind("127.0.0.1:0")
         .session_expiry(Some(Duration::from_millis(150)))
+        // 100 peers open with 2 datagrams each at once: 200 datagrams on the server's socket,
+        // and more as echoes come back. The kernel charges each datagram its buffer, not its
+        // payload: a default 208 KiB receive buffer holds 256 datagrams of 64 B (measured on
+        // Linux 6.18), so it could overflow while a loaded machine's server thread waits to
+        // run, and a Pinger whose datagram was dropped never finishes (a clean-clone CI run's
+        // portable stage timed out here once).
+        .socket_buffers(None, Some(2 << 20))
         .start(move |_| e.clone())
         .unwrap();
     let pool = Arc::new(
