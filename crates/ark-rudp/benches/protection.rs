@@ -49,15 +49,7 @@ impl Pair {
             let Some(n) = client.poll_transmit(now, &mut buf) else {
                 continue;
             };
-            match listener.handle(
-                Timestamp {
-                    now,
-                    wall: SystemTime::now(),
-                },
-                peer,
-                &buf[..n],
-                &mut reply,
-            ) {
+            match listener.handle(at(now), peer, &buf[..n], &mut reply) {
                 Ok(Incoming::Reply(n)) => client.handle_datagram(now, &reply[..n]).ok(),
                 Ok(Incoming::Accept(server, n)) => {
                     client.handle_datagram(now, &reply[..n]).ok();
@@ -122,3 +114,11 @@ fn protection(c: &mut Criterion) {
 
 criterion_group!(benches, protection);
 criterion_main!(benches);
+
+/// `now` by both clocks (the system clock read now).
+fn at(now: Instant) -> Timestamp {
+    Timestamp {
+        now,
+        wall: SystemTime::now(),
+    }
+}

@@ -48,15 +48,7 @@ fn handshake(
             break;
         };
         seen.push(hello.clone());
-        let answer = listener.handle(
-            Timestamp {
-                now,
-                wall: SystemTime::now(),
-            },
-            peer(),
-            hello,
-            &mut out,
-        );
+        let answer = listener.handle(at(now), peer(), hello, &mut out);
         match answer {
             Ok(Incoming::Reply(n)) | Ok(Incoming::Accept(_, n)) => {
                 seen.push(out[..n].to_vec());
@@ -278,28 +270,12 @@ fn a_forged_answer_does_not_finish_the_handshake_and_the_real_one_still_does() {
     let mut listener = Listener::new(config, server_protection);
     let mut out = vec![0u8; util::BUF];
     let hello = transmit(&mut client, now).pop().unwrap();
-    let Ok(Incoming::Reply(n)) = listener.handle(
-        Timestamp {
-            now,
-            wall: SystemTime::now(),
-        },
-        peer(),
-        &hello,
-        &mut out,
-    ) else {
+    let Ok(Incoming::Reply(n)) = listener.handle(at(now), peer(), &hello, &mut out) else {
         panic!("no cookie")
     };
     client.handle_datagram(now, &out[..n]).unwrap();
     let hello = transmit(&mut client, now).pop().unwrap();
-    let Ok(Incoming::Accept(_, n)) = listener.handle(
-        Timestamp {
-            now,
-            wall: SystemTime::now(),
-        },
-        peer(),
-        &hello,
-        &mut out,
-    ) else {
+    let Ok(Incoming::Accept(_, n)) = listener.handle(at(now), peer(), &hello, &mut out) else {
         panic!("no accept")
     };
     let accept = out[..n].to_vec();
@@ -393,4 +369,12 @@ fn a_live_session_cannot_be_replaced_by_a_new_handshake_from_its_address() {
         server.is_replaceable(now + 2 * keep_alive),
         "a silent one gives way"
     );
+}
+
+/// `now` by both clocks (the system clock read now).
+fn at(now: Instant) -> Timestamp {
+    Timestamp {
+        now,
+        wall: SystemTime::now(),
+    }
 }

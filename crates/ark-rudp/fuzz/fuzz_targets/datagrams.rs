@@ -27,15 +27,7 @@ fn pair(
     let (mut buf, mut reply) = (vec![0u8; 2048], vec![0u8; 64]);
     for _ in 0..2 {
         let n = client.poll_transmit(now, &mut buf).expect("hello");
-        match listener.handle(
-            Timestamp {
-                now,
-                wall: SystemTime::now(),
-            },
-            peer,
-            &buf[..n],
-            &mut reply,
-        ) {
+        match listener.handle(at(now), peer, &buf[..n], &mut reply) {
             Ok(Incoming::Reply(r)) => client.handle_datagram(now, &reply[..r]).expect("cookie"),
             Ok(Incoming::Accept(server, r)) => {
                 client.handle_datagram(now, &reply[..r]).expect("accept");
@@ -101,15 +93,7 @@ fuzz_target!(|input: &[u8]| {
             0 => server.handle_datagram(now, &sealed(&server)),
             1 => client.handle_datagram(now, &sealed(&client)),
             _ => listener
-                .handle(
-                    Timestamp {
-                        now,
-                        wall: SystemTime::now(),
-                    },
-                    peer,
-                    datagram,
-                    &mut buf,
-                )
+                .handle(at(now), peer, datagram, &mut buf)
                 .map(|_| ()),
         };
         let _ = client.send(&datagram[..n.min(3000)], Delivery::Ordered);
@@ -127,3 +111,11 @@ fuzz_target!(|input: &[u8]| {
         server.handle_timeout(now);
     }
 });
+
+/// `now` by both clocks (the system clock read now).
+fn at(now: Instant) -> Timestamp {
+    Timestamp {
+        now,
+        wall: SystemTime::now(),
+    }
+}
