@@ -52,7 +52,7 @@ enum Input<'a> {
 }
 
 /// The earliest of some optional instants.
-fn earliest<const N: usize>(instants: [Option<Instant>; N]) -> Option<Instant> {
+pub(crate) fn earliest<const N: usize>(instants: [Option<Instant>; N]) -> Option<Instant> {
     instants.into_iter().flatten().min()
 }
 

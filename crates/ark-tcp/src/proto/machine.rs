@@ -31,6 +31,8 @@ use ark_reactor::Phase;
 
 use crate::error::CloseReason;
 use crate::handler::{SessionInfo, TcpHandler};
+#[cfg(feature = "tls")]
+use crate::proto::core::earliest;
 use crate::proto::core::link::State;
 #[cfg(feature = "tls")]
 use crate::proto::core::secure::Secure;
@@ -376,10 +378,7 @@ impl<C: Framing, H: TcpHandler> SessionMachine<C, H> {
         match &self.layer {
             Layer::Plain { .. } => core,
             #[cfg(feature = "tls")]
-            Layer::Tls(secure) => match (core, secure.poll_timeout()) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            },
+            Layer::Tls(secure) => earliest([core, secure.poll_timeout()]),
         }
     }
 

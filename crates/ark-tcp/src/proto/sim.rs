@@ -351,6 +351,9 @@ impl<C: Framing, H: TcpHandler> Simulator<C, H> {
             ..
         } = self;
         let _ = machine.handle_owner(now, ark_reactor::Phase::Running);
+        // The handles learn the queue and the phase every round, as before this round's
+        // close is reported (a send from `on_close` through a handle is refused then).
+        machine.core.publish_to_handles();
         let room = window.saturating_sub(outbound.len());
         let mut out = Within {
             out: outbound,

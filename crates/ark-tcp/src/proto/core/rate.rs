@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use ark_reactor::{EachWay, Pace, RateLimits, RateWindow};
 
+use super::earliest;
+
 /// A session's rate limits and measured rates.
 #[derive(Debug)]
 pub(crate) struct SessionRate {
@@ -93,7 +95,7 @@ impl SessionRate {
         self.read_starved = true;
         let want = self.pace.read.resume_quantum();
         let at = self.pace.read.blocked_until(want, now);
-        self.deadline = earliest(self.deadline, at);
+        self.deadline = earliest([self.deadline, at]);
     }
 
     /// How much of `queued` bytes a write may take now.
@@ -107,7 +109,7 @@ impl SessionRate {
         if queued > 0 && self.write_budget == 0 {
             let want = queued.min(self.pace.write.resume_quantum());
             let at = self.pace.write.blocked_until(want, now);
-            self.deadline = earliest(self.deadline, at);
+            self.deadline = earliest([self.deadline, at]);
         }
     }
 
@@ -144,11 +146,4 @@ impl SessionRate {
 pub(crate) struct Measured {
     pub(crate) rates: EachWay,
     pub(crate) queue_delay: Option<Duration>,
-}
-
-fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
 }
