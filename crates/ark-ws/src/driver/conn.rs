@@ -254,9 +254,9 @@ pub(crate) struct WsConn<H> {
     /// added to them.
     counters: Arc<WsCounters>,
     tally: WsStats,
-    /// A client's (and only a client has one: this side masks its frames): its handle's view of the current connection, the request each
-    /// connection's handshake sends (a reconnecting client makes one per connection), and
-    /// which refusals are final.
+    /// A client's (only a client has one, and so this side masks its frames): its handle's
+    /// view of the current connection, the request each connection's handshake sends (a
+    /// reconnecting client makes one per connection), and which refusals are final.
     client_of: Option<ClientOf>,
     /// TCP connections this handler has run (more than one for a reconnecting client).
     connections: u64,
@@ -288,7 +288,7 @@ impl<H: WsHandler> WsConn<H> {
     }
 
     pub(crate) fn server(owner: WsOwner, handler: H, registry: Option<Registry>) -> Self {
-        let config = owner.config.clone();
+        let config = &owner.config;
         let slot = Arc::new(Mutex::new(None));
         let accept = Accept {
             config: config.clone(),
@@ -319,7 +319,7 @@ impl<H: WsHandler> WsConn<H> {
         handler: H,
         registry: Option<Registry>,
     ) -> Self {
-        let config = owner.config.clone();
+        let config = &owner.config;
         let ws = WebSocket::from_raw_socket(
             MemStream::default(),
             tungstenite::protocol::Role::Server,

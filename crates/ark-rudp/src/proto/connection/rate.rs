@@ -299,6 +299,11 @@ impl Connection {
         if self.rates.paces_writes() {
             self.rates.pace.write.spend(len);
         }
+        self.record_rates(now);
+    }
+
+    /// The rates each way over the last whole second, from the byte totals at `now`.
+    fn record_rates(&mut self, now: Instant) {
         let totals = EachWay {
             inbound: self.stats.bytes_received,
             outbound: self.stats.bytes_sent,
@@ -321,11 +326,7 @@ impl Connection {
                 }
             }
         }
-        let totals = EachWay {
-            inbound: self.stats.bytes_received,
-            outbound: self.stats.bytes_sent,
-        };
-        r.rates = r.window.record(totals, now);
+        self.record_rates(now);
     }
 
     /// The read limit on the window `ack` advertises: no more fragments than the read
