@@ -17,6 +17,8 @@ const RATE: u64 = 100_000;
 const MESSAGE: usize = 4096;
 const COUNT: usize = 200;
 const TIMEOUT: Duration = Duration::from_secs(10);
+/// At most the bytes of the server's 101 response (129 with tungstenite's headers).
+const UPGRADE_RESPONSE_MAX: u64 = 256;
 
 /// On a text message, sends `COUNT` binary messages of `MESSAGE` bytes; "limited" first
 /// limits the session's writes to `RATE`.
@@ -99,8 +101,12 @@ fn a_session_limited_from_its_handler_keeps_its_rate_beside_an_unlimited_one() {
         .find(|s| s.stats().tcp.queued_bytes > 0)
         .expect("the limited session has frames waiting");
     let stats = limited_session.stats();
+    // The rate over a whole second of the session's window, the first one included: a burst
+    // and the rate, and the 101 response (129 B), which went out in that first window before
+    // the handler set the limit (seen: 116,968 B out over its first 1.0045 s). Without it
+    // the bound failed 2 runs in 40 at e60f3be, by 3 to 16 B/s.
     assert!(
-        stats.tcp.bytes_out_per_second <= RATE + 16_384,
+        stats.tcp.bytes_out_per_second <= RATE + 16_384 + UPGRADE_RESPONSE_MAX,
         "bytes_out_per_second {} over the limit and a burst",
         stats.tcp.bytes_out_per_second
     );
